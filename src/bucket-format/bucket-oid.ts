@@ -1,0 +1,82 @@
+/**
+ * Bucket `_id` generation (INTERNALS §1.2, `generateBucketOID`).
+ *
+ * Bytes 0–3: the rounded bucket start in seconds since the epoch, as a 32-bit big-endian value (negative
+ * or post-2106 seconds wrap modulo 2^32). Bytes 4–11: the 8 big-endian bytes of a process-wide 64-bit
+ * counter, seeded at random and incremented by one for every bucket id.
+ *
+ * @packageDocumentation
+ */
+import { randomBytes } from 'node:crypto';
+
+import { ObjectId } from 'bson';
+
+/**
+ * A source of bucket ids. One per process by default ({@link defaultBucketIdGenerator}); tests may make
+ * their own with a fixed seed.
+ */
+export class BucketIdGenerator {
+  /** High and low 32 bits of the 64-bit counter, kept as two numbers to avoid BigInt per id. */
+  #hi: number;
+  #lo: number;
+
+  /**
+   * @param seed - 8 bytes for the counter's initial value; random when omitted.
+   */
+  constructor(seed: Uint8Array = randomBytes(8)) {
+    const view = new DataView(seed.buffer, seed.byteOffset, 8);
+    this.#hi = view.getUint32(0);
+    this.#lo = view.getUint32(4);
+  }
+
+  /** Re-seed the counter at random (after an id collision, as the server does). */
+  reseed(): void {
+    const view = new DataView(randomBytes(8).buffer);
+    this.#hi = view.getUint32(0);
+    this.#lo = view.getUint32(4);
+  }
+
+  /**
+   * The next bucket id for a bucket starting at `roundedStartMs`.
+   *
+   * @param roundedStartMs - the rounded bucket start (`control.min.<time>`), epoch ms.
+   * @returns a new ObjectId whose timestamp is the start in seconds.
+   */
+  next(roundedStartMs: number): ObjectId {
+    const bytes = new Uint8Array(12);
+    const view = new DataView(bytes.buffer);
+    view.setUint32(0, bucketIdSeconds(roundedStartMs));
+    view.setUint32(4, this.#hi);
+    view.setUint32(8, this.#lo);
+    this.#lo = (this.#lo + 1) >>> 0;
+    if (this.#lo === 0) this.#hi = (this.#hi + 1) >>> 0;
+    return new ObjectId(bytes);
+  }
+}
+
+/**
+ * The 32-bit timestamp of a bucket `_id` for a start time: seconds since the epoch (floored), modulo 2^32.
+ *
+ * @param roundedStartMs - epoch ms.
+ * @returns an unsigned 32-bit number.
+ */
+export function bucketIdSeconds(roundedStartMs: number): number {
+  return Math.floor(roundedStartMs / 1000) >>> 0;
+}
+
+/**
+ * An ObjectId with timestamp `seconds` and the remaining 8 bytes all `0x00` (`'min'`) or all `0xff`
+ * (`'max'`): the bounds used by `_id` predicates on buckets (INTERNALS §10.3).
+ *
+ * @param seconds - the timestamp, an unsigned 32-bit number.
+ * @param fill - `'min'` or `'max'`.
+ * @returns the bound ObjectId.
+ */
+export function bucketIdBound(seconds: number, fill: 'min' | 'max'): ObjectId {
+  const bytes = new Uint8Array(12).fill(fill === 'min' ? 0 : 0xff);
+  new DataView(bytes.buffer).setUint32(0, seconds >>> 0);
+  return new ObjectId(bytes);
+}
+
+/** The process-wide generator used by every catalog unless one is injected. */
+export const defaultBucketIdGenerator: BucketIdGenerator = new BucketIdGenerator();

@@ -1,0 +1,561 @@
+/**
+ * MongoDB's `MinMax` (`bucket_catalog/flat_bson.{h,cpp}`, INTERNALS §3): the per-path minimum and maximum
+ * of a bucket's measurements, kept as a tree mirroring the measurement documents, plus the change
+ * tracking that turns each commit's changes into `$set` operations on `control.min` / `control.max`.
+ *
+ * ## The tree
+ * Every node is one field (or array position) seen in some measurement. A node has two independent slots,
+ * `min` and `max`; each slot is in one of four kinds. Children are shared by both slots: a child may be
+ * visible in `max` and unset in `min`. Children are kept in *stored order*, which is the field order of
+ * `control.min`/`control.max` (§3.3).
+ *
+ * ## Slot kinds (per slot, for the min slot; the max slot is symmetric with ">")
+ *
+ * | from \ incoming | scalar `v`                                | object                                   | array                                    |
+ * |-----------------|-------------------------------------------|------------------------------------------|------------------------------------------|
+ * | `unset`         | → `value` v                               | → `object`, children unset, recurse      | → `array`, children unset, recurse       |
+ * | `value` s       | → `value` v if `v < s` (full BSON order)  | → `object` (as above) if 20 < canon(s)   | → `array` (as above) if 25 < canon(s)    |
+ * | `object`        | → `value` v if canon(v) < 20              | stays `object`, recurse                  | → `array` (as above) (25 < 20 is false for min; max switches) |
+ * | `array`         | → `value` v if canon(v) < 25              | → `object` (as above) (min only)         | stays `array`, recurse positionally      |
+ *
+ * "Children unset" applies to the slot that switched, on the direct children only: their positions stay,
+ * so a later update reuses them. A switch to `value` leaves the children alone (they are invisible under
+ * a value and are reset when the slot becomes a container again). Recursion only updates the slots that
+ * took the container path. Missing fields (and `undefined` values) change nothing.
+ *
+ * ## Change tracking
+ * Each slot has two flags: `updated` (changed since the last {@link takeUpdates}; set whenever the slot
+ * takes a new value or kind, exactly like the server's `Data::_updated`) and `emitted` (the slot was
+ * visible in the last emitted document). {@link takeUpdates} walks the visible tree and emits:
+ * - an updated slot → `$set` of that path to the slot's whole current value;
+ * - a container whose newly visible children are not all after its previously visible ones → `$set` of
+ *   the whole container (a `$set` of a missing field appends it, so it could not put it in the middle);
+ * - a change under a field name that cannot be written as a dotted-path segment → `$set` of the nearest
+ *   safe ancestor (the whole document is the path `[]`).
+ *
+ * Deviations from the server, where JavaScript cannot follow it:
+ * - BSON allows duplicate field names, JS objects do not. The server can create a duplicate when an
+ *   array position is claimed for an object field (a mixed-schema-only path, §3.2); here a position is
+ *   only claimed by a name the node does not already have, and the lazily built name index is kept up to
+ *   date on claims (the server's index goes stale there, which also leads to duplicates).
+ * - The server emits DocDiff (§3.4); this module emits `$set` operations with the same effect and with
+ *   field order preserved.
+ * - JS engines enumerate integer-like keys (`"0"`, `"42"`) first in any object, so documents holding such
+ *   field names list them first, whatever the stored order is (js-bson writes them in that order too).
+ *
+ * @packageDocumentation
+ */
+
+import { invariant } from '../util/invariant.js';
+import { bsonTypeOf, BsonType, canonicalTypeOf, CanonicalType, compareBsonValues, dbRefToDocument } from '../util/bson-value.js';
+import { defineField, isPathSafeFieldName } from '../util/safe-record.js';
+import type { DBRef } from 'bson';
+
+/** The kind of a min or max slot; see the transition table in this module's documentation. */
+export type SlotKind = 'unset' | 'value' | 'object' | 'array';
+
+/** One side (min or max) of a {@link MinMaxNode}. Internal state, exported for tests. */
+export interface MinMaxSlot {
+  /** What the slot holds. */
+  kind: SlotKind;
+  /** The scalar when `kind === 'value'`, else `undefined`. Held by reference. */
+  value: unknown;
+  /** Changed since the last {@link takeUpdates}. */
+  updated: boolean;
+  /** Visible in the document last emitted by {@link takeUpdates} (or loaded by {@link minMaxFromDocuments}). */
+  emitted: boolean;
+}
+
+/** A field or array position of the tree. Internal state, exported for tests. */
+export interface MinMaxNode {
+  /** Field name; `null` for an array position not (yet) claimed by an object field. */
+  name: string | null;
+  /** Index of this node in its parent's `children`, kept current on inserts (used by the name index). */
+  pos: number;
+  /** The min slot. */
+  readonly min: MinMaxSlot;
+  /** The max slot. */
+  readonly max: MinMaxSlot;
+  /** Children in stored order, shared by both slots. */
+  readonly children: MinMaxNode[];
+  /**
+   * Name → child, built lazily once a linear search has walked {@link LINEAR_SEARCH_LIMIT} children
+   * without an answer (the server's `_fieldNameToIndex`); `null` until then.
+   */
+  index: Map<string, MinMaxNode> | null;
+}
+
+/** A bucket's min/max tree. Create with {@link createMinMax}; the root is an object in both slots. */
+export interface MinMax {
+  /** The root (the measurement document). */
+  readonly root: MinMaxNode;
+}
+
+/** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
+export interface SetOp {
+  /** Path segments below `control.min`/`control.max`; `[]` replaces the whole object. Array positions are decimal strings. */
+  readonly path: ReadonlyArray<string>;
+  /** The new value: a scalar (by reference) or a freshly built object/array. */
+  readonly value: unknown;
+}
+
+/** The changes of both sides since the previous {@link takeUpdates}, in application order. */
+export interface MinMaxUpdates {
+  /** `$set` operations relative to `control.min`. */
+  readonly min: ReadonlyArray<SetOp>;
+  /** `$set` operations relative to `control.max`. */
+  readonly max: ReadonlyArray<SetOp>;
+}
+
+/** Options of {@link updateMinMax}. */
+export interface MinMaxUpdateOptions {
+  /**
+   * A top-level field to leave out (the collection's metaField).
+   * @defaultValue `undefined` (nothing skipped)
+   */
+  readonly skipField?: string | undefined;
+}
+
+type Side = 'min' | 'max';
+
+/** Direction of a slot: the min slot takes smaller values (−1), the max slot larger ones (+1). */
+const MIN = -1;
+const MAX = 1;
+
+/** The server's `kMaxLinearSearchLength`: children searched linearly before a name index is built. */
+const LINEAR_SEARCH_LIMIT = 12;
+
+function newSlot(kind: SlotKind): MinMaxSlot {
+  return { kind, value: undefined, updated: false, emitted: false };
+}
+
+function newNode(name: string | null, pos: number): MinMaxNode {
+  return { name, pos, min: newSlot('unset'), max: newSlot('unset'), children: [], index: null };
+}
+
+/**
+ * Create an empty MinMax. Its root is an object in both slots and counts as already emitted as `{}`,
+ * so the first {@link takeUpdates} lists every field.
+ *
+ * @returns a fresh MinMax.
+ * @example
+ * ```ts
+ * const mm = createMinMax();
+ * updateMinMax(mm, { time: roundedStart }); // the catalog's seed, before any measurement
+ * updateMinMax(mm, measurement, { skipField: 'meta' });
+ * minDocument(mm); // control.min
+ * ```
+ */
+export function createMinMax(): MinMax {
+  const root = newNode(null, 0);
+  root.min.kind = 'object';
+  root.max.kind = 'object';
+  root.min.emitted = true;
+  root.max.emitted = true;
+  return { root };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Update
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Fold one measurement into the tree (the server's `MinMax::update`, §3.2 and §3.3).
+ *
+ * @param mm - the MinMax to update.
+ * @param measurement - a measurement document (or a stored `control.min`/`control.max`).
+ * @param options - `skipField`: top-level field to ignore (the metaField).
+ * @throws {@link TimeseriesError} `BadValue` for values js-bson cannot write.
+ */
+export function updateMinMax(
+  mm: MinMax,
+  measurement: Readonly<Record<string, unknown>>,
+  options: MinMaxUpdateOptions = {},
+): void {
+  updateObject(mm.root, measurement, true, true, options.skipField);
+}
+
+/** The children of `node` are walked with a cursor in step with `doc`'s fields (§3.3). */
+function updateObject(
+  node: MinMaxNode,
+  doc: Readonly<Record<string, unknown>>,
+  doMin: boolean,
+  doMax: boolean,
+  skipField: string | undefined,
+): void {
+  const children = node.children;
+  let cursor = 0;
+  // Number of leading children matched in order; the range before it never needs searching again.
+  let handled = 0;
+  let skipped = false;
+  for (const name of Object.keys(doc)) {
+    const value = doc[name];
+    // `undefined` means missing (js-bson `ignoreUndefined`), and the metaField is not summarised.
+    if (value === undefined || name === skipField) continue;
+
+    if (cursor === children.length && skipped) cursor = search(node, handled, children.length, name);
+    if (cursor === children.length) {
+      insertChild(node, cursor, name);
+    } else {
+      const atCursor = children[cursor] as MinMaxNode;
+      if (atCursor.name === null && !hasChild(node, name)) {
+        // An unclaimed array position under the cursor is taken over by this field.
+        claim(node, atCursor, name);
+      } else if (atCursor.name !== name) {
+        // Either the document lacks fields we have (skip forward) or its fields come in another order.
+        const found = search(node, cursor + 1, children.length, name);
+        if (found !== children.length) {
+          cursor = found;
+          skipped = true;
+        } else if (skipped) {
+          const again = search(node, handled, cursor, name);
+          if (again === cursor) insertChild(node, cursor, name);
+          else cursor = again;
+        } else {
+          // Everything so far matched in order: the new field goes right here, keeping the input order.
+          insertChild(node, cursor, name);
+        }
+      }
+    }
+
+    updateNode(children[cursor] as MinMaxNode, value, doMin, doMax);
+    cursor++;
+    if (!skipped) handled++;
+  }
+}
+
+/**
+ * Find `name` among `children[first, last)`; returns `last` when absent. Linear for up to
+ * {@link LINEAR_SEARCH_LIMIT} children (claiming the first unclaimed array position met, as the server
+ * does), then through the name index, which is built on first need and kept from then on.
+ */
+function search(node: MinMaxNode, first: number, last: number, name: string): number {
+  if (node.index !== null) {
+    const found = node.index.get(name);
+    return found === undefined ? last : found.pos;
+  }
+  const children = node.children;
+  let i = first;
+  for (let remaining = LINEAR_SEARCH_LIMIT; i < last && remaining > 0; i++, remaining--) {
+    const child = children[i] as MinMaxNode;
+    if (child.name === name) return i;
+    if (child.name === null && !hasChild(node, name)) {
+      claim(node, child, name);
+      return i;
+    }
+  }
+  if (i === last) return last;
+  node.index = new Map();
+  for (const child of children) if (child.name !== null && !node.index.has(child.name)) node.index.set(child.name, child);
+  return search(node, first, last, name);
+}
+
+/** Whether `node` has a child named `name` anywhere (used only around unclaimed array positions). */
+function hasChild(node: MinMaxNode, name: string): boolean {
+  if (node.index !== null) return node.index.has(name);
+  for (const child of node.children) if (child.name === name) return true;
+  return false;
+}
+
+function claim(node: MinMaxNode, child: MinMaxNode, name: string): void {
+  child.name = name;
+  node.index?.set(name, child);
+}
+
+function insertChild(node: MinMaxNode, at: number, name: string | null): void {
+  const children = node.children;
+  children.splice(at, 0, newNode(name, at));
+  for (let i = at + 1; i < children.length; i++) (children[i] as MinMaxNode).pos = i;
+  if (name !== null) node.index?.set(name, children[at] as MinMaxNode);
+}
+
+function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boolean): void {
+  const type = bsonTypeOf(value);
+  if (type === BsonType.object) {
+    const takeMin = doMin && takesContainer(node.min, CanonicalType.object, 'object', MIN);
+    const takeMax = doMax && takesContainer(node.max, CanonicalType.object, 'object', MAX);
+    if (takeMin) becomeContainer(node, 'min', 'object');
+    if (takeMax) becomeContainer(node, 'max', 'object');
+    if (takeMin || takeMax) {
+      // A js-bson DBRef is written as the embedded document {$ref, $id, $db?, ...fields}.
+      const doc = Array.isArray(value) || (value as { _bsontype?: unknown })._bsontype !== 'DBRef'
+        ? (value as Readonly<Record<string, unknown>>)
+        : dbRefToDocument(value as DBRef);
+      updateObject(node, doc, takeMin, takeMax, undefined);
+    }
+  } else if (type === BsonType.array) {
+    const takeMin = doMin && takesContainer(node.min, CanonicalType.array, 'array', MIN);
+    const takeMax = doMax && takesContainer(node.max, CanonicalType.array, 'array', MAX);
+    if (takeMin) becomeContainer(node, 'min', 'array');
+    if (takeMax) becomeContainer(node, 'max', 'array');
+    if (takeMin || takeMax) {
+      // Positional: element i updates child i whatever its name; missing positions are appended.
+      const arr = value as ReadonlyArray<unknown>;
+      const children = node.children;
+      for (let i = 0; i < arr.length; i++) {
+        if (i === children.length) insertChild(node, i, null);
+        // js-bson writes an undefined element (or a hole) as null.
+        updateNode(children[i] as MinMaxNode, arr[i] ?? null, takeMin, takeMax);
+      }
+    }
+  } else {
+    if (doMin) maybeSetValue(node.min, value, MIN);
+    if (doMax) maybeSetValue(node.max, value, MAX);
+  }
+}
+
+/** Whether a slot moves to (or stays) the container of canonical type `canonical` (§3.2). */
+function takesContainer(slot: MinMaxSlot, canonical: number, kind: 'object' | 'array', dir: number): boolean {
+  switch (slot.kind) {
+    case 'unset':
+      return true;
+    case 'object':
+    case 'array':
+      return slot.kind === kind || dir * (canonical - (slot.kind === 'object' ? CanonicalType.object : CanonicalType.array)) > 0;
+    case 'value':
+      return dir * (canonical - canonicalTypeOf(slot.value)) > 0;
+  }
+}
+
+/** Switch a slot to a container kind; a real switch resets the children's slots on that side. */
+function becomeContainer(node: MinMaxNode, side: Side, kind: 'object' | 'array'): void {
+  const slot = node[side];
+  if (slot.kind === kind) return;
+  slot.kind = kind;
+  slot.value = undefined;
+  slot.updated = true;
+  for (const child of node.children) {
+    const c = child[side];
+    c.kind = 'unset';
+    c.value = undefined;
+    c.updated = false;
+  }
+}
+
+function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): void {
+  let take: boolean;
+  switch (slot.kind) {
+    case 'unset':
+      take = true;
+      break;
+    case 'object':
+      take = dir * (canonicalTypeOf(value) - CanonicalType.object) > 0;
+      break;
+    case 'array':
+      take = dir * (canonicalTypeOf(value) - CanonicalType.array) > 0;
+      break;
+    case 'value':
+      take = dir * compareBsonValues(value, slot.value) > 0;
+      break;
+  }
+  if (take) {
+    slot.kind = 'value';
+    slot.value = value;
+    slot.updated = true;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Build a slot's current value. With `mark`, also record it as emitted: the slot and every visible slot
+ * below become `emitted` and not `updated`; invisible direct children become not `emitted`.
+ */
+function buildSlot(node: MinMaxNode, side: Side, mark: boolean): unknown {
+  const slot = node[side];
+  if (mark) {
+    slot.updated = false;
+    slot.emitted = true;
+  }
+  switch (slot.kind) {
+    case 'value':
+      return slot.value;
+    case 'object': {
+      const out: Record<string, unknown> = {};
+      for (const child of node.children) {
+        if (child[side].kind === 'unset') {
+          if (mark) child[side].emitted = false;
+          continue;
+        }
+        invariant(child.name !== null, 2101, 'visible child of an object without a field name');
+        defineField(out, child.name, buildSlot(child, side, mark));
+      }
+      return out;
+    }
+    case 'array': {
+      const out: unknown[] = [];
+      for (const child of node.children) {
+        if (child[side].kind === 'unset') {
+          if (mark) child[side].emitted = false;
+          continue;
+        }
+        out.push(buildSlot(child, side, mark));
+      }
+      return out;
+    }
+    case 'unset':
+      invariant(false, 2102, 'building an unset slot');
+  }
+}
+
+/**
+ * The current `control.min`: a fresh plain object in stored field order, unset paths left out. Does not
+ * change the change tracking.
+ *
+ * @param mm - the MinMax.
+ * @returns a new object; containers are fresh, scalars are the measurement values (by reference).
+ */
+export function minDocument(mm: MinMax): Record<string, unknown> {
+  return buildSlot(mm.root, 'min', false) as Record<string, unknown>;
+}
+
+/**
+ * The current `control.max`; see {@link minDocument}.
+ *
+ * @param mm - the MinMax.
+ * @returns a new object in stored field order.
+ */
+export function maxDocument(mm: MinMax): Record<string, unknown> {
+  return buildSlot(mm.root, 'max', false) as Record<string, unknown>;
+}
+
+/**
+ * The `$set` operations that turn the previously emitted `control.min`/`control.max` into the current
+ * ones (field order included), and reset the tracking so the next call reports only later changes.
+ *
+ * Applying `min` in order to the previous `control.min` — `$set: {'control.min.<path joined by .>': value}`,
+ * or replacing `control.min` when the path is `[]` — yields exactly {@link minDocument}; likewise `max`.
+ * The "previous" documents are `{}` for a fresh MinMax, the stored documents after
+ * {@link minMaxFromDocuments}, and otherwise the state at the previous call. On a bucket's first commit
+ * the caller writes the full documents and discards this call's result.
+ *
+ * @param mm - the MinMax.
+ * @returns the operations for each side; empty lists when nothing changed.
+ */
+export function takeUpdates(mm: MinMax): MinMaxUpdates {
+  return { min: takeSide(mm.root, 'min'), max: takeSide(mm.root, 'max') };
+}
+
+function takeSide(root: MinMaxNode, side: Side): SetOp[] {
+  const out: SetOp[] = [];
+  const path: string[] = [];
+  if (root[side].updated || collectChanges(root, side, path, out)) {
+    out.length = 0;
+    out.push({ path: [], value: buildSlot(root, side, true) });
+  }
+  return out;
+}
+
+/**
+ * Append the operations for the children of `node`, a visible, not updated container on `side` that
+ * was emitted at `path`. Returns `true` when the changes can only be written by replacing `node` as a
+ * whole; the caller then drops what this call appended and sets `node` itself.
+ */
+function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp[]): boolean {
+  const children = node.children;
+  // A `$set` of a missing field appends it: new children must all come after the old ones.
+  let sawNew = false;
+  for (const child of children) {
+    const c = child[side];
+    if (c.kind === 'unset') continue;
+    if (!c.emitted) sawNew = true;
+    else if (sawNew) return true;
+  }
+
+  const start = out.length;
+  const isArray = node[side].kind === 'array';
+  let position = 0;
+  for (const child of children) {
+    const c = child[side];
+    if (c.kind === 'unset') {
+      c.emitted = false;
+      continue;
+    }
+    const segment = isArray ? String(position) : (child.name as string);
+    position++;
+    const safe = isArray || isPathSafeFieldName(segment);
+    if (c.updated || !c.emitted) {
+      if (!safe) {
+        out.length = start;
+        return true;
+      }
+      path.push(segment);
+      out.push({ path: path.slice(), value: buildSlot(child, side, true) });
+      path.pop();
+    } else if (c.kind === 'object' || c.kind === 'array') {
+      const before = out.length;
+      path.push(segment);
+      const whole = collectChanges(child, side, path, out);
+      if (!safe && (whole || out.length > before)) {
+        // Nothing below an unsafe segment can be addressed: the parent is replaced instead.
+        path.pop();
+        out.length = start;
+        return true;
+      }
+      if (whole) {
+        out.length = before;
+        out.push({ path: path.slice(), value: buildSlot(child, side, true) });
+      }
+      path.pop();
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reopening
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Rebuild a MinMax from a stored bucket's `control.min` and `control.max` (the server's
+ * `MinMax::parseFromBSON`: fold `min`, then `max`, into a fresh tree). The stored documents become the
+ * baseline of {@link takeUpdates}; if the rebuilt documents differ from them (field order or values, as
+ * in buckets written with DocDiff appends or by mixed-schema writers), the next {@link takeUpdates}
+ * replaces the differing side as a whole (path `[]`).
+ *
+ * @param min - stored `control.min`.
+ * @param max - stored `control.max`.
+ * @returns the rebuilt MinMax.
+ * @throws {@link TimeseriesError} `BadValue` for values js-bson cannot write.
+ */
+export function minMaxFromDocuments(
+  min: Readonly<Record<string, unknown>>,
+  max: Readonly<Record<string, unknown>>,
+): MinMax {
+  const mm = createMinMax();
+  updateMinMax(mm, min);
+  updateMinMax(mm, max);
+  const builtMin = buildSlot(mm.root, 'min', true);
+  const builtMax = buildSlot(mm.root, 'max', true);
+  if (!identical(builtMin, min)) mm.root.min.updated = true;
+  if (!identical(builtMax, max)) mm.root.max.updated = true;
+  return mm;
+}
+
+/** Same BSON: same types, same field names in the same order, equal values. */
+function identical(a: unknown, b: unknown): boolean {
+  const type = bsonTypeOf(a);
+  if (type !== bsonTypeOf(b)) return false;
+  if (type === BsonType.array) {
+    const x = a as ReadonlyArray<unknown>;
+    const y = b as ReadonlyArray<unknown>;
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (!identical(x[i] ?? null, y[i] ?? null)) return false;
+    return true;
+  }
+  if (type === BsonType.object) {
+    const x = a as Readonly<Record<string, unknown>>;
+    const y = b as Readonly<Record<string, unknown>>;
+    const kx = Object.keys(x).filter((k) => x[k] !== undefined);
+    const ky = Object.keys(y).filter((k) => y[k] !== undefined);
+    if (kx.length !== ky.length) return false;
+    for (let i = 0; i < kx.length; i++) {
+      const k = kx[i] as string;
+      if (k !== ky[i] || !identical(x[k], y[k])) return false;
+    }
+    return true;
+  }
+  return compareBsonValues(a, b) === 0;
+}

@@ -1,0 +1,631 @@
+/**
+ * Internal steps of the bucket catalog (`bucket_catalog_internal.h`): finding an eligible bucket,
+ * rollover, allocation, closing, archiving and idle-bucket expiry. Each step takes the catalog state first
+ * and, where it touches a stripe's maps, the {@link StripeLock} proving the stripe is held.
+ *
+ * @packageDocumentation
+ */
+import type { ObjectId } from 'bson';
+
+import type { Measurement } from '../bucket-format/bucket-document.js';
+import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
+import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
+import { createSchema, updateSchema } from '../bucket-format/schema.js';
+import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
+import { TimeseriesError } from '../errors.js';
+import { defineField } from '../util/safe-record.js';
+import { calculateBucketFieldsAndSizeChange } from './bucket.js';
+import type { Bucket, BucketSizeChange } from './bucket.js';
+import { makeBucketId, makeBucketKey, stripeNumber } from './bucket-identifiers.js';
+import type { BucketKey } from './bucket-identifiers.js';
+import type { BucketMetadata } from './bucket-metadata.js';
+import type { ExecutionStats, ExecutionStatsController } from './execution-stats.js';
+import { archivedBucketMemoryUsage, bucketMemoryUsage } from './memory-usage.js';
+import { rolloverActionFor } from './rollover.js';
+import type { RolloverReason } from './rollover.js';
+import type { Stripe, StripeLock } from './stripe.js';
+import { makeWriteBatch } from './write-batch.js';
+import type { WriteBatch } from './write-batch.js';
+
+/** The largest bucket a few large measurements may grow to (`kLargeMeasurementsMaxBucketSize`). */
+export const kLargeMeasurementsMaxBucketSize = 16 * 1024 * 1024 - 4 * 1024 * 1024;
+
+/** MongoDB's maximum user document size (`BSONObjMaxUserSize`). */
+export const kBSONObjMaxUserSize = 16 * 1024 * 1024;
+
+/** Server parameters the catalog reads, resolved once by the engine. */
+export interface CatalogParameters {
+  /** `timeseriesBucketMaxCount`. */
+  readonly timeseriesBucketMaxCount: number;
+  /** `timeseriesBucketMaxSize` in bytes. */
+  readonly timeseriesBucketMaxSize: number;
+  /** `timeseriesBucketMinCount`. */
+  readonly timeseriesBucketMinCount: number;
+  /** `timeseriesIdleBucketExpiryMemoryUsageThreshold`, resolved to bytes. */
+  readonly timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: number;
+  /** `timeseriesIdleBucketExpiryMaxCountPerAttempt`. */
+  readonly timeseriesIdleBucketExpiryMaxCountPerAttempt: number;
+}
+
+/** The bucketing options of one collection, as the catalog needs them. */
+export interface BucketingOptions {
+  /** The time field. */
+  readonly timeField: string;
+  /** The metaField, if any. */
+  readonly metaField: string | undefined;
+  /** `bucketMaxSpanSeconds`. */
+  readonly bucketMaxSpanSeconds: number;
+  /** Effective `bucketRoundingSeconds` (the preset's when a granularity is set). */
+  readonly bucketRoundingSeconds: number;
+}
+
+/** Per-collection state held by the catalog. */
+export interface CollectionState {
+  /** Namespace. */
+  readonly ns: string;
+  /** Bucketing options of the latest insert (collMod changes apply to new buckets). */
+  options: BucketingOptions;
+  /** Stats controller updating this collection's and the global stats. */
+  readonly stats: ExecutionStatsController;
+}
+
+/** Called when a bucket is closed (soft or hard) so its document can be finalised (compressed). */
+export type BucketClosedHook = (ns: string, oid: ObjectId) => void;
+
+/** The whole catalog's state: plain data, driven by the functions of this module. */
+export interface CatalogState {
+  /** The 32 stripes. */
+  readonly stripes: ReadonlyArray<Stripe>;
+  /** Resolved parameters. */
+  readonly parameters: CatalogParameters;
+  /** Source of bucket ids. */
+  readonly idGenerator: BucketIdGenerator;
+  /** Stats of the whole catalog. */
+  readonly globalStats: ExecutionStats;
+  /** Collections that have inserted at least once, by namespace. */
+  readonly collections: Map<string, CollectionState>;
+  /** Estimated bytes held by open and archived buckets. */
+  memoryUsage: number;
+  /** Next opId for callers that must not share batches (ordered inserts). */
+  nextOpId: number;
+  /** Finalises closed buckets. */
+  readonly onBucketClosed: BucketClosedHook | undefined;
+}
+
+/** One measurement to stage, with what the caller already derived from it. */
+export interface InsertItem {
+  /** The measurement as given. */
+  readonly measurement: Measurement;
+  /** Its time, epoch ms. */
+  readonly timeMs: number;
+  /** Its series. */
+  readonly metadata: BucketMetadata;
+}
+
+/** Outcome of staging one measurement. */
+export type StageResult =
+  | { readonly kind: 'staged'; readonly batch: WriteBatch }
+  | { readonly kind: 'error'; readonly error: TimeseriesError };
+
+/**
+ * The stripe of a series.
+ *
+ * @param state - the catalog.
+ * @param key - the series.
+ * @returns its stripe.
+ */
+export function stripeFor(state: CatalogState, key: BucketKey): Stripe {
+  return state.stripes[stripeNumber(key)] as Stripe;
+}
+
+/**
+ * Stage the measurements of one series (already sorted by time) into batches, under the stripe lock.
+ *
+ * @param state - the catalog.
+ * @param lock - the series' stripe, held.
+ * @param coll - the collection.
+ * @param options - its bucketing options.
+ * @param key - the series.
+ * @param items - the series' measurements, sorted by time (stable).
+ * @param opId - 0 to share batches with other unordered writers, else the caller's id.
+ * @param out - receives one result per item, at the item's position in `positions`.
+ * @param positions - where each item's result goes in `out`.
+ */
+export function stageSeries(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  options: BucketingOptions,
+  key: BucketKey,
+  items: ReadonlyArray<InsertItem>,
+  opId: number,
+  out: StageResult[],
+  positions: ReadonlyArray<number>,
+): void {
+  // Consecutive measurements go to the same bucket until one needs a rollover (INTERNALS §5.6, newest).
+  let current: Bucket | undefined;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as InsertItem;
+    const position = positions[i] as number;
+    let chosen: { bucket: Bucket; change: BucketSizeChange } | undefined;
+    if (current?.state === 'normal' && lock.stripe.openBucketsById.get(current.id.hex) === current) {
+      const check = determineRolloverReason(state, coll, options, current, item);
+      if (check.kind === 'fits') chosen = { bucket: current, change: check.change };
+      else if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
+    }
+    if (chosen === undefined) {
+      const found = findEligibleBucket(state, lock, coll, options, key, item);
+      if (found.kind === 'error') {
+        out[position] = found;
+        continue;
+      }
+      chosen = found;
+    }
+    current = chosen.bucket;
+    out[position] = { kind: 'staged', batch: stageInto(state, lock, coll, chosen.bucket, item, chosen.change, opId) };
+  }
+}
+
+type RolloverCheck =
+  | { readonly kind: 'fits'; readonly change: BucketSizeChange }
+  | { readonly kind: 'rollover'; readonly reason: Exclude<RolloverReason, 'none'> };
+
+/**
+ * Whether `item` fits `bucket`, or why not (INTERNALS §5.2, newest order): time forward, time backward,
+ * count, size (with the large-measurement exemption, after which the schema check still runs), schema.
+ * A passing schema check records the measurement's new paths in the bucket's schema.
+ *
+ * @param state - the catalog.
+ * @param coll - the collection (for the kept-open statistic).
+ * @param options - the collection's bucketing options.
+ * @param bucket - a candidate bucket.
+ * @param item - the measurement.
+ * @returns `fits` with the size change, or the rollover reason.
+ */
+export function determineRolloverReason(
+  state: CatalogState,
+  coll: CollectionState,
+  options: BucketingOptions,
+  bucket: Bucket,
+  item: InsertItem,
+): RolloverCheck {
+  const params = state.parameters;
+  switch (timeWindowPosition(item.timeMs, bucket.startMs, bucket.maxSpanSeconds)) {
+    case 'after':
+      return { kind: 'rollover', reason: 'timeForward' };
+    case 'before':
+      return { kind: 'rollover', reason: 'timeBackward' };
+    case 'inside':
+      break;
+  }
+  if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return { kind: 'rollover', reason: 'count' };
+  const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
+  const newSize = bucket.size + change.sizeToBeAdded;
+  if (newSize > params.timeseriesBucketMaxSize) {
+    if (bucket.numMeasurements >= params.timeseriesBucketMinCount || newSize > kLargeMeasurementsMaxBucketSize) {
+      return { kind: 'rollover', reason: 'size' };
+    }
+    if (!bucket.keptOpenDueToLargeMeasurements) {
+      bucket.keptOpenDueToLargeMeasurements = true;
+      coll.stats.inc('numBucketsKeptOpenDueToLargeMeasurements');
+    }
+  }
+  if (updateSchema(bucket.schema, item.measurement, { skipField: options.metaField }) === 'incompatible') {
+    return { kind: 'rollover', reason: 'schemaChange' };
+  }
+  return { kind: 'fits', change };
+}
+
+/**
+ * Find a bucket that accepts `item`, rolling over the series' current bucket if it does not, and
+ * allocating a new bucket when no candidate fits (INTERNALS §5.6, newest): candidates are buckets pending
+ * soft close (fewest measurements first), then pending archive (fewest first), whose window contains the
+ * time, then the series' current bucket.
+ */
+function findEligibleBucket(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  options: BucketingOptions,
+  key: BucketKey,
+  item: InsertItem,
+): { readonly kind: 'found'; readonly bucket: Bucket; readonly change: BucketSizeChange } | StageResult & { kind: 'error' } {
+  const open = lock.stripe.openBucketsByKey.get(key.signature);
+  let hadCurrent = false;
+  if (open !== undefined) {
+    const alternates: Bucket[] = [];
+    let current: Bucket | undefined;
+    for (const bucket of open) {
+      if (bucket.state !== 'normal') continue;
+      if (bucket.rolloverAction === 'none') current = bucket;
+      else if (
+        (bucket.rolloverAction === 'softClose' || bucket.rolloverAction === 'archive') &&
+        timeWindowPosition(item.timeMs, bucket.startMs, bucket.maxSpanSeconds) === 'inside'
+      ) {
+        alternates.push(bucket);
+      }
+    }
+    alternates.sort(compareAlternates);
+    for (const bucket of alternates) {
+      const check = determineRolloverReason(state, coll, options, bucket, item);
+      if (check.kind === 'fits') return { kind: 'found', bucket, change: check.change };
+    }
+    if (current !== undefined) {
+      hadCurrent = true;
+      const check = determineRolloverReason(state, coll, options, current, item);
+      if (check.kind === 'fits') return { kind: 'found', bucket: current, change: check.change };
+      rollover(state, lock, coll, current, check.reason);
+    }
+  }
+  return allocateBucket(state, lock, coll, options, key, item, hadCurrent ? 'rollover' : 'metadata');
+}
+
+/** Soft-closed before archived, then fewest measurements first. */
+function compareAlternates(a: Bucket, b: Bucket): number {
+  if (a.rolloverAction !== b.rolloverAction) return a.rolloverAction === 'softClose' ? -1 : 1;
+  return a.numMeasurements - b.numMeasurements;
+}
+
+/**
+ * Open a new bucket for `item`'s series starting at the item's rounded time. Expires idle buckets of the
+ * stripe first if the catalog is over its memory threshold.
+ */
+function allocateBucket(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  options: BucketingOptions,
+  key: BucketKey,
+  item: InsertItem,
+  why: 'metadata' | 'rollover',
+): { readonly kind: 'found'; readonly bucket: Bucket; readonly change: BucketSizeChange } | StageResult & { kind: 'error' } {
+  expireIdleBuckets(state, lock);
+  const startMs = roundTimestampBySeconds(item.timeMs, options.bucketRoundingSeconds);
+  let oid = state.idGenerator.next(startMs);
+  // An id already open in this stripe: re-seed and retry, as the server does (INTERNALS §1.2).
+  for (let attempt = 0; lock.stripe.openBucketsById.has(oid.toHexString()); attempt++) {
+    if (attempt >= 16) {
+      return {
+        kind: 'error',
+        error: new TimeseriesError(
+          'OIDGenerationCollision',
+          "Unable to insert documents due to internal OID generation collision. Increase the value of server parameter 'timeseriesInsertMaxRetriesOnDuplicates' and try again",
+        ),
+      };
+    }
+    state.idGenerator.reseed();
+    oid = state.idGenerator.next(startMs);
+  }
+  const minMax = createMinMax();
+  // The rounded start is folded in before any measurement: control.min.<time> is the rounded time.
+  const seed: Record<string, unknown> = {};
+  defineField(seed, options.timeField, new Date(startMs));
+  updateMinMax(minMax, seed, { skipField: undefined });
+  const schema = createSchema();
+  updateSchema(schema, item.measurement, { skipField: options.metaField });
+  const bucket: Bucket = {
+    id: makeBucketId(key.ns, oid),
+    key,
+    hasMeta: item.metadata.normalizedMeta !== undefined,
+    normalizedMeta: item.metadata.normalizedMeta,
+    startMs,
+    maxSpanSeconds: options.bucketMaxSpanSeconds,
+    minMax,
+    schema,
+    size: 0,
+    numMeasurements: 0,
+    numCommittedMeasurements: 0,
+    fieldNames: new Set(),
+    uncommittedFieldNames: new Set(),
+    batches: new Set(),
+    openBatches: new Map(),
+    preparedBatch: undefined,
+    rolloverAction: 'none',
+    rolloverReason: 'none',
+    keptOpenDueToLargeMeasurements: false,
+    state: 'normal',
+    memoryUsage: 0,
+    pendingOpenedDueToMetadata: false,
+  };
+  const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
+  if (change.sizeToBeAdded > kBSONObjMaxUserSize) {
+    return {
+      kind: 'error',
+      error: new TimeseriesError(
+        'BSONObjectTooLarge',
+        `Measurement too large: the bucket document would exceed ${kBSONObjMaxUserSize} bytes`,
+      ),
+    };
+  }
+  lock.stripe.openBucketsById.set(bucket.id.hex, bucket);
+  let series = lock.stripe.openBucketsByKey.get(key.signature);
+  if (series === undefined) {
+    series = new Set();
+    lock.stripe.openBucketsByKey.set(key.signature, series);
+  }
+  series.add(bucket);
+  coll.stats.addActiveBuckets(1);
+  bucket.memoryUsage = bucketMemoryUsage(bucket);
+  state.memoryUsage += bucket.memoryUsage;
+  bucket.pendingOpenedDueToMetadata = why === 'metadata';
+  return { kind: 'found', bucket, change };
+}
+
+/** Add `item` to the caller's batch for `bucket`. */
+function stageInto(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  bucket: Bucket,
+  item: InsertItem,
+  change: BucketSizeChange,
+  opId: number,
+): WriteBatch {
+  let batch = bucket.openBatches.get(opId);
+  if (batch === undefined) {
+    batch = makeWriteBatch(bucket, opId, coll.stats);
+    bucket.openBatches.set(opId, batch);
+    bucket.batches.add(batch);
+    // The flag moves to the bucket's first batch and is counted when that batch commits.
+    if (bucket.pendingOpenedDueToMetadata) {
+      bucket.pendingOpenedDueToMetadata = false;
+      batch.openedDueToMetadata = true;
+    }
+  }
+  batch.measurements.push(item.measurement);
+  for (const field of change.newFieldNames) {
+    batch.newFieldNames.add(field);
+    bucket.uncommittedFieldNames.add(field);
+  }
+  bucket.numMeasurements++;
+  bucket.size += change.sizeToBeAdded;
+  lock.stripe.idleBuckets.delete(bucket.id.hex);
+  updateBucketMemoryUsage(state, bucket);
+  return batch;
+}
+
+/**
+ * Record that `bucket` stops accepting measurements for `reason`; act now if it has no batch in flight,
+ * else when its last batch finishes. Statistics are counted here, when the rollover happens.
+ *
+ * @param state - the catalog.
+ * @param lock - the bucket's stripe, held.
+ * @param coll - the collection.
+ * @param bucket - the series' current bucket.
+ * @param reason - why it rolls over.
+ */
+export function rollover(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  bucket: Bucket,
+  reason: Exclude<RolloverReason, 'none'>,
+): void {
+  const params = state.parameters;
+  // Newest: a bucket already full by count or size is closed rather than archived (INTERNALS §5.5).
+  let effective: Exclude<RolloverReason, 'none'> = reason;
+  if (reason === 'timeBackward') {
+    if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) effective = 'count';
+    else if (bucket.size >= params.timeseriesBucketMaxSize && bucket.numMeasurements >= params.timeseriesBucketMinCount) {
+      effective = 'size';
+    }
+  }
+  bucket.rolloverReason = effective;
+  bucket.rolloverAction = rolloverActionFor[effective];
+  coll.stats.inc(kRolloverStat[effective]);
+  lock.stripe.idleBuckets.delete(bucket.id.hex);
+  if (bucket.batches.size === 0 && bucket.preparedBatch === undefined) performRolloverAction(state, lock, coll, bucket);
+}
+
+const kRolloverStat = {
+  timeForward: 'numBucketsClosedDueToTimeForward',
+  timeBackward: 'numBucketsArchivedDueToTimeBackward',
+  count: 'numBucketsClosedDueToCount',
+  size: 'numBucketsClosedDueToSize',
+  cachePressure: 'numBucketsClosedDueToCachePressure',
+  schemaChange: 'numBucketsClosedDueToSchemaChange',
+} as const satisfies Record<Exclude<RolloverReason, 'none'>, string>;
+
+/**
+ * Carry out a bucket's pending rollover action: close it, or archive it.
+ *
+ * @param state - the catalog.
+ * @param lock - the bucket's stripe, held.
+ * @param coll - the collection.
+ * @param bucket - a bucket with no batch in flight.
+ */
+export function performRolloverAction(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  bucket: Bucket,
+): void {
+  switch (bucket.rolloverAction) {
+    case 'none':
+      markBucketIdle(lock, bucket);
+      return;
+    case 'softClose':
+    case 'hardClose':
+      closeOpenBucket(state, lock, coll, bucket, 'closed');
+      return;
+    case 'archive':
+      archiveBucket(state, lock, coll, bucket);
+      return;
+    default: {
+      const never: never = bucket.rolloverAction;
+      throw new TypeError(`unknown rollover action ${String(never)}`);
+    }
+  }
+}
+
+/** Mark a bucket idle: most recently idle at the end of the stripe's idle list. */
+export function markBucketIdle(lock: StripeLock, bucket: Bucket): void {
+  lock.stripe.idleBuckets.delete(bucket.id.hex);
+  lock.stripe.idleBuckets.set(bucket.id.hex, bucket);
+}
+
+/**
+ * Remove an open bucket from the catalog.
+ *
+ * @param state - the catalog.
+ * @param lock - the bucket's stripe, held.
+ * @param coll - the collection.
+ * @param bucket - the bucket.
+ * @param how - `'closed'`: its document is final (finalise it); `'forgotten'`: cleared, leave storage alone;
+ *   `'archived'`: replaced by an archived record (the active count is unchanged).
+ */
+export function closeOpenBucket(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  bucket: Bucket,
+  how: 'closed' | 'forgotten' | 'archived',
+): void {
+  const stripe = lock.stripe;
+  if (stripe.openBucketsById.get(bucket.id.hex) !== bucket) return;
+  stripe.openBucketsById.delete(bucket.id.hex);
+  stripe.idleBuckets.delete(bucket.id.hex);
+  const series = stripe.openBucketsByKey.get(bucket.key.signature);
+  series?.delete(bucket);
+  if (series?.size === 0) stripe.openBucketsByKey.delete(bucket.key.signature);
+  state.memoryUsage -= bucket.memoryUsage;
+  if (how !== 'archived') coll.stats.addActiveBuckets(-1);
+  if (how === 'closed' && bucket.numCommittedMeasurements > 0) {
+    state.onBucketClosed?.(bucket.id.ns, bucket.id.oid);
+  }
+}
+
+/**
+ * Archive a bucket: drop it from memory and keep a small record for archive-based reopening. If a record
+ * for the same series and start exists, the bucket is closed instead (INTERNALS §5.5).
+ */
+function archiveBucket(state: CatalogState, lock: StripeLock, coll: CollectionState, bucket: Bucket): void {
+  let records = lock.stripe.archivedBuckets.get(bucket.key.signature);
+  if (records?.has(bucket.startMs) === true) {
+    closeOpenBucket(state, lock, coll, bucket, 'closed');
+    return;
+  }
+  closeOpenBucket(state, lock, coll, bucket, 'archived');
+  if (records === undefined) {
+    records = new Map();
+    lock.stripe.archivedBuckets.set(bucket.key.signature, records);
+  }
+  const memoryUsage = archivedBucketMemoryUsage(bucket.key);
+  records.set(bucket.startMs, { oid: bucket.id.oid, startMs: bucket.startMs, ns: bucket.id.ns, memoryUsage });
+  state.memoryUsage += memoryUsage;
+}
+
+/**
+ * Expire idle buckets of one stripe while the catalog is over its memory threshold (INTERNALS §5.7): the
+ * least recently idle bucket is archived; then archived records are dropped. At most
+ * `timeseriesIdleBucketExpiryMaxCountPerAttempt + 1` per call (the server's `<=`).
+ *
+ * @param state - the catalog.
+ * @param lock - the stripe, held.
+ */
+export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
+  const params = state.parameters;
+  const threshold = params.timeseriesIdleBucketExpiryMemoryUsageThresholdBytes;
+  const maxCount = params.timeseriesIdleBucketExpiryMaxCountPerAttempt;
+  let numExpired = 0;
+  const stripe = lock.stripe;
+  while (stripe.idleBuckets.size > 0 && state.memoryUsage > threshold && numExpired <= maxCount) {
+    const [, bucket] = stripe.idleBuckets.entries().next().value as [string, Bucket];
+    const coll = state.collections.get(bucket.id.ns);
+    if (coll === undefined || bucket.state !== 'normal') {
+      stripe.idleBuckets.delete(bucket.id.hex);
+    } else {
+      coll.stats.inc('numBucketsArchivedDueToMemoryThreshold');
+      archiveBucket(state, lock, coll, bucket);
+    }
+    numExpired++;
+  }
+  while (stripe.archivedBuckets.size > 0 && state.memoryUsage > threshold && numExpired <= maxCount) {
+    const [signature, records] = stripe.archivedBuckets.entries().next().value as [
+      string,
+      Map<number, { readonly ns: string; readonly memoryUsage: number }>,
+    ];
+    const [startMs, record] = records.entries().next().value as [number, { readonly ns: string; readonly memoryUsage: number }];
+    records.delete(startMs);
+    if (records.size === 0) stripe.archivedBuckets.delete(signature);
+    state.memoryUsage -= record.memoryUsage;
+    const coll = state.collections.get(record.ns);
+    if (coll !== undefined) {
+      coll.stats.inc('numBucketsClosedDueToMemoryThreshold');
+      coll.stats.addActiveBuckets(-1);
+    }
+    numExpired++;
+  }
+}
+
+/** Recompute a bucket's share of the catalog's memory estimate. */
+export function updateBucketMemoryUsage(state: CatalogState, bucket: Bucket): void {
+  const usage = bucketMemoryUsage(bucket);
+  state.memoryUsage += usage - bucket.memoryUsage;
+  bucket.memoryUsage = usage;
+}
+
+/**
+ * The series key of a measurement's metadata within a namespace.
+ *
+ * @param ns - namespace.
+ * @param metadata - the measurement's series.
+ * @returns the key.
+ */
+export function keyFor(ns: string, metadata: BucketMetadata): BucketKey {
+  return makeBucketKey(ns, metadata.key);
+}
+
+/**
+ * Remove every open bucket and archived record of `ns` from `stripe` (drop / clear).
+ *
+ * @param state - the catalog.
+ * @param lock - the stripe, held.
+ * @param coll - the collection.
+ */
+export function clearNamespace(state: CatalogState, lock: StripeLock, coll: CollectionState): void {
+  for (const bucket of [...lock.stripe.openBucketsById.values()]) {
+    if (bucket.id.ns !== coll.ns) continue;
+    bucket.state = 'cleared';
+    if (bucket.preparedBatch === undefined) failUnpreparedBatches(bucket, clearedError(bucket));
+    closeOpenBucket(state, lock, coll, bucket, 'forgotten');
+  }
+  for (const [signature, records] of [...lock.stripe.archivedBuckets]) {
+    for (const [startMs, record] of [...records]) {
+      if (record.ns !== coll.ns) continue;
+      records.delete(startMs);
+      state.memoryUsage -= record.memoryUsage;
+      coll.stats.addActiveBuckets(-1);
+    }
+    if (records.size === 0) lock.stripe.archivedBuckets.delete(signature);
+  }
+}
+
+/**
+ * Fail every unprepared batch of `bucket` with `error`.
+ *
+ * @param bucket - the bucket.
+ * @param error - the failure given to the batches' waiters.
+ */
+export function failUnpreparedBatches(bucket: Bucket, error: unknown): void {
+  for (const batch of bucket.batches) {
+    batch.state = 'finished';
+    batch.result.reject(error);
+  }
+  bucket.batches.clear();
+  bucket.openBatches.clear();
+}
+
+/**
+ * The error given to batches of a bucket cleared before they committed; writers retry them.
+ *
+ * @param bucket - the cleared bucket.
+ * @returns a `TimeseriesBucketCleared` error.
+ */
+export function clearedError(bucket: Bucket): TimeseriesError {
+  return new TimeseriesError(
+    'TimeseriesBucketCleared',
+    `Time-series bucket ${bucket.id.hex} for collection ${bucket.id.ns} was cleared`,
+    { bucketId: bucket.id.hex },
+  );
+}

@@ -1,0 +1,421 @@
+/**
+ * The bucket catalog's public protocol (`bucket_catalog/bucket_catalog.h`, INTERNALS §7):
+ * `insert` stages measurements into write batches; a writer that claims a batch's commit rights calls
+ * `prepareCommit`, writes to storage, then `finish` (or `abort` on failure); other writers wait with
+ * `getWriteBatchResult`.
+ *
+ * @packageDocumentation
+ */
+import type { ObjectId } from 'bson';
+
+import { makeBucketUpdate, makeNewBucketDocument } from '../bucket-format/bucket-document.js';
+import type { BucketDocumentV1, BucketUpdate } from '../bucket-format/bucket-document.js';
+import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
+import { defaultBucketIdGenerator } from '../bucket-format/bucket-oid.js';
+import { maxDocument, minDocument, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
+import { invariant } from '../util/invariant.js';
+import {
+  clearedError,
+  clearNamespace,
+  closeOpenBucket,
+  failUnpreparedBatches,
+  keyFor,
+  performRolloverAction,
+  stageSeries,
+  stripeFor,
+  updateBucketMemoryUsage,
+} from './bucket-catalog-internal.js';
+import type {
+  BucketClosedHook,
+  BucketingOptions,
+  CatalogParameters,
+  CatalogState,
+  CollectionState,
+  InsertItem,
+  StageResult,
+} from './bucket-catalog-internal.js';
+import { kNumberOfStripes } from './bucket-identifiers.js';
+import type { BucketKey } from './bucket-identifiers.js';
+import {
+  ExecutionStatsController,
+  makeExecutionStats,
+  snapshotExecutionStats,
+} from './execution-stats.js';
+import type { ExecutionStatsSnapshot } from './execution-stats.js';
+import { makeStripe, withStripe } from './stripe.js';
+import { claimWriteBatchCommitRights as claim } from './write-batch.js';
+import type { CommitInfo, WriteBatch } from './write-batch.js';
+
+export type { BucketingOptions, CatalogParameters, InsertItem, StageResult } from './bucket-catalog-internal.js';
+export type { CommitInfo, WriteBatch } from './write-batch.js';
+
+/** Whether an insert may share batches with other writers (`CombineWithInsertsFromOtherClients`). */
+export type CombineWithInsertsFromOtherClients = 'allow' | 'disallow';
+
+/** What the writer holding commit rights must write, from {@link BucketCatalog.prepareCommit}. */
+export type PreparedCommit =
+  /** First commit of the bucket: insert the whole document. */
+  | { readonly kind: 'insert'; readonly bucketId: ObjectId; readonly document: BucketDocumentV1 }
+  /**
+   * Later commit: apply `update` to the document matched by `guard` (its `_id`, and the measurement count
+   * the catalog expects, so a bucket changed by someone else is not appended to).
+   */
+  | {
+      readonly kind: 'update';
+      readonly bucketId: ObjectId;
+      readonly guard: Readonly<Record<string, unknown>>;
+      readonly update: BucketUpdate;
+    }
+  /** The batch was aborted (its bucket was cleared); nothing to write. */
+  | { readonly kind: 'aborted'; readonly error: unknown };
+
+/** The catalog section of `serverStatus` (INTERNALS §6.2). */
+export type BucketCatalogServerStatus = Readonly<
+  {
+    numBuckets: number;
+    numOpenBuckets: number;
+    numIdleBuckets: number;
+    numArchivedBuckets: number;
+    memoryUsage: number;
+  } & Omit<ExecutionStatsSnapshot, 'numActiveBuckets'>
+>;
+
+/** Options of {@link BucketCatalog}. */
+export interface BucketCatalogOptions {
+  /** Resolved server parameters. */
+  readonly parameters: CatalogParameters;
+  /**
+   * Source of bucket ids.
+   * @defaultValue the process-wide generator
+   */
+  readonly idGenerator?: BucketIdGenerator;
+  /** Called when a bucket with committed measurements is closed. */
+  readonly onBucketClosed?: BucketClosedHook;
+}
+
+/**
+ * MongoDB's BucketCatalog: open buckets in memory keyed by namespace and series, grouped into 32 stripes,
+ * each guarded by a mutex; concurrent writers grouped into write batches with claim-to-commit.
+ *
+ * @example
+ * ```ts
+ * const results = await catalog.insert('db.weather', options, items, 'allow');
+ * for (const r of results) if (r.kind === 'staged' && catalog.claimWriteBatchCommitRights(r.batch)) {
+ *   const prepared = await catalog.prepareCommit(r.batch);
+ *   // write prepared.document / prepared.update to storage, then:
+ *   await catalog.finish(r.batch);
+ * }
+ * ```
+ */
+export class BucketCatalog {
+  readonly #state: CatalogState;
+
+  /**
+   * @param options - parameters, id generator and close hook.
+   */
+  constructor(options: BucketCatalogOptions) {
+    const stripes = [];
+    for (let i = 0; i < kNumberOfStripes; i++) stripes.push(makeStripe());
+    this.#state = {
+      stripes,
+      parameters: options.parameters,
+      idGenerator: options.idGenerator ?? defaultBucketIdGenerator,
+      globalStats: makeExecutionStats(),
+      collections: new Map(),
+      memoryUsage: 0,
+      nextOpId: 1,
+      onBucketClosed: options.onBucketClosed,
+    };
+  }
+
+  /**
+   * The internal state, for tests and the engine's inspection tools.
+   *
+   * @returns the catalog's plain state.
+   * @internal
+   */
+  get state(): CatalogState {
+    return this.#state;
+  }
+
+  /**
+   * A fresh opId for a caller whose measurements must not share batches with others (ordered inserts).
+   *
+   * @returns a positive integer.
+   */
+  newOpId(): number {
+    return this.#state.nextOpId++;
+  }
+
+  #collection(ns: string, options?: BucketingOptions): CollectionState {
+    let coll = this.#state.collections.get(ns);
+    if (coll === undefined) {
+      invariant(options !== undefined, 2003, `collection ${ns} has not inserted yet`);
+      coll = { ns, options, stats: new ExecutionStatsController(makeExecutionStats(), this.#state.globalStats) };
+      this.#state.collections.set(ns, coll);
+    } else if (options !== undefined) {
+      // collMod may have changed the span or rounding: new buckets use the options of the latest insert.
+      coll.options = options;
+    }
+    return coll;
+  }
+
+  /**
+   * Stage measurements: grouped by series, each group stably sorted by time (MongoDB 8.1+), each group
+   * staged under its stripe's lock.
+   *
+   * @param ns - namespace of the collection.
+   * @param options - its bucketing options.
+   * @param items - measurements with their time and series.
+   * @param combine - `'allow'` to share batches with other unordered writers (group commit).
+   * @param opId - the caller's opId when `combine` is `'disallow'` (see {@link BucketCatalog.newOpId}).
+   * @returns one result per item, in item order: the batch it was staged into, or an error.
+   */
+  async insert(
+    ns: string,
+    options: BucketingOptions,
+    items: ReadonlyArray<InsertItem>,
+    combine: CombineWithInsertsFromOtherClients,
+    opId = 0,
+  ): Promise<StageResult[]> {
+    const coll = this.#collection(ns, options);
+    const effectiveOpId = combine === 'allow' ? 0 : opId;
+    // Group by series (Map keeps first-appearance order), remembering each item's position.
+    const groups = new Map<string, { key: BucketKey; positions: number[] }>();
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as InsertItem;
+      let group = groups.get(item.metadata.key);
+      if (group === undefined) {
+        group = { key: keyFor(ns, item.metadata), positions: [] };
+        groups.set(item.metadata.key, group);
+      }
+      group.positions.push(i);
+    }
+    const out: StageResult[] = new Array<StageResult>(items.length);
+    for (const { key, positions } of groups.values()) {
+      // Array.prototype.sort is stable: equal times keep their input order.
+      positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
+      const sorted = positions.map((p) => items[p] as InsertItem);
+      await withStripe(stripeFor(this.#state, key), (lock) => {
+        stageSeries(this.#state, lock, coll, options, key, sorted, effectiveOpId, out, positions);
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Claim the right to commit `batch`; exactly one caller gets `true`. The batch stops accepting new
+   * measurements.
+   *
+   * @param batch - a staged batch.
+   * @returns whether this caller must commit it.
+   */
+  claimWriteBatchCommitRights(batch: WriteBatch): boolean {
+    if (!claim(batch)) return false;
+    const open = batch.bucket.openBatches;
+    if (open.get(batch.opId) === batch) open.delete(batch.opId);
+    return true;
+  }
+
+  /**
+   * Prepare a claimed batch for its storage write: wait until no other batch of the bucket is prepared,
+   * fold the measurements into the bucket's min/max, and build the whole document (first commit) or the
+   * update (later commits).
+   *
+   * @param batch - a batch whose commit rights this caller holds.
+   * @returns what to write, or `aborted` when the bucket was cleared meanwhile.
+   */
+  async prepareCommit(batch: WriteBatch): Promise<PreparedCommit> {
+    invariant(batch.commitRights, 2001, 'prepareCommit without commit rights');
+    const bucket = batch.bucket;
+    // One prepared batch per bucket: wait for the one in flight (its outcome does not matter here).
+    while (bucket.preparedBatch !== undefined && batch.state === 'staging') {
+      await bucket.preparedBatch.result.promise.then(
+        () => undefined,
+        () => undefined,
+      );
+    }
+    return withStripe(stripeFor(this.#state, bucket.key), (): PreparedCommit => {
+      if (batch.state === 'finished') return { kind: 'aborted', error: batch.result.error };
+      const coll = this.#collection(bucket.id.ns);
+      if (bucket.state === 'cleared') {
+        const error = clearedError(bucket);
+        failUnpreparedBatches(bucket, error);
+        return { kind: 'aborted', error };
+      }
+      invariant(bucket.preparedBatch === undefined, 2002, 'two prepared batches on one bucket');
+      bucket.preparedBatch = batch;
+      bucket.batches.delete(batch);
+      batch.state = 'prepared';
+      batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
+      const skip = { skipField: coll.options.metaField };
+      for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
+      const changes = takeUpdates(bucket.minMax);
+      if (batch.numPreviouslyCommittedMeasurements === 0) {
+        const document = makeNewBucketDocument({
+          id: bucket.id.oid,
+          hasMeta: bucket.hasMeta,
+          normalizedMeta: bucket.normalizedMeta,
+          min: minDocument(bucket.minMax),
+          max: maxDocument(bucket.minMax),
+          measurements: batch.measurements,
+          metaField: skip.skipField,
+        });
+        return { kind: 'insert', bucketId: bucket.id.oid, document };
+      }
+      const timeField = coll.options.timeField;
+      const n = batch.numPreviouslyCommittedMeasurements;
+      return {
+        kind: 'update',
+        bucketId: bucket.id.oid,
+        // The stored bucket must hold exactly the measurements this catalog committed.
+        guard: {
+          _id: bucket.id.oid,
+          [`data.${timeField}.${n - 1}`]: { $exists: true },
+          [`data.${timeField}.${n}`]: { $exists: false },
+        },
+        update: makeBucketUpdate({
+          measurements: batch.measurements,
+          numPreviouslyCommittedMeasurements: n,
+          existingColumns: bucket.fieldNames,
+          minUpdates: changes.min,
+          maxUpdates: changes.max,
+          metaField: skip.skipField,
+        }),
+      };
+    });
+  }
+
+  /**
+   * Publish a prepared batch's success: update statistics, release the bucket for the next batch, and
+   * carry out a pending rollover once the bucket has no batch left.
+   *
+   * @param batch - the prepared batch whose write succeeded.
+   */
+  async finish(batch: WriteBatch): Promise<void> {
+    const bucket = batch.bucket;
+    await withStripe(stripeFor(this.#state, bucket.key), (lock) => {
+      invariant(batch.state === 'prepared' && bucket.preparedBatch === batch, 2004, 'finish of unprepared batch');
+      const coll = this.#collection(bucket.id.ns);
+      const n = batch.measurements.length;
+      const inserted = batch.numPreviouslyCommittedMeasurements === 0;
+      batch.state = 'finished';
+      bucket.preparedBatch = undefined;
+      bucket.numCommittedMeasurements += n;
+      for (const field of batch.newFieldNames) {
+        bucket.fieldNames.add(field);
+        bucket.uncommittedFieldNames.delete(field);
+      }
+      updateBucketMemoryUsage(this.#state, bucket);
+      coll.stats.inc('numCommits');
+      coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');
+      if (batch.openedDueToMetadata) coll.stats.inc('numBucketsOpenedDueToMetadata');
+      coll.stats.inc('numMeasurementsCommitted', n);
+      batch.result.resolve({ kind: inserted ? 'insert' : 'update', bucketId: bucket.id.hex });
+      if (bucket.state === 'cleared') {
+        failUnpreparedBatches(bucket, clearedError(bucket));
+        closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');
+      } else if (bucket.batches.size === 0) {
+        performRolloverAction(this.#state, lock, coll, bucket);
+      }
+    });
+  }
+
+  /**
+   * Fail a batch whose write did not succeed (or that its writer gives up): the batch and every unprepared
+   * batch of its bucket fail with `error`, and the bucket is removed from the catalog — or, if another
+   * writer's batch is prepared, marked cleared so nothing more is written to it from memory.
+   *
+   * @param batch - the failed batch.
+   * @param error - the reason given to the batch's waiters.
+   */
+  async abort(batch: WriteBatch, error: unknown): Promise<void> {
+    const bucket = batch.bucket;
+    await withStripe(stripeFor(this.#state, bucket.key), (lock) => {
+      const coll = this.#collection(bucket.id.ns);
+      const ownPrepared = bucket.preparedBatch === batch;
+      batch.state = 'finished';
+      batch.result.reject(error);
+      bucket.batches.delete(batch);
+      failUnpreparedBatches(bucket, clearedError(bucket));
+      bucket.state = 'cleared';
+      if (ownPrepared) bucket.preparedBatch = undefined;
+      if (bucket.preparedBatch === undefined) closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');
+    });
+  }
+
+  /**
+   * Wait for the result of a batch committed by another writer; counts `numWaits` when it is not ready.
+   *
+   * @param batch - a batch this caller staged into but did not claim.
+   * @returns the commit result.
+   * @throws the batch's failure.
+   */
+  getWriteBatchResult(batch: WriteBatch): Promise<CommitInfo> {
+    if (batch.result.state === 'pending') batch.stats.inc('numWaits');
+    return batch.result.promise;
+  }
+
+  /**
+   * Forget every open bucket and archived record of a collection (drop, or any change that makes the
+   * in-memory picture stale). Batches not yet prepared fail with `TimeseriesBucketCleared`.
+   *
+   * @param ns - namespace.
+   */
+  async clear(ns: string): Promise<void> {
+    const coll = this.#state.collections.get(ns);
+    if (coll === undefined) return;
+    for (const stripe of this.#state.stripes) {
+      await withStripe(stripe, (lock) => {
+        clearNamespace(this.#state, lock, coll);
+      });
+    }
+  }
+
+  /**
+   * Forget a collection entirely (drop): clear it and remove its statistics.
+   *
+   * @param ns - namespace.
+   */
+  async drop(ns: string): Promise<void> {
+    await this.clear(ns);
+    // Global counters keep what happened; the gauge already followed the cleared buckets.
+    this.#state.collections.delete(ns);
+  }
+
+  /**
+   * A collection's execution statistics, or `undefined` before its first insert.
+   *
+   * @param ns - namespace.
+   * @returns a frozen snapshot.
+   */
+  executionStats(ns: string): ExecutionStatsSnapshot | undefined {
+    const coll = this.#state.collections.get(ns);
+    return coll === undefined ? undefined : snapshotExecutionStats(coll.stats.collection);
+  }
+
+  /**
+   * The `bucketCatalog` section of serverStatus, or `undefined` before any collection inserted.
+   *
+   * @returns a frozen snapshot.
+   */
+  serverStatus(): BucketCatalogServerStatus | undefined {
+    if (this.#state.collections.size === 0 && this.#state.globalStats.counters.numCommits === 0) return undefined;
+    let numOpenBuckets = 0;
+    let numIdleBuckets = 0;
+    for (const stripe of this.#state.stripes) {
+      numOpenBuckets += stripe.openBucketsByKey.size;
+      numIdleBuckets += stripe.idleBuckets.size;
+    }
+    const numBuckets = this.#state.globalStats.numActiveBuckets;
+    const { numActiveBuckets: _ignored, ...stats } = snapshotExecutionStats(this.#state.globalStats);
+    return Object.freeze({
+      numBuckets,
+      numOpenBuckets,
+      numIdleBuckets,
+      numArchivedBuckets: Math.max(0, numBuckets - numOpenBuckets),
+      memoryUsage: this.#state.memoryUsage,
+      ...stats,
+    });
+  }
+}

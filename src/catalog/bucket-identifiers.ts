@@ -1,0 +1,74 @@
+/**
+ * How the catalog names series and buckets (`bucket_catalog/bucket_identifiers.h`).
+ *
+ * @packageDocumentation
+ */
+import type { ObjectId } from 'bson';
+
+/** Number of stripes of the catalog (`kNumStripes`, INTERNALS §0). */
+export const kNumberOfStripes = 32;
+
+/** A series within a collection: namespace plus binary meta key. */
+export interface BucketKey {
+  /** Namespace of the time-series collection. */
+  readonly ns: string;
+  /** Binary key of the normalised meta (see `bucket-metadata.ts`). */
+  readonly metaKey: string;
+  /** `ns` and `metaKey` joined: the map key of the series within a stripe. */
+  readonly signature: string;
+  /** Deterministic hash of the signature; `stripe = hash % 32`. */
+  readonly hash: number;
+}
+
+/** A bucket: its collection and ObjectId. */
+export interface BucketId {
+  /** Namespace of the time-series collection. */
+  readonly ns: string;
+  /** The bucket's `_id`. */
+  readonly oid: ObjectId;
+  /** `_id` as hex: the map key of the bucket. */
+  readonly hex: string;
+}
+
+/**
+ * Make the key of a series.
+ *
+ * @param ns - namespace of the collection.
+ * @param metaKey - binary key of the normalised meta.
+ * @returns the key with its hash.
+ */
+export function makeBucketKey(ns: string, metaKey: string): BucketKey {
+  const signature = `${ns}\u0000${metaKey}`;
+  return { ns, metaKey, signature, hash: fnv1a(signature) };
+}
+
+/**
+ * Make the id of a bucket.
+ *
+ * @param ns - namespace of the collection.
+ * @param oid - the bucket's `_id`.
+ * @returns the id.
+ */
+export function makeBucketId(ns: string, oid: ObjectId): BucketId {
+  return { ns, oid, hex: oid.toHexString() };
+}
+
+/**
+ * The stripe of a series.
+ *
+ * @param key - the series key.
+ * @returns a stripe number in `[0, 32)`.
+ */
+export function stripeNumber(key: BucketKey): number {
+  return key.hash % kNumberOfStripes;
+}
+
+/** 32-bit FNV-1a over UTF-16 code units: cheap, deterministic, well spread. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}

@@ -1,0 +1,85 @@
+/**
+ * Meta normalisation and series identity (INTERNALS §2.5; `timeseries/metadata.cpp`,
+ * `bucket_catalog/bucket_metadata.cpp`).
+ *
+ * The normalised meta sorts object fields by the byte order of their UTF-8 names, at every depth and inside
+ * arrays; arrays keep their order; scalars are unchanged. Two measurements belong to the same series iff
+ * their normalised metas are binary equal as BSON, so `1` (int32), `1.5` (double) and `Long(1)` are
+ * different series, and a missing meta differs from `null`.
+ *
+ * @packageDocumentation
+ */
+import { Buffer } from 'node:buffer';
+
+import { serialize } from 'bson';
+
+import { defineField } from '../util/safe-record.js';
+import { isPlainObject } from '../util/bson-value.js';
+
+/** The identity of a series: its normalised meta and the binary key derived from it. */
+export interface BucketMetadata {
+  /** The normalised meta value, or `undefined` when the measurement had no meta. */
+  readonly normalizedMeta: unknown;
+  /**
+   * A string that is equal for two metas iff their normalised BSON is binary equal: the BSON bytes of
+   * `{"": normalizedMeta}` read as latin1 (one char per byte), or `''` when there is no meta.
+   */
+  readonly key: string;
+}
+
+/** The key of measurements without a meta value. No BSON document serialises to an empty string. */
+const kNoMetaKey = '';
+
+/**
+ * Normalise a meta value: object fields sorted by UTF-8 byte order of their names, recursively (also inside
+ * arrays); fields whose value is `undefined` are dropped (they are not serialised).
+ *
+ * @param meta - the metaField value of a measurement.
+ * @returns the normalised value (objects are fresh copies; scalars are returned as given).
+ */
+export function normalizeMetadata(meta: unknown): unknown {
+  if (Array.isArray(meta)) return meta.map(normalizeMetadata);
+  if (!isPlainObject(meta)) return meta;
+  const names = Object.keys(meta);
+  names.sort(compareFieldNames);
+  const out: Record<string, unknown> = {};
+  for (const name of names) {
+    const value = (meta as Record<string, unknown>)[name];
+    if (value !== undefined) defineField(out, name, normalizeMetadata(value));
+  }
+  return out;
+}
+
+/**
+ * Compare two field names by the bytes of their UTF-8 encodings (MongoDB's binary comparison).
+ *
+ * UTF-16 code unit order (JS `<`) differs from UTF-8 byte order only when a surrogate pair meets a code
+ * unit in U+E000..U+FFFF, so the byte comparison is used only for non-ASCII names.
+ *
+ * @param a - a field name.
+ * @param b - another field name.
+ * @returns negative, zero or positive.
+ */
+export function compareFieldNames(a: string, b: string): number {
+  if (isAscii(a) && isAscii(b)) return a < b ? -1 : a > b ? 1 : 0;
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/**
+ * Normalise a meta value and compute its series key.
+ *
+ * @param meta - the metaField value, or `undefined` when the measurement has none.
+ * @returns the normalised meta and its key.
+ */
+export function makeBucketMetadata(meta: unknown): BucketMetadata {
+  if (meta === undefined) return { normalizedMeta: undefined, key: kNoMetaKey };
+  const normalizedMeta = normalizeMetadata(meta);
+  const holder: Record<string, unknown> = {};
+  defineField(holder, '', normalizedMeta);
+  return { normalizedMeta, key: Buffer.from(serialize(holder)).toString('latin1') };
+}

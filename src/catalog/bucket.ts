@@ -1,0 +1,131 @@
+/**
+ * An open bucket in the catalog (`bucket_catalog/bucket.h`) and the size estimate of a measurement
+ * (`calculateBucketFieldsAndSizeChange`, INTERNALS §5.3, the rule for version-1 buckets).
+ *
+ * @packageDocumentation
+ */
+import type { Measurement } from '../bucket-format/bucket-document.js';
+import type { MinMax } from '../bucket-format/min-max.js';
+import type { Schema } from '../bucket-format/schema.js';
+import { bsonElementSize } from '../util/bson-value.js';
+import type { BucketId, BucketKey } from './bucket-identifiers.js';
+import type { RolloverAction, RolloverReason } from './rollover.js';
+import type { WriteBatch } from './write-batch.js';
+
+/** Whether a bucket may still receive measurements (`bucket_state_registry.h`, simplified). */
+export type BucketState =
+  /** Normal: open for inserts. */
+  | 'normal'
+  /** Cleared (a failed commit, a direct write or a drop): never written from memory again. */
+  | 'cleared';
+
+/** An open bucket: everything the catalog knows about one bucket document it may still append to. */
+export interface Bucket {
+  /** The bucket's id. */
+  readonly id: BucketId;
+  /** The bucket's series. */
+  readonly key: BucketKey;
+  /** Whether the series has a meta value, and the normalised value. */
+  readonly hasMeta: boolean;
+  /** The normalised meta value (`undefined` when `hasMeta` is false). */
+  readonly normalizedMeta: unknown;
+  /** Rounded start, epoch ms (`control.min.<time>`). */
+  readonly startMs: number;
+  /** `bucketMaxSpanSeconds` in force when the bucket was opened. */
+  readonly maxSpanSeconds: number;
+  /** Per-path min/max of committed measurements (folded at prepareCommit). */
+  readonly minMax: MinMax;
+  /** Per-path canonical types of staged measurements. */
+  readonly schema: Schema;
+  /** Estimated size in bytes of the bucket document. */
+  size: number;
+  /** Measurements staged or committed. */
+  numMeasurements: number;
+  /** Measurements committed. */
+  numCommittedMeasurements: number;
+  /** Column names of the stored document. */
+  readonly fieldNames: Set<string>;
+  /** Column names staged in batches but not committed yet. */
+  readonly uncommittedFieldNames: Set<string>;
+  /** Batches not yet prepared (staging or claimed). */
+  readonly batches: Set<WriteBatch>;
+  /** Batches still accepting measurements, by opId (unclaimed). */
+  readonly openBatches: Map<number, WriteBatch>;
+  /** The batch being committed, if any (at most one per bucket). */
+  preparedBatch: WriteBatch | undefined;
+  /** Pending action once the last batch finishes. */
+  rolloverAction: RolloverAction;
+  /** Why the bucket rolled over (`none` while it accepts measurements). */
+  rolloverReason: RolloverReason;
+  /** Whether the bucket exceeded the size limit and stayed open for large measurements. */
+  keptOpenDueToLargeMeasurements: boolean;
+  /** Whether inserts may still go to this bucket. */
+  state: BucketState;
+  /** Estimated bytes of catalog memory held by this bucket. */
+  memoryUsage: number;
+  /**
+   * Whether the bucket was opened because its series had no open bucket and its first batch has not been
+   * created yet; that batch carries the flag to `numBucketsOpenedDueToMetadata`.
+   */
+  pendingOpenedDueToMetadata: boolean;
+}
+
+/**
+ * Number of decimal digits MongoDB counts for the key of measurement `n` (`numDigits`): 0 for 0.
+ *
+ * @param n - the measurement index.
+ * @returns the digit count.
+ */
+export function numDigits(n: number): number {
+  let digits = 0;
+  while (n > 0) {
+    digits++;
+    n = Math.floor(n / 10);
+  }
+  return digits;
+}
+
+/** Result of {@link calculateBucketFieldsAndSizeChange}. */
+export interface BucketSizeChange {
+  /** Estimated bytes the measurement adds to the bucket document. */
+  readonly sizeToBeAdded: number;
+  /** Field names new to the bucket (neither committed nor pending in another batch). */
+  readonly newFieldNames: ReadonlyArray<string>;
+}
+
+/**
+ * Estimate the bytes a measurement adds to a version-1 bucket (INTERNALS §5.3): for each top-level field
+ * except the metaField, a field new to the bucket adds an empty column (`12 + len(name)`) and its first
+ * appearance in `control.min` and `control.max` (`2 × element size`); every field adds its element
+ * re-keyed by the measurement index (`element size − name size + digits(n) + 1`).
+ *
+ * @param bucket - the bucket (its committed and pending field names and measurement count).
+ * @param measurement - the measurement.
+ * @param metaField - excluded from the estimate.
+ * @returns the estimate and the new field names.
+ */
+export function calculateBucketFieldsAndSizeChange(
+  bucket: Pick<Bucket, 'fieldNames' | 'uncommittedFieldNames' | 'numMeasurements'>,
+  measurement: Measurement,
+  metaField: string | undefined,
+): BucketSizeChange {
+  const digits = numDigits(bucket.numMeasurements);
+  let size = 0;
+  let newFieldNames: string[] | undefined;
+  for (const field of Object.keys(measurement)) {
+    if (field === metaField) continue;
+    const value = measurement[field];
+    if (value === undefined) continue;
+    const elementSize = bsonElementSize(field, value);
+    // MongoDB's fieldNameSize() counts the terminating NUL.
+    const fieldNameSize = Buffer.byteLength(field, 'utf8') + 1;
+    if (!bucket.fieldNames.has(field) && !bucket.uncommittedFieldNames.has(field)) {
+      (newFieldNames ??= []).push(field);
+      size += 12 + fieldNameSize - 1 + 2 * elementSize;
+    }
+    size += elementSize - fieldNameSize + digits + 1;
+  }
+  return { sizeToBeAdded: size, newFieldNames: newFieldNames ?? kNoFields };
+}
+
+const kNoFields: ReadonlyArray<string> = Object.freeze([]);

@@ -1,0 +1,137 @@
+/**
+ * Execution statistics of the bucket catalog, named exactly as MongoDB names them (INTERNALS §6.1;
+ * `bucket_catalog/execution_stats.h`).
+ *
+ * Counters only go up; the one gauge (`numActiveBuckets`) goes up and down. Each collection has its own
+ * stats and the catalog has global ones; an {@link ExecutionStatsController} updates both together.
+ * Derived numbers (`avgNumMeasurementsPerCommit`) are computed when stats are read.
+ *
+ * @packageDocumentation
+ */
+
+/** Counter names, in MongoDB 8.0's output order (`appendExecutionStatsToBuilder`). */
+export const kCounterNames = [
+  'numBucketInserts',
+  'numBucketUpdates',
+  'numBucketsOpenedDueToMetadata',
+  'numBucketsClosedDueToCount',
+  'numBucketsClosedDueToSchemaChange',
+  'numBucketsClosedDueToSize',
+  'numBucketsClosedDueToTimeForward',
+  'numBucketsClosedDueToTimeBackward',
+  'numBucketsClosedDueToMemoryThreshold',
+  'numCommits',
+  'numMeasurementsGroupCommitted',
+  'numWaits',
+  'numMeasurementsCommitted',
+  'numBucketsClosedDueToReopening',
+  'numBucketsArchivedDueToMemoryThreshold',
+  'numBucketsArchivedDueToTimeBackward',
+  'numBucketsReopened',
+  'numBucketsKeptOpenDueToLargeMeasurements',
+  'numBucketsClosedDueToCachePressure',
+  'numBucketsFrozen',
+  'numCompressedBucketsConvertedToUnsorted',
+  'numBucketsFetched',
+  'numBucketsQueried',
+  'numBucketFetchesFailed',
+  'numBucketQueriesFailed',
+  'numBucketReopeningsFailed',
+  'numDuplicateBucketsReopened',
+  'numBytesUncompressed',
+  'numBytesCompressed',
+  'numSubObjCompressionRestart',
+  'numCompressedBuckets',
+  'numUncompressedBuckets',
+  'numFailedDecompressBuckets',
+  'numBucketDocumentsTooLargeInsert',
+  'numBucketDocumentsTooLargeUpdate',
+] as const;
+
+/** A counter name. */
+export type CounterName = (typeof kCounterNames)[number];
+
+/** The raw, mutable statistics of one collection or of the whole catalog. */
+export interface ExecutionStats {
+  /** Monotonic counters. */
+  readonly counters: Record<CounterName, number>;
+  /** Gauge: open plus archived buckets. */
+  numActiveBuckets: number;
+}
+
+/**
+ * A snapshot of execution statistics as MongoDB prints them: `numActiveBuckets`, the counters in 8.0's
+ * order, with `avgNumMeasurementsPerCommit` after `numMeasurementsCommitted` when there was a commit.
+ */
+export type ExecutionStatsSnapshot = Readonly<
+  { numActiveBuckets: number; avgNumMeasurementsPerCommit?: number } & Record<CounterName, number>
+>;
+
+/**
+ * New zeroed statistics.
+ *
+ * @returns stats with every counter at 0.
+ */
+export function makeExecutionStats(): ExecutionStats {
+  const counters = {} as Record<CounterName, number>;
+  for (const name of kCounterNames) counters[name] = 0;
+  return { counters, numActiveBuckets: 0 };
+}
+
+/**
+ * Updates a collection's statistics and the global ones together (MongoDB's
+ * `ExecutionStatsController`).
+ */
+export class ExecutionStatsController {
+  /** The collection's statistics. */
+  readonly collection: ExecutionStats;
+  /** The catalog-wide statistics. */
+  readonly global: ExecutionStats;
+
+  /**
+   * @param collection - the collection's stats.
+   * @param global - the catalog's stats.
+   */
+  constructor(collection: ExecutionStats, global: ExecutionStats) {
+    this.collection = collection;
+    this.global = global;
+  }
+
+  /**
+   * Add `n` to a counter of both.
+   *
+   * @param name - the counter.
+   * @param n - a non-negative amount (default 1).
+   */
+  inc(name: CounterName, n = 1): void {
+    this.collection.counters[name] += n;
+    this.global.counters[name] += n;
+  }
+
+  /**
+   * Add `delta` (possibly negative) to the `numActiveBuckets` gauge of both.
+   *
+   * @param delta - change in the number of open plus archived buckets.
+   */
+  addActiveBuckets(delta: number): void {
+    this.collection.numActiveBuckets += delta;
+    this.global.numActiveBuckets += delta;
+  }
+}
+
+/**
+ * A frozen snapshot of `stats` in MongoDB's output order, with derived numbers.
+ *
+ * @param stats - the raw statistics.
+ * @returns the snapshot.
+ */
+export function snapshotExecutionStats(stats: ExecutionStats): ExecutionStatsSnapshot {
+  const out: Record<string, number> = { numActiveBuckets: stats.numActiveBuckets };
+  for (const name of kCounterNames) {
+    out[name] = stats.counters[name];
+    if (name === 'numMeasurementsCommitted' && stats.counters.numCommits > 0) {
+      out.avgNumMeasurementsPerCommit = Math.floor(stats.counters.numMeasurementsCommitted / stats.counters.numCommits);
+    }
+  }
+  return Object.freeze(out) as ExecutionStatsSnapshot;
+}

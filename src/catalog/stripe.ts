@@ -1,0 +1,80 @@
+/**
+ * A stripe of the catalog (`bucket_catalog/bucket_catalog.h` `Stripe`): the open, idle and archived buckets
+ * of the series that hash to it, guarded by one mutex.
+ *
+ * Lock order: a caller holds at most one stripe mutex at a time, and never holds one while waiting for a
+ * batch result or another bucket's prepared batch. Functions that read or change a stripe's maps take a
+ * {@link StripeLock} token; only {@link withStripe} creates one, so the signature shows the lock is held.
+ *
+ * @packageDocumentation
+ */
+import { Mutex } from 'async-mutex';
+
+import type { ObjectId } from 'bson';
+
+import type { Bucket } from './bucket.js';
+
+/** An archived bucket: closed in memory but remembered for archive-based reopening (INTERNALS §9.1). */
+export interface ArchivedBucket {
+  /** The bucket's `_id`. */
+  readonly oid: ObjectId;
+  /** Rounded start, epoch ms. */
+  readonly startMs: number;
+  /** Namespace of the collection. */
+  readonly ns: string;
+  /** Estimated bytes of catalog memory held by the record. */
+  readonly memoryUsage: number;
+}
+
+/** The state of one stripe. */
+export interface Stripe {
+  /** Guards the maps below across awaits. */
+  readonly mutex: Mutex;
+  /** Open buckets by hex id. */
+  readonly openBucketsById: Map<string, Bucket>;
+  /** Open buckets by series signature (at most one per series accepts new measurements). */
+  readonly openBucketsByKey: Map<string, Set<Bucket>>;
+  /**
+   * Idle buckets (open, no rollover pending, no uncommitted batch) in the order they became idle: the
+   * first entry is the least recently idle, expired first under memory pressure.
+   */
+  readonly idleBuckets: Map<string, Bucket>;
+  /** Archived buckets by series signature, then by start time. */
+  readonly archivedBuckets: Map<string, Map<number, ArchivedBucket>>;
+}
+
+/** Proof that the caller holds a stripe's mutex. Only {@link withStripe} creates one. */
+export interface StripeLock {
+  /** The locked stripe. */
+  readonly stripe: Stripe;
+  /** @internal brand: no other code can build this type. */
+  readonly [kLockBrand]: true;
+}
+
+declare const kLockBrand: unique symbol;
+
+/**
+ * A new, empty stripe.
+ *
+ * @returns the stripe.
+ */
+export function makeStripe(): Stripe {
+  return {
+    mutex: new Mutex(),
+    openBucketsById: new Map(),
+    openBucketsByKey: new Map(),
+    idleBuckets: new Map(),
+    archivedBuckets: new Map(),
+  };
+}
+
+/**
+ * Run `fn` holding the stripe's mutex.
+ *
+ * @param stripe - the stripe to lock.
+ * @param fn - the work; receives the lock token.
+ * @returns what `fn` returns.
+ */
+export function withStripe<T>(stripe: Stripe, fn: (lock: StripeLock) => T | Promise<T>): Promise<T> {
+  return stripe.mutex.runExclusive(() => fn({ stripe } as StripeLock));
+}

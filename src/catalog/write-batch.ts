@@ -1,0 +1,92 @@
+/**
+ * A write batch: measurements staged into one bucket that one writer commits to storage
+ * (`bucket_catalog/write_batch.h`, INTERNALS §7).
+ *
+ * States:
+ *
+ * | state      | entered by                        | next                          |
+ * |------------|-----------------------------------|-------------------------------|
+ * | `staging`  | creation (`insert`)               | `prepared` (prepareCommit), `finished` (abort) |
+ * | `prepared` | `prepareCommit`                   | `finished` (finish or abort)  |
+ * | `finished` | `finish` (result) / `abort` (error) | —                           |
+ *
+ * Unordered inserts of different callers share one batch per bucket (opId 0: group commit); an ordered
+ * insert gets its own opId. The first caller to claim commit rights commits; the others wait on
+ * `result`.
+ *
+ * @packageDocumentation
+ */
+import type { Measurement } from '../bucket-format/bucket-document.js';
+import { Deferred } from '../util/deferred.js';
+import type { Bucket } from './bucket.js';
+import type { ExecutionStatsController } from './execution-stats.js';
+
+/** What a committed batch reports to its waiters. */
+export interface CommitInfo {
+  /** Whether the commit inserted the bucket document (first commit) or updated it. */
+  readonly kind: 'insert' | 'update';
+  /** Hex id of the bucket written. */
+  readonly bucketId: string;
+}
+
+/** Lifecycle state of a batch. */
+export type WriteBatchState = 'staging' | 'prepared' | 'finished';
+
+/** A batch of measurements for one bucket. */
+export interface WriteBatch {
+  /** The bucket the measurements go to. */
+  readonly bucket: Bucket;
+  /** 0 for batches shared by unordered writers; a caller-unique id otherwise. */
+  readonly opId: number;
+  /** Stats of the collection and the catalog. */
+  readonly stats: ExecutionStatsController;
+  /** Staged measurements, in staging order. */
+  readonly measurements: Measurement[];
+  /** Field names first seen by this batch (not yet committed to the bucket). */
+  readonly newFieldNames: Set<string>;
+  /** Whether the bucket was opened because its series had no open bucket. */
+  openedDueToMetadata: boolean;
+  /** Measurements already committed to the bucket when this batch was prepared. */
+  numPreviouslyCommittedMeasurements: number;
+  /** Whether a writer claimed the right to commit. */
+  commitRights: boolean;
+  /** Lifecycle state. */
+  state: WriteBatchState;
+  /** Settled by `finish` (fulfilled) or `abort` (rejected). */
+  readonly result: Deferred<CommitInfo>;
+}
+
+/**
+ * A new, empty batch.
+ *
+ * @param bucket - the bucket.
+ * @param opId - 0 to share with other unordered writers, else the caller's id.
+ * @param stats - the stats controller of the bucket's collection.
+ * @returns the batch.
+ */
+export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionStatsController): WriteBatch {
+  return {
+    bucket,
+    opId,
+    stats,
+    measurements: [],
+    newFieldNames: new Set(),
+    openedDueToMetadata: false,
+    numPreviouslyCommittedMeasurements: 0,
+    commitRights: false,
+    state: 'staging',
+    result: new Deferred<CommitInfo>(),
+  };
+}
+
+/**
+ * Claim the right to commit `batch`. Exactly one caller gets `true`.
+ *
+ * @param batch - the batch.
+ * @returns whether this caller must commit the batch.
+ */
+export function claimWriteBatchCommitRights(batch: WriteBatch): boolean {
+  if (batch.commitRights) return false;
+  batch.commitRights = true;
+  return true;
+}

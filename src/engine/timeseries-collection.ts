@@ -1,0 +1,258 @@
+/**
+ * A time-series collection (SPEC §2): inserts go through the bucket catalog into the buckets collection.
+ *
+ * @packageDocumentation
+ */
+import type { BucketCatalog } from '../catalog/bucket-catalog.js';
+import type { BucketingOptions, InsertItem } from '../catalog/bucket-catalog.js';
+import { makeBucketMetadata } from '../catalog/bucket-metadata.js';
+import type { BucketMetadata } from '../catalog/bucket-metadata.js';
+import type { ExecutionStatsSnapshot } from '../catalog/execution-stats.js';
+import { makeExecutionStats, snapshotExecutionStats } from '../catalog/execution-stats.js';
+import { BulkWriteError, TimeseriesError } from '../errors.js';
+import type { WriteError } from '../errors.js';
+import type { ResolvedCollectionOptions } from '../options.js';
+import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
+import { getOwnField, hasOwnField } from '../util/safe-record.js';
+import { Cursor } from './cursor.js';
+import { commitMeasurements } from './write-commit.js';
+
+/** Result of `insertOne`. */
+export interface InsertOneResult {
+  /** Always `true`: the write was acknowledged after storage accepted it. */
+  readonly acknowledged: true;
+  /** 1. */
+  readonly insertedCount: 1;
+}
+
+/** Result of `insertMany`. */
+export interface InsertManyResult {
+  /** Always `true`. */
+  readonly acknowledged: true;
+  /** Number of measurements stored. */
+  readonly insertedCount: number;
+}
+
+/** Options of `insertMany`. */
+export interface InsertManyOptions {
+  /**
+   * `true`: stop at the first invalid measurement (those before it are inserted). `false`: insert every
+   * valid measurement and report the others. Unordered inserts share batches with other writers.
+   * @defaultValue true
+   */
+  readonly ordered?: boolean;
+}
+
+/** `coll.stats()` (collStats), with MongoDB's names. */
+export interface CollectionStats {
+  /** Namespace of the collection. */
+  readonly ns: string;
+  /** The time-series section. */
+  readonly timeseries: Readonly<
+    {
+      bucketsNs: string;
+      bucketCount: number;
+      avgBucketSize?: number;
+    } & ExecutionStatsSnapshot
+  >;
+}
+
+/** Raw access to the buckets collection. */
+export interface BucketsView {
+  /**
+   * Find bucket documents.
+   *
+   * @param filter - a MongoDB filter over bucket fields.
+   * @param options - projection.
+   * @returns a cursor over the stored documents (do not mutate them).
+   */
+  find(filter?: BucketFilter, options?: { readonly projection?: Readonly<Record<string, 0 | 1 | boolean>> }): Cursor<StoredBucket>;
+  /**
+   * Count bucket documents.
+   *
+   * @param filter - a MongoDB filter over bucket fields.
+   * @returns the count.
+   */
+  countDocuments(filter?: BucketFilter): Promise<number>;
+}
+
+/** What a collection needs from its engine. */
+export interface CollectionContext {
+  readonly catalog: BucketCatalog;
+  readonly storage: Storage;
+  /** Throws if the engine was closed. */
+  readonly assertOpen: () => void;
+}
+
+/**
+ * A time-series collection of a {@link BucketEngine}. Obtain one with `engine.createCollection()` or
+ * `engine.collection()`.
+ */
+export class TimeseriesCollection {
+  /** Collection name. */
+  readonly name: string;
+  /** Namespace (`<db>.<name>`). */
+  readonly namespace: string;
+  /** Namespace of the buckets collection (`<db>.system.buckets.<name>`). */
+  readonly bucketsNamespace: string;
+  readonly #ctx: CollectionContext;
+  #options: ResolvedCollectionOptions;
+
+  /**
+   * @param ctx - catalog, storage and open check of the engine.
+   * @param dbName - database name.
+   * @param name - collection name.
+   * @param options - resolved options.
+   * @internal use `engine.createCollection()`.
+   */
+  constructor(ctx: CollectionContext, dbName: string, name: string, options: ResolvedCollectionOptions) {
+    this.#ctx = ctx;
+    this.name = name;
+    this.namespace = `${dbName}.${name}`;
+    this.bucketsNamespace = `${dbName}.system.buckets.${name}`;
+    this.#options = options;
+  }
+
+  /** The collection's resolved options. */
+  get options(): ResolvedCollectionOptions {
+    return this.#options;
+  }
+
+  #bucketing(): BucketingOptions {
+    const o = this.#options;
+    return {
+      timeField: o.timeField,
+      metaField: o.metaField,
+      bucketMaxSpanSeconds: o.bucketMaxSpanSeconds,
+      bucketRoundingSeconds: o.bucketRoundingSeconds,
+    };
+  }
+
+  /**
+   * Insert one measurement.
+   *
+   * @param doc - a measurement with a `Date` in the time field.
+   * @returns `{ acknowledged: true, insertedCount: 1 }` once stored.
+   * @throws {@link BulkWriteError} with the MongoDB error of the measurement.
+   */
+  async insertOne(doc: Readonly<Record<string, unknown>>): Promise<InsertOneResult> {
+    await this.insertMany([doc], { ordered: true });
+    return { acknowledged: true, insertedCount: 1 };
+  }
+
+  /**
+   * Insert measurements (MongoDB semantics). Each call's measurements are grouped by series and sorted by
+   * time before staging; unordered calls share write batches with concurrent writers (group commit).
+   *
+   * @param docs - measurements, each with a `Date` in the time field.
+   * @param options - `ordered` (default `true`).
+   * @returns the number inserted.
+   * @throws {@link BulkWriteError} listing every failed measurement (`writeErrors`) and `insertedCount`.
+   * @example
+   * ```ts
+   * await coll.insertMany([{ ts: new Date(), sensor: 'a', temp: 21.5 }], { ordered: false });
+   * ```
+   */
+  async insertMany(
+    docs: ReadonlyArray<Readonly<Record<string, unknown>>>,
+    options: InsertManyOptions = {},
+  ): Promise<InsertManyResult> {
+    this.#ctx.assertOpen();
+    const ordered = options.ordered ?? true;
+    const { timeField, metaField } = this.#options;
+    const writeErrors: WriteError[] = [];
+    const items: InsertItem[] = [];
+    const indexOf: number[] = [];
+    // One normalisation per distinct meta object in the call: ingesters often reuse meta objects.
+    const metaCache = new Map<unknown, BucketMetadata>();
+    for (let i = 0; i < docs.length; i++) {
+      const doc = docs[i];
+      const timeValue = doc !== null && typeof doc === 'object' ? getOwnField(doc, timeField) : undefined;
+      if (!(timeValue instanceof Date) || Number.isNaN(timeValue.getTime())) {
+        writeErrors.push(
+          toWriteError(
+            i,
+            new TimeseriesError('BadValue', `'${timeField}' must be present and contain a valid BSON UTC datetime value`, {
+              field: timeField,
+            }),
+          ),
+        );
+        if (ordered) break;
+        continue;
+      }
+      const measurement = doc as Readonly<Record<string, unknown>>;
+      const meta = metaField !== undefined && hasOwnField(measurement, metaField) ? measurement[metaField] : undefined;
+      let metadata = typeof meta === 'object' && meta !== null ? metaCache.get(meta) : undefined;
+      if (metadata === undefined) {
+        metadata = makeBucketMetadata(meta);
+        if (typeof meta === 'object' && meta !== null) metaCache.set(meta, metadata);
+      }
+      items.push({ measurement, timeMs: timeValue.getTime(), metadata });
+      indexOf.push(i);
+    }
+    const outcomes = await commitMeasurements(
+      { catalog: this.#ctx.catalog, storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace },
+      this.namespace,
+      this.#bucketing(),
+      items,
+      ordered ? 'disallow' : 'allow',
+    );
+    let insertedCount = 0;
+    outcomes.forEach((outcome, j) => {
+      if (outcome.kind === 'inserted') insertedCount++;
+      else writeErrors.push(toWriteError(indexOf[j] as number, outcome.error));
+    });
+    if (writeErrors.length > 0) {
+      writeErrors.sort((a, b) => a.index - b.index);
+      throw new BulkWriteError(writeErrors, insertedCount);
+    }
+    return { acknowledged: true, insertedCount };
+  }
+
+  /** Raw access to the buckets collection. */
+  get buckets(): BucketsView {
+    const storage = this.#ctx.storage;
+    const ns = this.bucketsNamespace;
+    return {
+      find: (filter = {}, options = {}) =>
+        new Cursor(() =>
+          storage.find(ns, filter, options.projection === undefined ? {} : { projection: options.projection }),
+        ),
+      countDocuments: (filter = {}) => storage.countDocuments(ns, filter),
+    };
+  }
+
+  /**
+   * collStats: bucket count, average bucket size and the catalog's execution statistics.
+   *
+   * @returns the statistics, with MongoDB's names.
+   */
+  async stats(): Promise<CollectionStats> {
+    const storage = this.#ctx.storage;
+    const bucketCount = await storage.countDocuments(this.bucketsNamespace);
+    const exec = this.#ctx.catalog.executionStats(this.namespace) ?? snapshotExecutionStats(makeExecutionStats());
+    const timeseries: Record<string, unknown> = { bucketsNs: this.bucketsNamespace, bucketCount };
+    if (bucketCount > 0) {
+      timeseries.avgBucketSize = Math.floor((await storage.totalSize(this.bucketsNamespace)) / bucketCount);
+    }
+    return { ns: this.namespace, timeseries: Object.freeze({ ...timeseries, ...exec }) as CollectionStats['timeseries'] };
+  }
+
+  /**
+   * Replace the collection's options (collMod); used by the engine.
+   *
+   * @param options - the new resolved options.
+   * @internal
+   */
+  setOptions(options: ResolvedCollectionOptions): void {
+    this.#options = options;
+  }
+}
+
+function toWriteError(index: number, error: unknown): WriteError {
+  if (TimeseriesError.isTimeseriesError(error)) {
+    return { index, code: error.code, codeName: error.codeName, errmsg: error.message };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { index, code: 1, codeName: 'InternalError', errmsg: message };
+}

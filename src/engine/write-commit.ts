@@ -1,0 +1,137 @@
+/**
+ * The writer's side of the commit protocol (MongoDB's `timeseries_write_ops`): stage measurements, commit
+ * the batches this writer claims (in bucket-id order), wait for the others, and re-stage measurements
+ * whose bucket was cleared before they committed.
+ *
+ * A measurement is acknowledged only after its batch's write to storage succeeded.
+ *
+ * @packageDocumentation
+ */
+import type { BucketCatalog, CombineWithInsertsFromOtherClients, InsertItem } from '../catalog/bucket-catalog.js';
+import type { BucketingOptions, WriteBatch } from '../catalog/bucket-catalog.js';
+import { ErrorCodes, TimeseriesError } from '../errors.js';
+import type { Storage } from '../storage/storage.js';
+
+/** Per-item outcome of {@link commitMeasurements}. */
+export type MeasurementOutcome =
+  | { readonly kind: 'inserted' }
+  | { readonly kind: 'failed'; readonly error: unknown };
+
+/** How often measurements of a cleared bucket are re-staged before giving up. */
+const kMaxClearedRetries = 8;
+
+/** Where a batch goes and what the writer must do with it. */
+interface CommitContext {
+  readonly catalog: BucketCatalog;
+  readonly storage: Storage;
+  readonly bucketsNs: string;
+}
+
+/**
+ * Stage and commit measurements.
+ *
+ * @param ctx - catalog, storage and buckets namespace.
+ * @param ns - the time-series namespace.
+ * @param options - bucketing options.
+ * @param items - measurements with time and series.
+ * @param combine - `'allow'` for unordered inserts (group commit with other writers).
+ * @returns one outcome per item.
+ */
+export async function commitMeasurements(
+  ctx: CommitContext,
+  ns: string,
+  options: BucketingOptions,
+  items: ReadonlyArray<InsertItem>,
+  combine: CombineWithInsertsFromOtherClients,
+): Promise<MeasurementOutcome[]> {
+  const outcomes = new Array<MeasurementOutcome>(items.length);
+  let pending: number[] = items.map((_, i) => i);
+  const opId = combine === 'allow' ? 0 : ctx.catalog.newOpId();
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    const round = pending.map((i) => items[i] as InsertItem);
+    const staged = await ctx.catalog.insert(ns, options, round, combine, opId);
+    const batches = new Map<WriteBatch, number[]>();
+    staged.forEach((result, j) => {
+      const index = pending[j] as number;
+      if (result.kind === 'error') {
+        outcomes[index] = { kind: 'failed', error: result.error };
+        return;
+      }
+      const list = batches.get(result.batch);
+      if (list === undefined) batches.set(result.batch, [index]);
+      else list.push(index);
+    });
+    // Commit what this writer claims, in bucket-id order (STYLE rule 3), then wait for the rest.
+    const ordered = [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
+    for (const batch of ordered) {
+      if (ctx.catalog.claimWriteBatchCommitRights(batch)) await commitBatch(ctx, batch);
+    }
+    const retry: number[] = [];
+    for (const batch of ordered) {
+      const indices = batches.get(batch) as number[];
+      try {
+        await ctx.catalog.getWriteBatchResult(batch);
+        for (const i of indices) outcomes[i] = { kind: 'inserted' };
+      } catch (error) {
+        const cleared = TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.TimeseriesBucketCleared;
+        if (cleared && attempt < kMaxClearedRetries) retry.push(...indices);
+        else for (const i of indices) outcomes[i] = { kind: 'failed', error };
+      }
+    }
+    pending = retry.sort((a, b) => a - b);
+  }
+  return outcomes;
+}
+
+/**
+ * Commit one claimed batch: prepare, write to storage, then finish; abort on any failure. Never throws:
+ * the outcome is published through the batch's result.
+ *
+ * @param ctx - catalog, storage and buckets namespace.
+ * @param batch - a batch whose commit rights this writer holds.
+ */
+export async function commitBatch(ctx: CommitContext, batch: WriteBatch): Promise<void> {
+  const prepared = await ctx.catalog.prepareCommit(batch);
+  try {
+    switch (prepared.kind) {
+      case 'aborted':
+        return;
+      case 'insert':
+        await ctx.storage.insertOne(ctx.bucketsNs, prepared.document as unknown as Record<string, unknown>);
+        break;
+      case 'update': {
+        const result = await ctx.storage.updateOne(ctx.bucketsNs, prepared.guard, prepared.update.update);
+        if (result.kind === 'notMatched') {
+          // Someone else changed or removed the bucket: its measurements go to a new bucket.
+          await ctx.catalog.abort(
+            batch,
+            new TimeseriesError(
+              'TimeseriesBucketCleared',
+              `Time-series bucket ${prepared.bucketId.toHexString()} was changed by another writer`,
+              { bucketId: prepared.bucketId.toHexString() },
+            ),
+          );
+          return;
+        }
+        break;
+      }
+      default: {
+        const never: never = prepared;
+        throw new TypeError(`unknown prepared commit ${String(never)}`);
+      }
+    }
+  } catch (error) {
+    const duplicate = TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.DuplicateKey;
+    // A duplicate bucket _id is retried with a new id, as the server does; other failures reject the batch.
+    await ctx.catalog.abort(
+      batch,
+      duplicate
+        ? new TimeseriesError('TimeseriesBucketCleared', 'bucket _id already exists; retrying with a new id', {
+            cause: error,
+          })
+        : error,
+    );
+    return;
+  }
+  await ctx.catalog.finish(batch);
+}

@@ -1,0 +1,214 @@
+/**
+ * Errors thrown by tsbuckets.
+ *
+ * Every error carries a brand (`Symbol.for('tsbuckets.error')`) so that errors thrown by one copy of the
+ * package are recognised by another copy (`instanceof` fails across copies; see js-bson `BSONError`).
+ *
+ * @packageDocumentation
+ */
+
+const kBrand: unique symbol = Symbol.for('tsbuckets.error');
+
+/**
+ * MongoDB error code names used by tsbuckets, with their numeric codes (`src/mongo/base/error_codes.yml`).
+ */
+export const ErrorCodes = {
+  BadValue: 2,
+  TypeMismatch: 14,
+  InvalidOptions: 72,
+  NamespaceExists: 48,
+  NamespaceNotFound: 26,
+  IndexNotFound: 27,
+  IndexOptionsConflict: 85,
+  InvalidIdField: 103,
+  WriteConflict: 112,
+  DuplicateKey: 11000,
+  BSONObjectTooLarge: 10334,
+  IDLFailedToParse: 40414,
+  IDLUnknownField: 40415,
+  TimeseriesBucketCleared: 6057701,
+  TimeseriesBucketCompressionFailed: 6002104,
+  OIDGenerationCollision: 6130900,
+  InvalidTimeseriesBucket: 5857900,
+  CursorClosed: 43,
+  Interrupted: 11601,
+} as const;
+
+/** The name of a MongoDB error code known to tsbuckets. */
+export type ErrorCodeName = keyof typeof ErrorCodes;
+
+/**
+ * Base class of every error thrown by tsbuckets.
+ *
+ * Use {@link TsBucketsError.isTsBucketsError} rather than `instanceof` to recognise one: the check works
+ * across duplicated copies of the package.
+ */
+export class TsBucketsError extends Error {
+  /** The class name, also correct after minification. */
+  override get name(): string {
+    return 'TsBucketsError';
+  }
+
+  /** @internal brand checked by {@link TsBucketsError.isTsBucketsError}. */
+  get [kBrand](): true {
+    return true;
+  }
+
+  /**
+   * Whether `value` is an error thrown by (any copy of) tsbuckets.
+   *
+   * @param value - anything.
+   * @returns `true` for a tsbuckets error.
+   */
+  static isTsBucketsError(value: unknown): value is TsBucketsError {
+    return (
+      value != null &&
+      typeof value === 'object' &&
+      kBrand in value &&
+      (value as Record<symbol, unknown>)[kBrand] === true
+    );
+  }
+}
+
+/** Structured details attached to a {@link TimeseriesError}. */
+export interface TimeseriesErrorDetails {
+  /** The option or document field the error is about, when there is one. */
+  readonly field?: string;
+  /** The bucket the error is about, as a hex ObjectId, when there is one. */
+  readonly bucketId?: string;
+  /** The underlying error, if any. */
+  readonly cause?: unknown;
+}
+
+/**
+ * An error MongoDB would report for the same request: it carries MongoDB's numeric `code` and
+ * `codeName` and, where MongoDB has one, MongoDB's message text.
+ *
+ * @example
+ * ```ts
+ * try { await coll.insertOne({ ts: 'not a date' }); }
+ * catch (e) { if (TimeseriesError.isTimeseriesError(e)) console.log(e.code, e.codeName); }
+ * ```
+ */
+export class TimeseriesError extends TsBucketsError {
+  /** MongoDB's numeric error code. */
+  readonly code: number;
+  /** MongoDB's error code name, e.g. `'BadValue'`. */
+  readonly codeName: string;
+  /** The option or field the error is about, if any. */
+  readonly field: string | undefined;
+  /** The bucket the error is about (hex ObjectId), if any. */
+  readonly bucketId: string | undefined;
+
+  /**
+   * @param codeName - MongoDB's code name; the numeric code is looked up in {@link ErrorCodes}.
+   * @param message - MongoDB's message text where it has one.
+   * @param details - field, bucket id and cause.
+   */
+  constructor(codeName: ErrorCodeName, message: string, details: TimeseriesErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = ErrorCodes[codeName];
+    this.codeName = codeName;
+    this.field = details.field;
+    this.bucketId = details.bucketId;
+  }
+
+  override get name(): string {
+    return 'TimeseriesError';
+  }
+
+  /**
+   * Whether `value` is a {@link TimeseriesError} from any copy of tsbuckets.
+   *
+   * @param value - anything.
+   * @returns `true` when `value` is a branded error with a numeric `code` and a `codeName`.
+   */
+  static isTimeseriesError(value: unknown): value is TimeseriesError {
+    return (
+      TsBucketsError.isTsBucketsError(value) &&
+      typeof (value as { code?: unknown }).code === 'number' &&
+      typeof (value as { codeName?: unknown }).codeName === 'string'
+    );
+  }
+}
+
+/** One failed measurement of an `insertMany`, as MongoDB reports it. */
+export interface WriteError {
+  /** Index of the measurement in the caller's array. */
+  readonly index: number;
+  /** MongoDB's numeric code. */
+  readonly code: number;
+  /** MongoDB's code name. */
+  readonly codeName: string;
+  /** The message. */
+  readonly errmsg: string;
+}
+
+/**
+ * Thrown by `insertMany`/`insertOne` when at least one measurement failed. Everything counted in
+ * `insertedCount` is stored; every failed measurement is listed in `writeErrors`.
+ */
+export class BulkWriteError extends TsBucketsError {
+  /** MongoDB's code of the first write error. */
+  readonly code: number;
+  /** MongoDB's code name of the first write error. */
+  readonly codeName: string;
+  /** Failed measurements, in index order. */
+  readonly writeErrors: ReadonlyArray<WriteError>;
+  /** Number of measurements inserted (acknowledged and stored). */
+  readonly insertedCount: number;
+
+  /**
+   * @param writeErrors - failed measurements (at least one), in index order.
+   * @param insertedCount - measurements stored.
+   */
+  constructor(writeErrors: ReadonlyArray<WriteError>, insertedCount: number) {
+    const first = writeErrors[0];
+    if (first === undefined) throw new InternalInvariantError(1001, 'BulkWriteError without write errors');
+    super(
+      `${writeErrors.length} write error(s), ${insertedCount} inserted; first at index ${first.index}: ${first.errmsg}`,
+    );
+    this.code = first.code;
+    this.codeName = first.codeName;
+    this.writeErrors = Object.freeze([...writeErrors]);
+    this.insertedCount = insertedCount;
+  }
+
+  override get name(): string {
+    return 'BulkWriteError';
+  }
+
+  /**
+   * Whether `value` is a {@link BulkWriteError} from any copy of tsbuckets.
+   *
+   * @param value - anything.
+   * @returns `true` for a bulk write error.
+   */
+  static isBulkWriteError(value: unknown): value is BulkWriteError {
+    return (
+      TsBucketsError.isTsBucketsError(value) &&
+      Array.isArray((value as { writeErrors?: unknown }).writeErrors)
+    );
+  }
+}
+
+/**
+ * A broken internal invariant: a bug in tsbuckets, never a user error. Each call site has a unique code.
+ */
+export class InternalInvariantError extends TsBucketsError {
+  /** Unique code of the failed invariant. */
+  readonly invariantCode: number;
+
+  /**
+   * @param invariantCode - unique code of the call site.
+   * @param message - what was expected.
+   */
+  constructor(invariantCode: number, message: string) {
+    super(`Invariant ${invariantCode} failed: ${message}`);
+    this.invariantCode = invariantCode;
+  }
+
+  override get name(): string {
+    return 'InternalInvariantError';
+  }
+}

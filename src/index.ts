@@ -1,0 +1,61 @@
+/**
+ * tsbuckets: MongoDB's time-series engine as a TypeScript library.
+ *
+ * Explicit named exports only: this list is the public surface (pinned by `test/exports.test.ts`).
+ *
+ * @packageDocumentation
+ */
+export { BucketEngine } from './engine/bucket-engine.js';
+export type { BucketEngineOptions, ServerStatus } from './engine/bucket-engine.js';
+export { TimeseriesCollection } from './engine/timeseries-collection.js';
+export type {
+  BucketsView,
+  CollectionStats,
+  InsertManyOptions,
+  InsertManyResult,
+  InsertOneResult,
+} from './engine/timeseries-collection.js';
+export { Cursor } from './engine/cursor.js';
+export { BucketCatalog } from './catalog/bucket-catalog.js';
+export type {
+  BucketCatalogOptions,
+  BucketCatalogServerStatus,
+  BucketingOptions,
+  CatalogParameters,
+  CombineWithInsertsFromOtherClients,
+  CommitInfo,
+  InsertItem,
+  PreparedCommit,
+  StageResult,
+  WriteBatch,
+} from './catalog/bucket-catalog.js';
+export type { ExecutionStatsSnapshot, CounterName } from './catalog/execution-stats.js';
+export type { RolloverAction, RolloverReason } from './catalog/rollover.js';
+export { MemoryStorage } from './storage/memory-storage.js';
+export type {
+  BucketFilter,
+  BucketUpdateDocument,
+  Storage,
+  StorageFindOptions,
+  StorageIndex,
+  StorageUpdateResult,
+  StoredBucket,
+} from './storage/storage.js';
+export {
+  BulkWriteError,
+  ErrorCodes,
+  InternalInvariantError,
+  TimeseriesError,
+  TsBucketsError,
+} from './errors.js';
+export type { ErrorCodeName, TimeseriesErrorDetails, WriteError } from './errors.js';
+export type {
+  CollModOptions,
+  CreateCollectionOptions,
+  Granularity,
+  ResolvedCollectionOptions,
+  ServerParameters,
+  TimeseriesOptions,
+} from './options.js';
+export type { BucketDocumentV1, ControlV1, Measurement } from './bucket-format/bucket-document.js';
+export type { Clock } from './util/clock.js';

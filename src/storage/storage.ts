@@ -1,0 +1,162 @@
+/**
+ * The storage interface every backend implements (SPEC §8). One `Storage` holds many buckets
+ * collections, each addressed by its namespace (`<db>.system.buckets.<coll>` style strings chosen by the
+ * engine). Documents are plain objects whose values are `bson` classes or JS primitives.
+ *
+ * @packageDocumentation
+ */
+
+/** A MongoDB query filter over bucket documents. */
+export type BucketFilter = Readonly<Record<string, unknown>>;
+
+/**
+ * A MongoDB update: update operators (`{ $set: {...} }`) or an aggregation pipeline (an array of stages,
+ * used when a field name cannot be written as a dotted path).
+ */
+export type BucketUpdateDocument = Readonly<Record<string, unknown>> | ReadonlyArray<Readonly<Record<string, unknown>>>;
+
+/** What a storage may need to know about a time-series collection when creating its buckets collection. */
+export interface NamespaceOptions {
+  /** The `timeseries` options as MongoDB stores them (`timeField`, `metaField`, granularity or seconds). */
+  readonly timeseries: Readonly<Record<string, unknown>>;
+  /** TTL in seconds, when set. */
+  readonly expireAfterSeconds?: number;
+}
+
+/** A stored bucket document (see `bucket-format/bucket-document.ts` for its exact shape). */
+export type StoredBucket = Record<string, unknown>;
+
+/** Options of {@link Storage.find}. */
+export interface StorageFindOptions {
+  /** MongoDB projection (inclusion or exclusion). */
+  readonly projection?: Readonly<Record<string, 0 | 1 | boolean>>;
+  /** MongoDB sort specification. */
+  readonly sort?: Readonly<Record<string, 1 | -1>>;
+  /** Maximum number of documents. */
+  readonly limit?: number;
+}
+
+/** Outcome of {@link Storage.updateOne}. */
+export type StorageUpdateResult =
+  /** The guard matched a document and the update was applied. */
+  | { readonly kind: 'updated' }
+  /** No document matched the guard filter (someone else changed or removed the bucket). */
+  | { readonly kind: 'notMatched' };
+
+/** An index on a buckets collection, in bucket-field terms. */
+export interface StorageIndex {
+  /** Index name. */
+  readonly name: string;
+  /** Key pattern over bucket fields, e.g. `{ meta: 1, 'control.min.ts': 1 }`. */
+  readonly key: Readonly<Record<string, unknown>>;
+  /** Extra index options as given to `createIndex` (e.g. `originalSpec`). */
+  readonly options?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A buckets store. Implementations: `MemoryStorage` (embedded default) and `MongoStorage`
+ * (`tsbuckets/mongodb`). All methods are async and may reject with a storage error; the catalog treats a
+ * rejected write as "not written".
+ */
+export interface Storage {
+  /**
+   * Prepare a buckets collection (idempotent).
+   *
+   * @param ns - namespace of the buckets collection (`<db>.system.buckets.<name>`).
+   * @param options - the time-series collection's options (a backend may create a native collection).
+   */
+  createNamespace(ns: string, options: NamespaceOptions): Promise<void>;
+  /**
+   * Remove a buckets collection and its indexes (no error if absent).
+   *
+   * @param ns - namespace of the buckets collection.
+   */
+  dropNamespace(ns: string): Promise<void>;
+  /**
+   * Insert one new bucket document.
+   *
+   * @param ns - namespace.
+   * @param doc - the whole bucket document; ownership passes to the storage (callers do not mutate it).
+   * @throws a `TimeseriesError` with code `DuplicateKey` if the `_id` exists.
+   */
+  insertOne(ns: string, doc: StoredBucket): Promise<void>;
+  /**
+   * Apply an update to the single document matching `filter` (which always pins `_id`).
+   *
+   * @param ns - namespace.
+   * @param filter - `_id` plus optional guard conditions.
+   * @param update - MongoDB update operators.
+   * @returns whether a document matched.
+   */
+  updateOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<StorageUpdateResult>;
+  /**
+   * Replace the document with the given `_id` (used by deletes that repack a bucket, and compression).
+   *
+   * @param ns - namespace.
+   * @param filter - `_id` plus optional guard conditions.
+   * @param doc - the new document (same `_id`).
+   * @returns whether a document matched.
+   */
+  replaceOne(ns: string, filter: BucketFilter, doc: StoredBucket): Promise<StorageUpdateResult>;
+  /**
+   * Apply an update to every document matching `filter`.
+   *
+   * @param ns - namespace.
+   * @param filter - bucket filter.
+   * @param update - MongoDB update operators.
+   * @returns the number of documents modified.
+   */
+  updateMany(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<number>;
+  /**
+   * Find bucket documents. Documents are yielded one by one (streaming); callers must not mutate them.
+   *
+   * @param ns - namespace.
+   * @param filter - bucket filter.
+   * @param options - projection, sort, limit.
+   */
+  find(ns: string, filter: BucketFilter, options?: StorageFindOptions): AsyncIterable<StoredBucket>;
+  /**
+   * Delete every document matching `filter`.
+   *
+   * @param ns - namespace.
+   * @param filter - bucket filter.
+   * @returns the number of documents deleted.
+   */
+  deleteMany(ns: string, filter: BucketFilter): Promise<number>;
+  /**
+   * Count documents matching `filter`.
+   *
+   * @param ns - namespace.
+   * @param filter - bucket filter (all documents when omitted).
+   */
+  countDocuments(ns: string, filter?: BucketFilter): Promise<number>;
+  /**
+   * Total BSON size in bytes of every document of the namespace (for `avgBucketSize`).
+   *
+   * @param ns - namespace.
+   */
+  totalSize(ns: string): Promise<number>;
+  /**
+   * Create an index (idempotent for an identical spec).
+   *
+   * @param ns - namespace.
+   * @param index - name, key and options.
+   */
+  createIndex(ns: string, index: StorageIndex): Promise<void>;
+  /**
+   * List indexes of the namespace.
+   *
+   * @param ns - namespace.
+   */
+  listIndexes(ns: string): Promise<ReadonlyArray<StorageIndex>>;
+  /**
+   * Drop an index by name.
+   *
+   * @param ns - namespace.
+   * @param name - index name.
+   * @returns whether the index existed.
+   */
+  dropIndex(ns: string, name: string): Promise<boolean>;
+  /** Release resources. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,357 @@
+import { Decimal128, Double, Int32, Long, ObjectId } from 'bson';
+import { describe, expect, it } from 'vitest';
+
+import { BucketEngine, BulkWriteError, TimeseriesError } from '../../../src/index.js';
+import type { ServerParameters } from '../../../src/index.js';
+import { Deferred } from '../../../src/util/deferred.js';
+import { FaultyStorage } from '../../support/faulty-storage.js';
+
+const iso = (s: string) => new Date(s);
+
+async function setup(parameters: ServerParameters = {}, timeseries: Record<string, unknown> = {}) {
+  const storage = new FaultyStorage();
+  const engine = new BucketEngine({ storage, parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40, ...parameters } });
+  const coll = await engine.createCollection('weather', {
+    timeseries: { timeField: 'ts', metaField: 'sensor', ...timeseries },
+  });
+  return { engine, coll, storage };
+}
+
+describe('bucket documents', () => {
+  it('first commit inserts a version-1 bucket with the exact MongoDB shape', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ ts: iso('2024-10-04T10:14:33.500Z'), sensor: { b: 2, a: 1 }, temp: 21.5 });
+    const [bucket] = await coll.buckets.find().toArray();
+    expect(bucket).toBeDefined();
+    const oid = bucket!._id as ObjectId;
+    expect(oid.toHexString().slice(0, 8)).toBe('66ffbfe8');
+    expect(bucket).toStrictEqual({
+      _id: oid,
+      control: {
+        version: 1,
+        min: { ts: iso('2024-10-04T10:14:00Z'), temp: 21.5 },
+        max: { ts: iso('2024-10-04T10:14:33.500Z'), temp: 21.5 },
+      },
+      meta: { a: 1, b: 2 },
+      data: { ts: { '0': iso('2024-10-04T10:14:33.500Z') }, temp: { '0': 21.5 } },
+    });
+    expect(Object.keys(bucket!)).toEqual(['_id', 'control', 'meta', 'data']);
+    expect(Object.keys(bucket!.control as object)).toEqual(['version', 'min', 'max']);
+  });
+
+  it('later commits append rows, add new columns at the end, and keep min/max exact', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ _id: 1, ts: iso('2024-10-04T10:14:10Z'), sensor: 's', x: 5 });
+    await coll.insertOne({ _id: 2, ts: iso('2024-10-04T10:14:05Z'), sensor: 's', y: 'b' });
+    await coll.insertOne({ _id: 3, ts: iso('2024-10-04T10:20:00Z'), sensor: 's', x: 1, y: 'a' });
+    const buckets = await coll.buckets.find().toArray();
+    expect(buckets).toHaveLength(1);
+    expect(buckets[0]).toStrictEqual({
+      _id: buckets[0]!._id,
+      control: {
+        version: 1,
+        min: { _id: 1, ts: iso('2024-10-04T10:14:00Z'), x: 1, y: 'a' },
+        max: { _id: 3, ts: iso('2024-10-04T10:20:00Z'), x: 5, y: 'b' },
+      },
+      meta: 's',
+      data: {
+        _id: { '0': 1, '1': 2, '2': 3 },
+        ts: { '0': iso('2024-10-04T10:14:10Z'), '1': iso('2024-10-04T10:14:05Z'), '2': iso('2024-10-04T10:20:00Z') },
+        x: { '0': 5, '2': 1 },
+        y: { '1': 'b', '2': 'a' },
+      },
+    });
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketInserts).toBe(1);
+    expect(stats.numBucketUpdates).toBe(2);
+    expect(stats.numCommits).toBe(3);
+    expect(stats.numMeasurementsCommitted).toBe(3);
+    expect(stats.avgNumMeasurementsPerCommit).toBe(1);
+    expect(stats.numBucketsOpenedDueToMetadata).toBe(1);
+  });
+
+  it('omits meta when the measurement has no metaField, and null meta is its own series', async () => {
+    const { coll } = await setup();
+    await coll.insertMany([
+      { ts: iso('2024-10-04T10:14:10Z'), v: 1 },
+      { ts: iso('2024-10-04T10:14:10Z'), sensor: null, v: 2 },
+    ]);
+    const buckets = await coll.buckets.find().toArray();
+    expect(buckets).toHaveLength(2);
+    const withoutMeta = buckets.find((b) => !('meta' in b));
+    const withNull = buckets.find((b) => 'meta' in b);
+    expect(withoutMeta?.data).toStrictEqual({ ts: { '0': iso('2024-10-04T10:14:10Z') }, v: { '0': 1 } });
+    expect(withNull?.meta).toBeNull();
+  });
+
+  it('rounds the bucket start by granularity and by custom rounding', async () => {
+    for (const [timeseries, start] of [
+      [{ granularity: 'seconds' }, '2024-10-04T10:14:00.000Z'],
+      [{ granularity: 'minutes' }, '2024-10-04T10:00:00.000Z'],
+      [{ granularity: 'hours' }, '2024-10-04T00:00:00.000Z'],
+      [{ bucketMaxSpanSeconds: 900, bucketRoundingSeconds: 900 }, '2024-10-04T10:00:00.000Z'],
+    ] as const) {
+      const { coll } = await setup({}, timeseries);
+      await coll.insertOne({ ts: iso('2024-10-04T10:14:33Z'), sensor: 1 });
+      const [bucket] = await coll.buckets.find().toArray();
+      const control = bucket!.control as { min: { ts: Date } };
+      expect(control.min.ts.toISOString()).toBe(start);
+      expect((bucket!._id as ObjectId).getTimestamp().toISOString()).toBe(start);
+    }
+  });
+
+  it('keeps BSON number types in min/max (timeseries_min_max.js)', async () => {
+    const { coll } = await setup();
+    const t = iso('2024-01-01T00:00:00Z');
+    await coll.insertOne({ ts: t, sensor: 1, x: new Double(1.5) });
+    await coll.insertOne({ ts: t, sensor: 1, x: Long.fromNumber(2) });
+    let [bucket] = await coll.buckets.find().toArray();
+    let control = bucket!.control as { min: { x: unknown }; max: { x: unknown } };
+    expect(control.min.x).toStrictEqual(new Double(1.5));
+    expect(control.max.x).toStrictEqual(Long.fromNumber(2));
+    await coll.insertOne({ ts: t, sensor: 1, x: new Int32(1) });
+    await coll.insertOne({ ts: t, sensor: 1, x: Decimal128.fromString('2.5') });
+    await coll.insertOne({ ts: t, sensor: 1, x: 0.5 });
+    [bucket] = await coll.buckets.find().toArray();
+    control = bucket!.control as { min: { x: unknown }; max: { x: unknown } };
+    expect(control.min.x).toBe(0.5);
+    expect(control.max.x).toStrictEqual(Decimal128.fromString('2.5'));
+  });
+});
+
+describe('rollover', () => {
+  it('closes by count: a bucket holds exactly timeseriesBucketMaxCount measurements', async () => {
+    const { coll } = await setup({ timeseriesBucketMaxCount: 3 });
+    for (let i = 0; i < 7; i++) await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 'a', i });
+    const counts = (await coll.buckets.find().toArray()).map((b) => Object.keys((b.data as { ts: object }).ts).length);
+    expect(counts).toEqual([3, 3, 1]);
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketsClosedDueToCount).toBe(2);
+    expect(stats.numBucketInserts).toBe(3);
+    expect(stats.numBucketUpdates).toBe(4);
+    expect(stats.numBucketsOpenedDueToMetadata).toBe(1);
+  });
+
+  it('soft-closes on time forward (t >= start + span)', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ ts: iso('2021-01-01T20:10:14.134Z'), sensor: 1 });
+    await coll.insertOne({ ts: iso('2021-01-01T20:10:05Z'), sensor: 1 });
+    await coll.insertOne({ ts: iso('2021-01-01T21:09:59.999Z'), sensor: 1 });
+    expect(await coll.buckets.countDocuments()).toBe(1);
+    await coll.insertOne({ ts: iso('2021-01-01T21:10:00.000Z'), sensor: 1 });
+    expect(await coll.buckets.countDocuments()).toBe(2);
+    expect((await coll.stats()).timeseries.numBucketsClosedDueToTimeForward).toBe(1);
+  });
+
+  it('archives on time backward (timeseries_time_backward.js vector)', async () => {
+    const { coll } = await setup();
+    for (let minute = 10; minute >= 1; minute--) {
+      await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, minute)), sensor: 1 });
+    }
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.bucketCount).toBe(10);
+    expect(stats.numBucketInserts).toBe(10);
+    expect(stats.numBucketUpdates).toBe(0);
+    expect(stats.numBucketsArchivedDueToTimeBackward).toBe(9);
+    expect(stats.numBucketsOpenedDueToMetadata).toBe(1);
+    expect(stats.numCommits).toBe(10);
+    expect(stats.numMeasurementsCommitted).toBe(10);
+    expect(stats.numCompressedBucketsConvertedToUnsorted).toBe(0);
+    expect(stats.numActiveBuckets).toBe(10);
+  });
+
+  it('sorts each call by time per series before staging (one bucket for [10:30, 10:10])', async () => {
+    const { coll } = await setup();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T10:30:00Z'), sensor: 1, v: 'late' },
+      { ts: iso('2024-01-01T10:10:00Z'), sensor: 1, v: 'early' },
+    ]);
+    const buckets = await coll.buckets.find().toArray();
+    expect(buckets).toHaveLength(1);
+    expect(buckets[0]!.data).toStrictEqual({
+      ts: { '0': iso('2024-01-01T10:10:00Z'), '1': iso('2024-01-01T10:30:00Z') },
+      v: { '0': 'early', '1': 'late' },
+    });
+  });
+
+  it('closes on schema change (timeseries_closed_due_to_schema_changes.js vector)', async () => {
+    const { coll } = await setup();
+    const values = [new ObjectId(), [1], new Date(0), 'MongoDB', Decimal128.fromString('1'), { a: 20 }, 42];
+    const seen: number[] = [];
+    for (const x of values) {
+      await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 1, x });
+      seen.push((await coll.stats()).timeseries.numBucketsClosedDueToSchemaChange);
+    }
+    expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('numbers of any width are schema-compatible', async () => {
+    const { coll } = await setup();
+    for (const x of [1, 1.5, Long.fromNumber(3), new Int32(2), Decimal128.fromString('9')]) {
+      await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 1, x });
+    }
+    expect(await coll.buckets.countDocuments()).toBe(1);
+  });
+
+  it('closes by size once the bucket has timeseriesBucketMinCount measurements', async () => {
+    const { coll } = await setup({ timeseriesBucketMaxSize: 2000, timeseriesBucketMinCount: 2 });
+    const big = 'x'.repeat(300);
+    for (let i = 0; i < 12; i++) await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, big });
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketsClosedDueToSize).toBeGreaterThan(0);
+    expect(stats.bucketCount).toBe(stats.numBucketsClosedDueToSize + 1);
+  });
+
+  it('keeps a bucket open for large measurements while it has fewer than timeseriesBucketMinCount', async () => {
+    const { coll } = await setup({ timeseriesBucketMaxSize: 1000, timeseriesBucketMinCount: 3 });
+    const big = 'y'.repeat(2000);
+    for (let i = 0; i < 4; i++) await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, big });
+    const stats = (await coll.stats()).timeseries;
+    // Measurements 2 and 3 stay (fewer than 3 in the bucket), the 4th rolls over for size.
+    expect(stats.numBucketsKeptOpenDueToLargeMeasurements).toBe(1);
+    expect(stats.numBucketsClosedDueToSize).toBe(1);
+    const counts = (await coll.buckets.find().toArray()).map((b) => Object.keys((b.data as { ts: object }).ts).length);
+    expect(counts).toEqual([3, 1]);
+  });
+});
+
+describe('serverStatus.bucketCatalog (timeseries_serverStatus.js)', () => {
+  it('is absent before the first insert, then counts open, idle and archived buckets', async () => {
+    const { engine, coll } = await setup();
+    expect(engine.serverStatus().bucketCatalog).toBeUndefined();
+    await coll.insertOne({ ts: iso('2025-03-19T05:17:00Z'), sensor: { a: 1 } });
+    let s = engine.serverStatus().bucketCatalog!;
+    expect([s.numBuckets, s.numOpenBuckets, s.numIdleBuckets, s.numArchivedBuckets]).toEqual([1, 1, 1, 0]);
+    await coll.insertOne({ ts: iso('2021-01-02T01:00:00Z'), sensor: { a: 1 } });
+    s = engine.serverStatus().bucketCatalog!;
+    expect([s.numBuckets, s.numOpenBuckets, s.numIdleBuckets, s.numArchivedBuckets]).toEqual([2, 1, 1, 1]);
+    await coll.insertOne({ ts: iso('2021-01-01T01:00:00Z'), sensor: { a: 1 } });
+    s = engine.serverStatus().bucketCatalog!;
+    expect([s.numBuckets, s.numOpenBuckets, s.numIdleBuckets, s.numArchivedBuckets]).toEqual([3, 1, 1, 2]);
+    expect(s.memoryUsage).toBeGreaterThan(0);
+    expect(s.numCommits).toBe(3);
+  });
+});
+
+describe('insertMany semantics', () => {
+  const bad = { ts: 'yesterday', sensor: 1 };
+  const good = (i: number) => ({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, i });
+
+  it('ordered: inserts up to the first invalid measurement and reports it', async () => {
+    const { coll } = await setup();
+    const error = await coll.insertMany([good(0), good(1), bad, good(3)]).catch((e: unknown) => e);
+    expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+    const e = error as BulkWriteError;
+    expect(e.insertedCount).toBe(2);
+    expect(e.writeErrors).toEqual([
+      { index: 2, code: 2, codeName: 'BadValue', errmsg: "'ts' must be present and contain a valid BSON UTC datetime value" },
+    ]);
+    expect(await coll.buckets.countDocuments()).toBe(1);
+    expect((await coll.stats()).timeseries.numMeasurementsCommitted).toBe(2);
+  });
+
+  it('unordered: inserts every valid measurement and reports each invalid one', async () => {
+    const { coll } = await setup();
+    const error = (await coll
+      .insertMany([bad, good(0), { sensor: 1 }, good(1), { ts: new Date(Number.NaN) }], { ordered: false })
+      .catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(2);
+    expect(error.writeErrors.map((w) => w.index)).toEqual([0, 2, 4]);
+    expect((await coll.stats()).timeseries.numMeasurementsCommitted).toBe(2);
+  });
+
+  it('returns the inserted count', async () => {
+    const { coll } = await setup();
+    expect(await coll.insertMany([good(0), good(1)], { ordered: false })).toEqual({ acknowledged: true, insertedCount: 2 });
+    expect(await coll.insertOne(good(2))).toEqual({ acknowledged: true, insertedCount: 1 });
+  });
+
+  it('stores hostile field names as plain fields', async () => {
+    const { coll } = await setup();
+    const doc = JSON.parse('{"__proto__": {"polluted": 1}, "constructor": 2, "$x": 3, "a.b": 4}') as Record<string, unknown>;
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 1, ...doc });
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:01Z'), sensor: 1, ...doc });
+    const [bucket] = await coll.buckets.find().toArray();
+    const data = bucket!.data as Record<string, unknown>;
+    expect(Object.keys(data)).toEqual(['ts', '__proto__', 'constructor', '$x', 'a.b']);
+    expect(Object.getOwnPropertyDescriptor(data, '__proto__')?.value).toEqual({ '0': { polluted: 1 }, '1': { polluted: 1 } });
+    expect(data['a.b']).toEqual({ '0': 4, '1': 4 });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('createCollection', () => {
+  it('is a no-op with identical options and fails with NamespaceExists otherwise', async () => {
+    const { engine, coll } = await setup();
+    expect(await engine.createCollection('weather', { timeseries: { timeField: 'ts', metaField: 'sensor' } })).toBe(coll);
+    const error = await engine
+      .createCollection('weather', { timeseries: { timeField: 'time', metaField: 'sensor' } })
+      .catch((e: unknown) => e);
+    expect(TimeseriesError.isTimeseriesError(error)).toBe(true);
+    expect((error as TimeseriesError).code).toBe(48);
+    expect((error as TimeseriesError).codeName).toBe('NamespaceExists');
+    expect(engine.collection('weather')).toBe(coll);
+    expect(engine.collection('nope')).toBeUndefined();
+  });
+});
+
+describe('group commit and failures', () => {
+  it('concurrent unordered writers share a batch: one commits, the others wait', async () => {
+    const { coll, storage } = await setup();
+    const gate = new Deferred<void>();
+    storage.faults.push({ kind: 'block', gate: gate.promise });
+    const t = (i: number) => ({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, i });
+    // Writer 0 commits the bucket's first batch and is held in storage; writers 1..9 stage meanwhile.
+    const first = coll.insertMany([t(0)], { ordered: false });
+    await new Promise((r) => setImmediate(r));
+    const rest = Array.from({ length: 9 }, (_, k) => coll.insertMany([t(k + 1)], { ordered: false }));
+    await new Promise((r) => setImmediate(r));
+    gate.resolve();
+    await Promise.all([first, ...rest]);
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numMeasurementsCommitted).toBe(10);
+    expect(stats.numCommits).toBe(2);
+    expect(stats.numWaits).toBe(8);
+    expect(stats.numBucketInserts).toBe(1);
+    expect(stats.numBucketUpdates).toBe(1);
+    const [bucket] = await coll.buckets.find().toArray();
+    expect(Object.keys((bucket!.data as { i: object }).i)).toHaveLength(10);
+  });
+
+  it('ordered writers never share batches', async () => {
+    const { coll } = await setup();
+    const t = (i: number) => ({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, i });
+    await Promise.all(Array.from({ length: 5 }, (_, i) => coll.insertMany([t(i)], { ordered: true })));
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numCommits).toBe(5);
+    expect(stats.numWaits).toBe(0);
+  });
+
+  it('a failed storage write rejects exactly its batch; the bucket is never written from memory again', async () => {
+    const { coll, storage } = await setup();
+    const t = (i: number) => ({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, i });
+    await coll.insertOne(t(0));
+    storage.faults.push({ kind: 'fail', error: new Error('disk on fire') });
+    const error = (await coll.insertMany([t(1), t(2)]).catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(0);
+    expect(error.writeErrors.map((w) => [w.index, w.errmsg])).toEqual([
+      [0, 'disk on fire'],
+      [1, 'disk on fire'],
+    ]);
+    await coll.insertOne(t(3));
+    const buckets = await coll.buckets.find().toArray();
+    // The first bucket keeps only its acknowledged measurement; t(3) went to a new bucket.
+    expect(buckets.map((b) => (b.data as { i: Record<string, number> }).i)).toEqual([{ '0': 0 }, { '0': 3 }]);
+  });
+
+  it('a guarded update that matches nothing moves the batch to a new bucket', async () => {
+    const { coll, storage } = await setup();
+    const t = (i: number) => ({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, i });
+    await coll.insertOne(t(0));
+    // Someone else removes the bucket behind the catalog's back.
+    await storage.deleteMany(coll.bucketsNamespace, {});
+    await coll.insertOne(t(1));
+    const buckets = await coll.buckets.find().toArray();
+    expect(buckets.map((b) => (b.data as { i: Record<string, number> }).i)).toEqual([{ '0': 1 }]);
+  });
+});
