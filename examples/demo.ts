@@ -58,7 +58,9 @@ const seconds = (performance.now() - t0) / 1000;
 
 const stats = await coll.stats();
 const status = engine.serverStatus().bucketCatalog;
-console.log(`tsbuckets demo: ${totalMeasurements} measurements, ${numSensors} sensors, ${numWriters} writers`);
+console.log(
+  `tsbuckets demo: ${totalMeasurements} measurements, ${numSensors} sensors, ${numWriters} writers`,
+);
 console.log(
   `ingest: ${seconds.toFixed(2)} s, ${Math.round(totalMeasurements / seconds).toLocaleString('en-US')} measurements/s`,
 );

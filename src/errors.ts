@@ -1,13 +1,11 @@
 /**
  * Errors thrown by tsbuckets.
  *
- * Every error carries a brand (`Symbol.for('tsbuckets.error')`) so that errors thrown by one copy of the
- * package are recognised by another copy (`instanceof` fails across copies; see js-bson `BSONError`).
+ * Every error carries a brand (the `isTsBucketsErrorBrand` getter) so that errors thrown by one copy of
+ * the package are recognised by another copy (`instanceof` fails across copies; see js-bson `BSONError`).
  *
  * @packageDocumentation
  */
-
-const kBrand: unique symbol = Symbol.for('tsbuckets.error');
 
 /**
  * MongoDB error code names used by tsbuckets, with their numeric codes (`src/mongo/base/error_codes.yml`).
@@ -49,8 +47,8 @@ export class TsBucketsError extends Error {
     return 'TsBucketsError';
   }
 
-  /** @internal brand checked by {@link TsBucketsError.isTsBucketsError}. */
-  get [kBrand](): true {
+  /** The brand checked by {@link TsBucketsError.isTsBucketsError}: always `true`. */
+  get isTsBucketsErrorBrand(): true {
     return true;
   }
 
@@ -64,8 +62,7 @@ export class TsBucketsError extends Error {
     return (
       value != null &&
       typeof value === 'object' &&
-      kBrand in value &&
-      (value as Record<symbol, unknown>)[kBrand] === true
+      (value as { isTsBucketsErrorBrand?: unknown }).isTsBucketsErrorBrand === true
     );
   }
 }

@@ -115,13 +115,16 @@ export function makeBucketUpdate(input: BucketUpdateInput): BucketUpdate {
   for (const op of input.minUpdates) ops.push({ path: ['control', 'min', ...op.path], value: op.value });
   for (const op of input.maxUpdates) ops.push({ path: ['control', 'max', ...op.path], value: op.value });
   const newColumns: Record<string, Record<string, unknown>> = {};
-  appendColumns(newColumns, input.measurements, input.numPreviouslyCommittedMeasurements, input.metaField, (
-    field,
-    key,
-    value,
-  ) => {
-    ops.push({ path: ['data', field, key], value });
-  }, input.existingColumns);
+  appendColumns(
+    newColumns,
+    input.measurements,
+    input.numPreviouslyCommittedMeasurements,
+    input.metaField,
+    (field, key, value) => {
+      ops.push({ path: ['data', field, key], value });
+    },
+    input.existingColumns,
+  );
   for (const field of Object.keys(newColumns)) ops.push({ path: ['data', field], value: newColumns[field] });
 
   if (ops.every((op) => op.path.every(isPathSafeFieldName))) {
@@ -171,10 +174,10 @@ function appendColumns(
  * A pipeline `$replaceWith` stage setting one (possibly nested) field whose path segments may contain
  * `.` or start with `$`: nested `$setField` with every name and value wrapped in `$literal`.
  */
-function pipelineStageFor(op: { readonly path: ReadonlyArray<string>; readonly value: unknown }): Record<
-  string,
-  unknown
-> {
+function pipelineStageFor(op: {
+  readonly path: ReadonlyArray<string>;
+  readonly value: unknown;
+}): Record<string, unknown> {
   return { $replaceWith: setFieldExpr('$$ROOT', op.path, 0, op.value) };
 }
 

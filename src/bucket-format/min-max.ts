@@ -47,7 +47,14 @@
  */
 
 import { invariant } from '../util/invariant.js';
-import { bsonTypeOf, BsonType, canonicalTypeOf, CanonicalType, compareBsonValues, dbRefToDocument } from '../util/bson-value.js';
+import {
+  bsonTypeOf,
+  BsonType,
+  canonicalTypeOf,
+  CanonicalType,
+  compareBsonValues,
+  dbRefToDocument,
+} from '../util/bson-value.js';
 import { defineField, isPathSafeFieldName } from '../util/safe-record.js';
 import type { DBRef } from 'bson';
 
@@ -246,7 +253,8 @@ function search(node: MinMaxNode, first: number, last: number, name: string): nu
   }
   if (i === last) return last;
   node.index = new Map();
-  for (const child of children) if (child.name !== null && !node.index.has(child.name)) node.index.set(child.name, child);
+  for (const child of children)
+    if (child.name !== null && !node.index.has(child.name)) node.index.set(child.name, child);
   return search(node, first, last, name);
 }
 
@@ -278,9 +286,7 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
     if (takeMax) becomeContainer(node, 'max', 'object');
     if (takeMin || takeMax) {
       // A js-bson DBRef is written as the embedded document {$ref, $id, $db?, ...fields}.
-      const doc = Array.isArray(value) || (value as { _bsontype?: unknown })._bsontype !== 'DBRef'
-        ? (value as Readonly<Record<string, unknown>>)
-        : dbRefToDocument(value as DBRef);
+      const doc = asDocument(value);
       updateObject(node, doc, takeMin, takeMax, undefined);
     }
   } else if (type === BsonType.array) {
@@ -311,7 +317,10 @@ function takesContainer(slot: MinMaxSlot, canonical: number, kind: 'object' | 'a
       return true;
     case 'object':
     case 'array':
-      return slot.kind === kind || dir * (canonical - (slot.kind === 'object' ? CanonicalType.object : CanonicalType.array)) > 0;
+      return (
+        slot.kind === kind ||
+        dir * (canonical - (slot.kind === 'object' ? CanonicalType.object : CanonicalType.array)) > 0
+      );
     case 'value':
       return dir * (canonical - canonicalTypeOf(slot.value)) > 0;
   }
@@ -534,6 +543,13 @@ export function minMaxFromDocuments(
   return mm;
 }
 
+/** The embedded document a value of BSON type object stands for (a js-bson DBRef is expanded). */
+function asDocument(value: unknown): Readonly<Record<string, unknown>> {
+  return (value as { _bsontype?: unknown })._bsontype === 'DBRef'
+    ? dbRefToDocument(value as DBRef)
+    : (value as Readonly<Record<string, unknown>>);
+}
+
 /** Same BSON: same types, same field names in the same order, equal values. */
 function identical(a: unknown, b: unknown): boolean {
   const type = bsonTypeOf(a);
@@ -546,8 +562,8 @@ function identical(a: unknown, b: unknown): boolean {
     return true;
   }
   if (type === BsonType.object) {
-    const x = a as Readonly<Record<string, unknown>>;
-    const y = b as Readonly<Record<string, unknown>>;
+    const x = asDocument(a);
+    const y = asDocument(b);
     const kx = Object.keys(x).filter((k) => x[k] !== undefined);
     const ky = Object.keys(y).filter((k) => y[k] !== undefined);
     if (kx.length !== ky.length) return false;

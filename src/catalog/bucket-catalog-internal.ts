@@ -28,10 +28,10 @@ import { makeWriteBatch } from './write-batch.js';
 import type { WriteBatch } from './write-batch.js';
 
 /** The largest bucket a few large measurements may grow to (`kLargeMeasurementsMaxBucketSize`). */
-export const kLargeMeasurementsMaxBucketSize = 16 * 1024 * 1024 - 4 * 1024 * 1024;
+export const kLargeMeasurementsMaxBucketSize: number = 16 * 1024 * 1024 - 4 * 1024 * 1024;
 
 /** MongoDB's maximum user document size (`BSONObjMaxUserSize`). */
-export const kBSONObjMaxUserSize = 16 * 1024 * 1024;
+export const kBSONObjMaxUserSize: number = 16 * 1024 * 1024;
 
 /** Server parameters the catalog reads, resolved once by the engine. */
 export interface CatalogParameters {
@@ -147,24 +147,29 @@ export function stageSeries(
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as InsertItem;
     const position = positions[i] as number;
-    let chosen: { bucket: Bucket; change: BucketSizeChange } | undefined;
+    let chosen: EligibleBucket | undefined;
     if (current?.state === 'normal' && lock.stripe.openBucketsById.get(current.id.hex) === current) {
       const check = determineRolloverReason(state, coll, options, current, item);
-      if (check.kind === 'fits') chosen = { bucket: current, change: check.change };
+      if (check.kind === 'fits') chosen = { kind: 'found', bucket: current, change: check.change };
       else if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
     }
-    if (chosen === undefined) {
-      const found = findEligibleBucket(state, lock, coll, options, key, item);
-      if (found.kind === 'error') {
-        out[position] = found;
-        continue;
-      }
-      chosen = found;
+    chosen ??= findEligibleBucket(state, lock, coll, options, key, item);
+    if (chosen.kind === 'error') {
+      out[position] = chosen;
+      continue;
     }
     current = chosen.bucket;
-    out[position] = { kind: 'staged', batch: stageInto(state, lock, coll, chosen.bucket, item, chosen.change, opId) };
+    out[position] = {
+      kind: 'staged',
+      batch: stageInto(state, lock, coll, chosen.bucket, item, chosen.change, opId),
+    };
   }
 }
+
+/** A bucket that accepts a measurement, with the size it adds; or why the measurement cannot be staged. */
+type EligibleBucket =
+  | { readonly kind: 'found'; readonly bucket: Bucket; readonly change: BucketSizeChange }
+  | { readonly kind: 'error'; readonly error: TimeseriesError };
 
 type RolloverCheck =
   | { readonly kind: 'fits'; readonly change: BucketSizeChange }
@@ -202,7 +207,10 @@ export function determineRolloverReason(
   const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
   const newSize = bucket.size + change.sizeToBeAdded;
   if (newSize > params.timeseriesBucketMaxSize) {
-    if (bucket.numMeasurements >= params.timeseriesBucketMinCount || newSize > kLargeMeasurementsMaxBucketSize) {
+    if (
+      bucket.numMeasurements >= params.timeseriesBucketMinCount ||
+      newSize > kLargeMeasurementsMaxBucketSize
+    ) {
       return { kind: 'rollover', reason: 'size' };
     }
     if (!bucket.keptOpenDueToLargeMeasurements) {
@@ -229,7 +237,7 @@ function findEligibleBucket(
   options: BucketingOptions,
   key: BucketKey,
   item: InsertItem,
-): { readonly kind: 'found'; readonly bucket: Bucket; readonly change: BucketSizeChange } | StageResult & { kind: 'error' } {
+): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
   let hadCurrent = false;
   if (open !== undefined) {
@@ -278,7 +286,7 @@ function allocateBucket(
   key: BucketKey,
   item: InsertItem,
   why: 'metadata' | 'rollover',
-): { readonly kind: 'found'; readonly bucket: Bucket; readonly change: BucketSizeChange } | StageResult & { kind: 'error' } {
+): EligibleBucket {
   expireIdleBuckets(state, lock);
   const startMs = roundTimestampBySeconds(item.timeMs, options.bucketRoundingSeconds);
   let oid = state.idGenerator.next(startMs);
@@ -406,7 +414,10 @@ export function rollover(
   let effective: Exclude<RolloverReason, 'none'> = reason;
   if (reason === 'timeBackward') {
     if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) effective = 'count';
-    else if (bucket.size >= params.timeseriesBucketMaxSize && bucket.numMeasurements >= params.timeseriesBucketMinCount) {
+    else if (
+      bucket.size >= params.timeseriesBucketMaxSize &&
+      bucket.numMeasurements >= params.timeseriesBucketMinCount
+    ) {
       effective = 'size';
     }
   }
@@ -414,7 +425,8 @@ export function rollover(
   bucket.rolloverAction = rolloverActionFor[effective];
   coll.stats.inc(kRolloverStat[effective]);
   lock.stripe.idleBuckets.delete(bucket.id.hex);
-  if (bucket.batches.size === 0 && bucket.preparedBatch === undefined) performRolloverAction(state, lock, coll, bucket);
+  if (bucket.batches.size === 0 && bucket.preparedBatch === undefined)
+    performRolloverAction(state, lock, coll, bucket);
 }
 
 const kRolloverStat = {
@@ -545,7 +557,10 @@ export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
       string,
       Map<number, { readonly ns: string; readonly memoryUsage: number }>,
     ];
-    const [startMs, record] = records.entries().next().value as [number, { readonly ns: string; readonly memoryUsage: number }];
+    const [startMs, record] = records.entries().next().value as [
+      number,
+      { readonly ns: string; readonly memoryUsage: number },
+    ];
     records.delete(startMs);
     if (records.size === 0) stripe.archivedBuckets.delete(signature);
     state.memoryUsage -= record.memoryUsage;

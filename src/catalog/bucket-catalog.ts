@@ -36,17 +36,19 @@ import type {
 } from './bucket-catalog-internal.js';
 import { kNumberOfStripes } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
-import {
-  ExecutionStatsController,
-  makeExecutionStats,
-  snapshotExecutionStats,
-} from './execution-stats.js';
+import { ExecutionStatsController, makeExecutionStats, snapshotExecutionStats } from './execution-stats.js';
 import type { ExecutionStatsSnapshot } from './execution-stats.js';
 import { makeStripe, withStripe } from './stripe.js';
+import type { StripeLock } from './stripe.js';
 import { claimWriteBatchCommitRights as claim } from './write-batch.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
 
-export type { BucketingOptions, CatalogParameters, InsertItem, StageResult } from './bucket-catalog-internal.js';
+export type {
+  BucketingOptions,
+  CatalogParameters,
+  InsertItem,
+  StageResult,
+} from './bucket-catalog-internal.js';
 export type { CommitInfo, WriteBatch } from './write-batch.js';
 
 /** Whether an insert may share batches with other writers (`CombineWithInsertsFromOtherClients`). */
@@ -151,7 +153,11 @@ export class BucketCatalog {
     let coll = this.#state.collections.get(ns);
     if (coll === undefined) {
       invariant(options !== undefined, 2003, `collection ${ns} has not inserted yet`);
-      coll = { ns, options, stats: new ExecutionStatsController(makeExecutionStats(), this.#state.globalStats) };
+      coll = {
+        ns,
+        options,
+        stats: new ExecutionStatsController(makeExecutionStats(), this.#state.globalStats),
+      };
       this.#state.collections.set(ns, coll);
     } else if (options !== undefined) {
       // collMod may have changed the span or rounding: new buckets use the options of the latest insert.
@@ -204,17 +210,15 @@ export class BucketCatalog {
   }
 
   /**
-   * Claim the right to commit `batch`; exactly one caller gets `true`. The batch stops accepting new
-   * measurements.
+   * Claim the right to commit `batch`; exactly one caller gets `true`. The batch keeps accepting
+   * measurements from other writers until it is prepared: that is what makes group commit work while the
+   * claimer waits for the bucket's previous batch.
    *
    * @param batch - a staged batch.
    * @returns whether this caller must commit it.
    */
   claimWriteBatchCommitRights(batch: WriteBatch): boolean {
-    if (!claim(batch)) return false;
-    const open = batch.bucket.openBatches;
-    if (open.get(batch.opId) === batch) open.delete(batch.opId);
-    return true;
+    return claim(batch);
   }
 
   /**
@@ -228,62 +232,74 @@ export class BucketCatalog {
   async prepareCommit(batch: WriteBatch): Promise<PreparedCommit> {
     invariant(batch.commitRights, 2001, 'prepareCommit without commit rights');
     const bucket = batch.bucket;
-    // One prepared batch per bucket: wait for the one in flight (its outcome does not matter here).
-    while (bucket.preparedBatch !== undefined && batch.state === 'staging') {
-      await bucket.preparedBatch.result.promise.then(
+    // One prepared batch per bucket: while another is in flight, wait for it (its outcome does not matter
+    // here) and try again. The check and the taking of the slot happen under the stripe lock.
+    for (;;) {
+      const step = await withStripe(stripeFor(this.#state, bucket.key), (lock) =>
+        this.#tryPrepare(lock, batch),
+      );
+      if (step.kind !== 'wait') return step;
+      await step.inFlight.result.promise.then(
         () => undefined,
         () => undefined,
       );
     }
-    return withStripe(stripeFor(this.#state, bucket.key), (): PreparedCommit => {
-      if (batch.state === 'finished') return { kind: 'aborted', error: batch.result.error };
-      const coll = this.#collection(bucket.id.ns);
-      if (bucket.state === 'cleared') {
-        const error = clearedError(bucket);
-        failUnpreparedBatches(bucket, error);
-        return { kind: 'aborted', error };
-      }
-      invariant(bucket.preparedBatch === undefined, 2002, 'two prepared batches on one bucket');
-      bucket.preparedBatch = batch;
-      bucket.batches.delete(batch);
-      batch.state = 'prepared';
-      batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
-      const skip = { skipField: coll.options.metaField };
-      for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
-      const changes = takeUpdates(bucket.minMax);
-      if (batch.numPreviouslyCommittedMeasurements === 0) {
-        const document = makeNewBucketDocument({
-          id: bucket.id.oid,
-          hasMeta: bucket.hasMeta,
-          normalizedMeta: bucket.normalizedMeta,
-          min: minDocument(bucket.minMax),
-          max: maxDocument(bucket.minMax),
-          measurements: batch.measurements,
-          metaField: skip.skipField,
-        });
-        return { kind: 'insert', bucketId: bucket.id.oid, document };
-      }
-      const timeField = coll.options.timeField;
-      const n = batch.numPreviouslyCommittedMeasurements;
-      return {
-        kind: 'update',
-        bucketId: bucket.id.oid,
-        // The stored bucket must hold exactly the measurements this catalog committed.
-        guard: {
-          _id: bucket.id.oid,
-          [`data.${timeField}.${n - 1}`]: { $exists: true },
-          [`data.${timeField}.${n}`]: { $exists: false },
-        },
-        update: makeBucketUpdate({
-          measurements: batch.measurements,
-          numPreviouslyCommittedMeasurements: n,
-          existingColumns: bucket.fieldNames,
-          minUpdates: changes.min,
-          maxUpdates: changes.max,
-          metaField: skip.skipField,
-        }),
-      };
-    });
+  }
+
+  /** Take the bucket's prepared slot for `batch` and build its write, or report the batch in flight. */
+  #tryPrepare(
+    _lock: StripeLock,
+    batch: WriteBatch,
+  ): PreparedCommit | { readonly kind: 'wait'; readonly inFlight: WriteBatch } {
+    const bucket = batch.bucket;
+    if (batch.state === 'finished') return { kind: 'aborted', error: batch.result.error };
+    const coll = this.#collection(bucket.id.ns);
+    if (bucket.state === 'cleared') {
+      const error = clearedError(bucket);
+      failUnpreparedBatches(bucket, error);
+      return { kind: 'aborted', error };
+    }
+    if (bucket.preparedBatch !== undefined) return { kind: 'wait', inFlight: bucket.preparedBatch };
+    bucket.preparedBatch = batch;
+    bucket.batches.delete(batch);
+    if (bucket.openBatches.get(batch.opId) === batch) bucket.openBatches.delete(batch.opId);
+    batch.state = 'prepared';
+    batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
+    const skip = { skipField: coll.options.metaField };
+    for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
+    const changes = takeUpdates(bucket.minMax);
+    if (batch.numPreviouslyCommittedMeasurements === 0) {
+      const document = makeNewBucketDocument({
+        id: bucket.id.oid,
+        hasMeta: bucket.hasMeta,
+        normalizedMeta: bucket.normalizedMeta,
+        min: minDocument(bucket.minMax),
+        max: maxDocument(bucket.minMax),
+        measurements: batch.measurements,
+        metaField: skip.skipField,
+      });
+      return { kind: 'insert', bucketId: bucket.id.oid, document };
+    }
+    const timeField = coll.options.timeField;
+    const n = batch.numPreviouslyCommittedMeasurements;
+    return {
+      kind: 'update',
+      bucketId: bucket.id.oid,
+      // The stored bucket must hold exactly the measurements this catalog committed.
+      guard: {
+        _id: bucket.id.oid,
+        [`data.${timeField}.${n - 1}`]: { $exists: true },
+        [`data.${timeField}.${n}`]: { $exists: false },
+      },
+      update: makeBucketUpdate({
+        measurements: batch.measurements,
+        numPreviouslyCommittedMeasurements: n,
+        existingColumns: bucket.fieldNames,
+        minUpdates: changes.min,
+        maxUpdates: changes.max,
+        metaField: skip.skipField,
+      }),
+    };
   }
 
   /**
@@ -295,7 +311,11 @@ export class BucketCatalog {
   async finish(batch: WriteBatch): Promise<void> {
     const bucket = batch.bucket;
     await withStripe(stripeFor(this.#state, bucket.key), (lock) => {
-      invariant(batch.state === 'prepared' && bucket.preparedBatch === batch, 2004, 'finish of unprepared batch');
+      invariant(
+        batch.state === 'prepared' && bucket.preparedBatch === batch,
+        2004,
+        'finish of unprepared batch',
+      );
       const coll = this.#collection(bucket.id.ns);
       const n = batch.measurements.length;
       const inserted = batch.numPreviouslyCommittedMeasurements === 0;
@@ -400,7 +420,8 @@ export class BucketCatalog {
    * @returns a frozen snapshot.
    */
   serverStatus(): BucketCatalogServerStatus | undefined {
-    if (this.#state.collections.size === 0 && this.#state.globalStats.counters.numCommits === 0) return undefined;
+    if (this.#state.collections.size === 0 && this.#state.globalStats.counters.numCommits === 0)
+      return undefined;
     let numOpenBuckets = 0;
     let numIdleBuckets = 0;
     for (const stripe of this.#state.stripes) {

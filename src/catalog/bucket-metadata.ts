@@ -44,7 +44,7 @@ export function normalizeMetadata(meta: unknown): unknown {
   names.sort(compareFieldNames);
   const out: Record<string, unknown> = {};
   for (const name of names) {
-    const value = (meta as Record<string, unknown>)[name];
+    const value = meta[name];
     if (value !== undefined) defineField(out, name, normalizeMetadata(value));
   }
   return out;

@@ -130,7 +130,9 @@ export function snapshotExecutionStats(stats: ExecutionStats): ExecutionStatsSna
   for (const name of kCounterNames) {
     out[name] = stats.counters[name];
     if (name === 'numMeasurementsCommitted' && stats.counters.numCommits > 0) {
-      out.avgNumMeasurementsPerCommit = Math.floor(stats.counters.numMeasurementsCommitted / stats.counters.numCommits);
+      out.avgNumMeasurementsPerCommit = Math.floor(
+        stats.counters.numMeasurementsCommitted / stats.counters.numCommits,
+      );
     }
   }
   return Object.freeze(out) as ExecutionStatsSnapshot;

@@ -17,13 +17,7 @@
 
 /** Why a bucket rolls over. */
 export type RolloverReason =
-  | 'none'
-  | 'timeForward'
-  | 'timeBackward'
-  | 'count'
-  | 'size'
-  | 'cachePressure'
-  | 'schemaChange';
+  'none' | 'timeForward' | 'timeBackward' | 'count' | 'size' | 'cachePressure' | 'schemaChange';
 
 /** What happens to a bucket that rolls over. */
 export type RolloverAction = 'none' | 'softClose' | 'archive' | 'hardClose';

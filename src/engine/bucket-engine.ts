@@ -80,7 +80,8 @@ export class BucketEngine {
         timeseriesBucketMaxCount: parameters.timeseriesBucketMaxCount,
         timeseriesBucketMaxSize: parameters.timeseriesBucketMaxSize,
         timeseriesBucketMinCount: parameters.timeseriesBucketMinCount,
-        timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: parameters.timeseriesIdleBucketExpiryMemoryUsageThresholdBytes,
+        timeseriesIdleBucketExpiryMemoryUsageThresholdBytes:
+          parameters.timeseriesIdleBucketExpiryMemoryUsageThresholdBytes,
         timeseriesIdleBucketExpiryMaxCountPerAttempt: parameters.timeseriesIdleBucketExpiryMaxCountPerAttempt,
       },
     });

@@ -33,7 +33,8 @@ export class Cursor<T> implements AsyncIterable<T> {
    * @throws a `TimeseriesError` (`CursorClosed`) if the cursor was already iterated.
    */
   [Symbol.asyncIterator](): AsyncIterator<T> {
-    if (this.#consumed) throw new TimeseriesError('CursorClosed', 'Cursor is closed: it was already iterated');
+    if (this.#consumed)
+      throw new TimeseriesError('CursorClosed', 'Cursor is closed: it was already iterated');
     this.#consumed = true;
     return this.#source()[Symbol.asyncIterator]();
   }

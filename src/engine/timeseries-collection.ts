@@ -66,7 +66,10 @@ export interface BucketsView {
    * @param options - projection.
    * @returns a cursor over the stored documents (do not mutate them).
    */
-  find(filter?: BucketFilter, options?: { readonly projection?: Readonly<Record<string, 0 | 1 | boolean>> }): Cursor<StoredBucket>;
+  find(
+    filter?: BucketFilter,
+    options?: { readonly projection?: Readonly<Record<string, 0 | 1 | boolean>> },
+  ): Cursor<StoredBucket>;
   /**
    * Count bucket documents.
    *
@@ -166,22 +169,27 @@ export class TimeseriesCollection {
     // One normalisation per distinct meta object in the call: ingesters often reuse meta objects.
     const metaCache = new Map<unknown, BucketMetadata>();
     for (let i = 0; i < docs.length; i++) {
-      const doc = docs[i];
+      const doc: unknown = docs[i];
       const timeValue = doc !== null && typeof doc === 'object' ? getOwnField(doc, timeField) : undefined;
       if (!(timeValue instanceof Date) || Number.isNaN(timeValue.getTime())) {
         writeErrors.push(
           toWriteError(
             i,
-            new TimeseriesError('BadValue', `'${timeField}' must be present and contain a valid BSON UTC datetime value`, {
-              field: timeField,
-            }),
+            new TimeseriesError(
+              'BadValue',
+              `'${timeField}' must be present and contain a valid BSON UTC datetime value`,
+              {
+                field: timeField,
+              },
+            ),
           ),
         );
         if (ordered) break;
         continue;
       }
       const measurement = doc as Readonly<Record<string, unknown>>;
-      const meta = metaField !== undefined && hasOwnField(measurement, metaField) ? measurement[metaField] : undefined;
+      const meta =
+        metaField !== undefined && hasOwnField(measurement, metaField) ? measurement[metaField] : undefined;
       let metadata = typeof meta === 'object' && meta !== null ? metaCache.get(meta) : undefined;
       if (metadata === undefined) {
         metadata = makeBucketMetadata(meta);
@@ -216,7 +224,11 @@ export class TimeseriesCollection {
     return {
       find: (filter = {}, options = {}) =>
         new Cursor(() =>
-          storage.find(ns, filter, options.projection === undefined ? {} : { projection: options.projection }),
+          storage.find(
+            ns,
+            filter,
+            options.projection === undefined ? {} : { projection: options.projection },
+          ),
         ),
       countDocuments: (filter = {}) => storage.countDocuments(ns, filter),
     };
@@ -230,12 +242,16 @@ export class TimeseriesCollection {
   async stats(): Promise<CollectionStats> {
     const storage = this.#ctx.storage;
     const bucketCount = await storage.countDocuments(this.bucketsNamespace);
-    const exec = this.#ctx.catalog.executionStats(this.namespace) ?? snapshotExecutionStats(makeExecutionStats());
+    const exec =
+      this.#ctx.catalog.executionStats(this.namespace) ?? snapshotExecutionStats(makeExecutionStats());
     const timeseries: Record<string, unknown> = { bucketsNs: this.bucketsNamespace, bucketCount };
     if (bucketCount > 0) {
       timeseries.avgBucketSize = Math.floor((await storage.totalSize(this.bucketsNamespace)) / bucketCount);
     }
-    return { ns: this.namespace, timeseries: Object.freeze({ ...timeseries, ...exec }) as CollectionStats['timeseries'] };
+    return {
+      ns: this.namespace,
+      timeseries: Object.freeze({ ...timeseries, ...exec }) as CollectionStats['timeseries'],
+    };
   }
 
   /**

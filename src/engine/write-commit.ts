@@ -7,15 +7,18 @@
  *
  * @packageDocumentation
  */
-import type { BucketCatalog, CombineWithInsertsFromOtherClients, InsertItem } from '../catalog/bucket-catalog.js';
+import type {
+  BucketCatalog,
+  CombineWithInsertsFromOtherClients,
+  InsertItem,
+} from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, WriteBatch } from '../catalog/bucket-catalog.js';
 import { ErrorCodes, TimeseriesError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 
 /** Per-item outcome of {@link commitMeasurements}. */
 export type MeasurementOutcome =
-  | { readonly kind: 'inserted' }
-  | { readonly kind: 'failed'; readonly error: unknown };
+  { readonly kind: 'inserted' } | { readonly kind: 'failed'; readonly error: unknown };
 
 /** How often measurements of a cleared bucket are re-staged before giving up. */
 const kMaxClearedRetries = 8;
@@ -73,7 +76,8 @@ export async function commitMeasurements(
         await ctx.catalog.getWriteBatchResult(batch);
         for (const i of indices) outcomes[i] = { kind: 'inserted' };
       } catch (error) {
-        const cleared = TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.TimeseriesBucketCleared;
+        const cleared =
+          TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.TimeseriesBucketCleared;
         if (cleared && attempt < kMaxClearedRetries) retry.push(...indices);
         else for (const i of indices) outcomes[i] = { kind: 'failed', error };
       }
@@ -126,9 +130,13 @@ export async function commitBatch(ctx: CommitContext, batch: WriteBatch): Promis
     await ctx.catalog.abort(
       batch,
       duplicate
-        ? new TimeseriesError('TimeseriesBucketCleared', 'bucket _id already exists; retrying with a new id', {
-            cause: error,
-          })
+        ? new TimeseriesError(
+            'TimeseriesBucketCleared',
+            'bucket _id already exists; retrying with a new id',
+            {
+              cause: error,
+            },
+          )
         : error,
     );
     return;

@@ -5,6 +5,7 @@ import type { PipelineStage } from 'mingo/updater';
 
 import { TimeseriesError } from '../errors.js';
 import { defineField } from '../util/safe-record.js';
+import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
 import type {
   BucketFilter,
   BucketUpdateDocument,
@@ -66,7 +67,10 @@ export class MemoryStorage implements Storage {
     const { docs } = this.#ns(ns);
     if (docs.has(key)) {
       return Promise.reject(
-        new TimeseriesError('DuplicateKey', `E11000 duplicate key error collection: ${ns} dup key: { _id: ${key} }`),
+        new TimeseriesError(
+          'DuplicateKey',
+          `E11000 duplicate key error collection: ${ns} dup key: { _id: ${key} }`,
+        ),
       );
     }
     docs.set(key, doc);
@@ -100,7 +104,12 @@ export class MemoryStorage implements Storage {
   }
 
   /** {@inheritDoc Storage.find} */
-  async *find(ns: string, filter: BucketFilter, options: StorageFindOptions = {}): AsyncIterable<StoredBucket> {
+  // eslint-disable-next-line @typescript-eslint/require-await -- an async generator: the Storage contract streams.
+  async *find(
+    ns: string,
+    filter: BucketFilter,
+    options: StorageFindOptions = {},
+  ): AsyncIterable<StoredBucket> {
     const { projection, sort, limit } = options;
     if (sort !== undefined) {
       const query = new Query(filter, {});
@@ -170,6 +179,10 @@ export class MemoryStorage implements Storage {
    */
   #apply(ns: string, doc: StoredBucket, update: BucketUpdateDocument, cloneMode: 'none' | 'copy'): void {
     if (isPipeline(update)) {
+      if (isSetFieldPipeline(update)) {
+        applySetFieldPipeline(doc, update);
+        return;
+      }
       const docs = [doc];
       updateOne(docs, {}, update as PipelineStage[], { cloneMode });
       this.#ns(ns).docs.set(idKey(doc._id), docs[0] as StoredBucket);
@@ -201,7 +214,9 @@ export class MemoryStorage implements Storage {
   }
 }
 
-function isPipeline(update: BucketUpdateDocument): update is ReadonlyArray<Readonly<Record<string, unknown>>> {
+function isPipeline(
+  update: BucketUpdateDocument,
+): update is ReadonlyArray<Readonly<Record<string, unknown>>> {
   return Array.isArray(update);
 }
 

@@ -13,7 +13,8 @@ export type BucketFilter = Readonly<Record<string, unknown>>;
  * A MongoDB update: update operators (`{ $set: {...} }`) or an aggregation pipeline (an array of stages,
  * used when a field name cannot be written as a dotted path).
  */
-export type BucketUpdateDocument = Readonly<Record<string, unknown>> | ReadonlyArray<Readonly<Record<string, unknown>>>;
+export type BucketUpdateDocument =
+  Readonly<Record<string, unknown>> | ReadonlyArray<Readonly<Record<string, unknown>>>;
 
 /** What a storage may need to know about a time-series collection when creating its buckets collection. */
 export interface NamespaceOptions {

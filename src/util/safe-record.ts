@@ -50,12 +50,25 @@ export function hasOwnField(source: object, key: string): boolean {
 }
 
 /**
+ * Names that JavaScript objects treat specially: an update applied by JS code (mingo) walking a dotted path
+ * through them could reach `Object.prototype`.
+ */
+const kPrototypeNames: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/**
  * Whether a field name can be used as one segment of a MongoDB dotted path in an update document:
- * not empty, no `.`, not `$`-prefixed, no NUL.
+ * not empty, no `.`, not `$`-prefixed, no NUL, and not a prototype-related name (`__proto__`,
+ * `constructor`, `prototype`), which JS update engines could misroute.
  *
  * @param name - a field name.
  * @returns `true` when the name is safe inside a dotted path.
  */
 export function isPathSafeFieldName(name: string): boolean {
-  return name.length > 0 && !name.includes('.') && !name.startsWith('$') && !name.includes('\0');
+  return (
+    name.length > 0 &&
+    !name.includes('.') &&
+    !name.startsWith('$') &&
+    !name.includes('\0') &&
+    !kPrototypeNames.has(name)
+  );
 }

@@ -1,8 +1,14 @@
 import { MemoryStorage } from '../../src/storage/memory-storage.js';
-import type { BucketFilter, BucketUpdateDocument, StorageUpdateResult, StoredBucket } from '../../src/storage/storage.js';
+import type {
+  BucketFilter,
+  BucketUpdateDocument,
+  StorageUpdateResult,
+  StoredBucket,
+} from '../../src/storage/storage.js';
 
 /** What the next intercepted write does. */
-export type WriteFault = { readonly kind: 'fail'; readonly error: Error } | { readonly kind: 'block'; readonly gate: Promise<void> };
+export type WriteFault =
+  { readonly kind: 'fail'; readonly error: Error } | { readonly kind: 'block'; readonly gate: Promise<void> };
 
 /**
  * A MemoryStorage whose bucket writes (insertOne, updateOne) can be made to fail or to wait on a gate,
@@ -25,7 +31,11 @@ export class FaultyStorage extends MemoryStorage {
     return super.insertOne(ns, doc);
   }
 
-  override async updateOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<StorageUpdateResult> {
+  override async updateOne(
+    ns: string,
+    filter: BucketFilter,
+    update: BucketUpdateDocument,
+  ): Promise<StorageUpdateResult> {
     await this.#intercept();
     return super.updateOne(ns, filter, update);
   }

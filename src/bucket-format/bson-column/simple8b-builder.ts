@@ -25,8 +25,10 @@ export interface Simple8bSink {
    *
    * @param word - the 64-bit block.
    * @param entries - entries it holds (RLE blocks: 120..1920).
+   * @param deltaSum - sum of the unzigzagged non-missing values in the block, when the builder's
+   *   `trackSum` is set (0 otherwise); doubles need it to know the last value written.
    */
-  writeBlock(word: bigint, entries: number): void;
+  writeBlock(word: bigint, entries: number, deltaSum: bigint): void;
 }
 
 /** Largest number of pending values: 60 one-bit slots, plus the value being tested. */
@@ -81,10 +83,8 @@ export class Simple8bBuilder {
   sink: Simple8bSink;
   /** `true` for 128-bit streams. */
   readonly wide: boolean;
-  /** When set, {@link Simple8bBuilder.writtenSum} accumulates the deltas written (for doubles). */
+  /** When set, blocks report the sum of their deltas to the sink (doubles need it). */
   trackSum = false;
-  /** Sum of the unzigzagged, non-missing values written in blocks since the last reset (64-bit wrap). */
-  writtenSum = 0n;
   /** The last slot value written in any block of this stream: what the decoder's RLE repeats. */
   lastWritten = 0n;
   /** Blocks written so far. */
@@ -284,9 +284,8 @@ export class Simple8bBuilder {
     }
     this.lastWritten = last;
     this.#lastForRle = last;
-    if (this.trackSum) this.writtenSum = BigInt.asIntN(64, this.writtenSum + sum);
     this.blocksWritten++;
-    this.sink.writeBlock(BigInt.asUintN(64, word), entries);
+    this.sink.writeBlock(BigInt.asUintN(64, word), entries, sum);
   }
 
   #endRle(): void {
@@ -295,11 +294,10 @@ export class Simple8bBuilder {
     while (groups > 0) {
       const k = Math.min(groups, 16);
       groups -= k;
-      if (this.trackSum && repeated !== kMissing) {
-        this.writtenSum = BigInt.asIntN(64, this.writtenSum + BigInt(k * kRleMultiplier) * unzigzag(repeated));
-      }
+      const sum =
+        this.trackSum && repeated !== kMissing ? BigInt(k * kRleMultiplier) * unzigzag(repeated) : 0n;
       this.blocksWritten++;
-      this.sink.writeBlock(BigInt(((k - 1) << 4) | kRleSelector), k * kRleMultiplier);
+      this.sink.writeBlock(BigInt(((k - 1) << 4) | kRleSelector), k * kRleMultiplier, sum);
     }
     let remainder = this.#rleCount % kRleMultiplier;
     this.#rleCount = 0;

@@ -10,7 +10,10 @@ const iso = (s: string) => new Date(s);
 
 async function setup(parameters: ServerParameters = {}, timeseries: Record<string, unknown> = {}) {
   const storage = new FaultyStorage();
-  const engine = new BucketEngine({ storage, parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40, ...parameters } });
+  const engine = new BucketEngine({
+    storage,
+    parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40, ...parameters },
+  });
   const coll = await engine.createCollection('weather', {
     timeseries: { timeField: 'ts', metaField: 'sensor', ...timeseries },
   });
@@ -56,7 +59,11 @@ describe('bucket documents', () => {
       meta: 's',
       data: {
         _id: { '0': 1, '1': 2, '2': 3 },
-        ts: { '0': iso('2024-10-04T10:14:10Z'), '1': iso('2024-10-04T10:14:05Z'), '2': iso('2024-10-04T10:20:00Z') },
+        ts: {
+          '0': iso('2024-10-04T10:14:10Z'),
+          '1': iso('2024-10-04T10:14:05Z'),
+          '2': iso('2024-10-04T10:20:00Z'),
+        },
         x: { '0': 5, '2': 1 },
         y: { '1': 'b', '2': 'a' },
       },
@@ -122,8 +129,11 @@ describe('bucket documents', () => {
 describe('rollover', () => {
   it('closes by count: a bucket holds exactly timeseriesBucketMaxCount measurements', async () => {
     const { coll } = await setup({ timeseriesBucketMaxCount: 3 });
-    for (let i = 0; i < 7; i++) await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 'a', i });
-    const counts = (await coll.buckets.find().toArray()).map((b) => Object.keys((b.data as { ts: object }).ts).length);
+    for (let i = 0; i < 7; i++)
+      await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 'a', i });
+    const counts = (await coll.buckets.find().toArray()).map(
+      (b) => Object.keys((b.data as { ts: object }).ts).length,
+    );
     expect(counts).toEqual([3, 3, 1]);
     const stats = (await coll.stats()).timeseries;
     expect(stats.numBucketsClosedDueToCount).toBe(2);
@@ -196,7 +206,8 @@ describe('rollover', () => {
   it('closes by size once the bucket has timeseriesBucketMinCount measurements', async () => {
     const { coll } = await setup({ timeseriesBucketMaxSize: 2000, timeseriesBucketMinCount: 2 });
     const big = 'x'.repeat(300);
-    for (let i = 0; i < 12; i++) await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, big });
+    for (let i = 0; i < 12; i++)
+      await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, big });
     const stats = (await coll.stats()).timeseries;
     expect(stats.numBucketsClosedDueToSize).toBeGreaterThan(0);
     expect(stats.bucketCount).toBe(stats.numBucketsClosedDueToSize + 1);
@@ -205,12 +216,15 @@ describe('rollover', () => {
   it('keeps a bucket open for large measurements while it has fewer than timeseriesBucketMinCount', async () => {
     const { coll } = await setup({ timeseriesBucketMaxSize: 1000, timeseriesBucketMinCount: 3 });
     const big = 'y'.repeat(2000);
-    for (let i = 0; i < 4; i++) await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, big });
+    for (let i = 0; i < 4; i++)
+      await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, big });
     const stats = (await coll.stats()).timeseries;
     // Measurements 2 and 3 stay (fewer than 3 in the bucket), the 4th rolls over for size.
     expect(stats.numBucketsKeptOpenDueToLargeMeasurements).toBe(1);
     expect(stats.numBucketsClosedDueToSize).toBe(1);
-    const counts = (await coll.buckets.find().toArray()).map((b) => Object.keys((b.data as { ts: object }).ts).length);
+    const counts = (await coll.buckets.find().toArray()).map(
+      (b) => Object.keys((b.data as { ts: object }).ts).length,
+    );
     expect(counts).toEqual([3, 1]);
   });
 });
@@ -244,7 +258,12 @@ describe('insertMany semantics', () => {
     const e = error as BulkWriteError;
     expect(e.insertedCount).toBe(2);
     expect(e.writeErrors).toEqual([
-      { index: 2, code: 2, codeName: 'BadValue', errmsg: "'ts' must be present and contain a valid BSON UTC datetime value" },
+      {
+        index: 2,
+        code: 2,
+        codeName: 'BadValue',
+        errmsg: "'ts' must be present and contain a valid BSON UTC datetime value",
+      },
     ]);
     expect(await coll.buckets.countDocuments()).toBe(1);
     expect((await coll.stats()).timeseries.numMeasurementsCommitted).toBe(2);
@@ -262,19 +281,28 @@ describe('insertMany semantics', () => {
 
   it('returns the inserted count', async () => {
     const { coll } = await setup();
-    expect(await coll.insertMany([good(0), good(1)], { ordered: false })).toEqual({ acknowledged: true, insertedCount: 2 });
+    expect(await coll.insertMany([good(0), good(1)], { ordered: false })).toEqual({
+      acknowledged: true,
+      insertedCount: 2,
+    });
     expect(await coll.insertOne(good(2))).toEqual({ acknowledged: true, insertedCount: 1 });
   });
 
   it('stores hostile field names as plain fields', async () => {
     const { coll } = await setup();
-    const doc = JSON.parse('{"__proto__": {"polluted": 1}, "constructor": 2, "$x": 3, "a.b": 4}') as Record<string, unknown>;
+    const doc = JSON.parse('{"__proto__": {"polluted": 1}, "constructor": 2, "$x": 3, "a.b": 4}') as Record<
+      string,
+      unknown
+    >;
     await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 1, ...doc });
     await coll.insertOne({ ts: iso('2024-01-01T00:00:01Z'), sensor: 1, ...doc });
     const [bucket] = await coll.buckets.find().toArray();
     const data = bucket!.data as Record<string, unknown>;
     expect(Object.keys(data)).toEqual(['ts', '__proto__', 'constructor', '$x', 'a.b']);
-    expect(Object.getOwnPropertyDescriptor(data, '__proto__')?.value).toEqual({ '0': { polluted: 1 }, '1': { polluted: 1 } });
+    expect(Object.getOwnPropertyDescriptor(data, '__proto__')?.value).toEqual({
+      '0': { polluted: 1 },
+      '1': { polluted: 1 },
+    });
     expect(data['a.b']).toEqual({ '0': 4, '1': 4 });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
@@ -283,7 +311,9 @@ describe('insertMany semantics', () => {
 describe('createCollection', () => {
   it('is a no-op with identical options and fails with NamespaceExists otherwise', async () => {
     const { engine, coll } = await setup();
-    expect(await engine.createCollection('weather', { timeseries: { timeField: 'ts', metaField: 'sensor' } })).toBe(coll);
+    expect(
+      await engine.createCollection('weather', { timeseries: { timeField: 'ts', metaField: 'sensor' } }),
+    ).toBe(coll);
     const error = await engine
       .createCollection('weather', { timeseries: { timeField: 'time', metaField: 'sensor' } })
       .catch((e: unknown) => e);
