@@ -96,9 +96,13 @@ export interface BucketUpdateInput {
  * cannot be written as a dotted path (it contains `.`, starts with `$`, ...), an aggregation pipeline that
  * sets such fields with `$setField`.
  */
-export type BucketUpdate =
+export type BucketUpdate = (
   | { readonly kind: 'operators'; readonly update: Readonly<Record<string, unknown>> }
-  | { readonly kind: 'pipeline'; readonly update: ReadonlyArray<Readonly<Record<string, unknown>>> };
+  | { readonly kind: 'pipeline'; readonly update: ReadonlyArray<Readonly<Record<string, unknown>>> }
+) & {
+  /** Columns this update creates (absent from the stored document before it). */
+  readonly newColumns: ReadonlyArray<string>;
+};
 
 /**
  * Build the update that turns the stored document into the document with this commit's measurements
@@ -125,14 +129,15 @@ export function makeBucketUpdate(input: BucketUpdateInput): BucketUpdate {
     },
     input.existingColumns,
   );
-  for (const field of Object.keys(newColumns)) ops.push({ path: ['data', field], value: newColumns[field] });
+  const created = Object.keys(newColumns);
+  for (const field of created) ops.push({ path: ['data', field], value: getOwnField(newColumns, field) });
 
   if (ops.every((op) => op.path.every(isPathSafeFieldName))) {
     const $set: Record<string, unknown> = {};
     for (const op of ops) $set[op.path.join('.')] = op.value;
-    return { kind: 'operators', update: { $set } };
+    return { kind: 'operators', update: { $set }, newColumns: created };
   }
-  return { kind: 'pipeline', update: ops.map(pipelineStageFor) };
+  return { kind: 'pipeline', update: ops.map(pipelineStageFor), newColumns: created };
 }
 
 /**

@@ -102,6 +102,14 @@ export interface InsertItem {
   readonly metadata: BucketMetadata;
 }
 
+/** Who stages: the batch key (0 = shared with other unordered writers) and the writer's opId. */
+export interface StagingOp {
+  /** opId of the batches to stage into: 0 for shared batches. */
+  readonly batchKey: number;
+  /** The staging writer's opId. */
+  readonly writer: number;
+}
+
 /** Outcome of staging one measurement. */
 export type StageResult =
   | { readonly kind: 'staged'; readonly batch: WriteBatch }
@@ -127,7 +135,8 @@ export function stripeFor(state: CatalogState, key: BucketKey): Stripe {
  * @param options - its bucketing options.
  * @param key - the series.
  * @param items - the series' measurements, sorted by time (stable).
- * @param opId - 0 to share batches with other unordered writers, else the caller's id.
+ * @param op - `batchKey`: 0 to share batches with other unordered writers, else the caller's opId;
+ *   `writer`: the caller's opId.
  * @param out - receives one result per item, at the item's position in `positions`.
  * @param positions - where each item's result goes in `out`.
  */
@@ -138,7 +147,7 @@ export function stageSeries(
   options: BucketingOptions,
   key: BucketKey,
   items: ReadonlyArray<InsertItem>,
-  opId: number,
+  op: StagingOp,
   out: StageResult[],
   positions: ReadonlyArray<number>,
 ): void {
@@ -161,7 +170,7 @@ export function stageSeries(
     current = chosen.bucket;
     out[position] = {
       kind: 'staged',
-      batch: stageInto(state, lock, coll, chosen.bucket, item, chosen.change, opId),
+      batch: stageInto(state, lock, coll, chosen.bucket, item, chosen.change, op),
     };
   }
 }
@@ -367,12 +376,12 @@ function stageInto(
   bucket: Bucket,
   item: InsertItem,
   change: BucketSizeChange,
-  opId: number,
+  op: StagingOp,
 ): WriteBatch {
-  let batch = bucket.openBatches.get(opId);
+  let batch = bucket.openBatches.get(op.batchKey);
   if (batch === undefined) {
-    batch = makeWriteBatch(bucket, opId, coll.stats);
-    bucket.openBatches.set(opId, batch);
+    batch = makeWriteBatch(bucket, op.batchKey, coll.stats);
+    bucket.openBatches.set(op.batchKey, batch);
     bucket.batches.add(batch);
     // The flag moves to the bucket's first batch and is counted when that batch commits.
     if (bucket.pendingOpenedDueToMetadata) {
@@ -381,6 +390,7 @@ function stageInto(
     }
   }
   batch.measurements.push(item.measurement);
+  batch.stagedBy.set(op.writer, (batch.stagedBy.get(op.writer) ?? 0) + 1);
   for (const field of change.newFieldNames) {
     batch.newFieldNames.add(field);
     bucket.uncommittedFieldNames.add(field);

@@ -141,7 +141,8 @@ export class BucketCatalog {
   }
 
   /**
-   * A fresh opId for a caller whose measurements must not share batches with others (ordered inserts).
+   * A fresh opId: identifies one insert call (its own batches when it must not share them, and who staged
+   * and who committed each measurement, for `numMeasurementsGroupCommitted`).
    *
    * @returns a positive integer.
    */
@@ -174,7 +175,8 @@ export class BucketCatalog {
    * @param options - its bucketing options.
    * @param items - measurements with their time and series.
    * @param combine - `'allow'` to share batches with other unordered writers (group commit).
-   * @param opId - the caller's opId when `combine` is `'disallow'` (see {@link BucketCatalog.newOpId}).
+   * @param opId - the caller's opId (see {@link BucketCatalog.newOpId}); batches are keyed by it when
+   *   `combine` is `'disallow'`, by 0 otherwise.
    * @returns one result per item, in item order: the batch it was staged into, or an error.
    */
   async insert(
@@ -182,7 +184,7 @@ export class BucketCatalog {
     options: BucketingOptions,
     items: ReadonlyArray<InsertItem>,
     combine: CombineWithInsertsFromOtherClients,
-    opId = 0,
+    opId: number,
   ): Promise<StageResult[]> {
     const coll = this.#collection(ns, options);
     const effectiveOpId = combine === 'allow' ? 0 : opId;
@@ -203,7 +205,17 @@ export class BucketCatalog {
       positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
       const sorted = positions.map((p) => items[p] as InsertItem);
       await withStripe(stripeFor(this.#state, key), (lock) => {
-        stageSeries(this.#state, lock, coll, options, key, sorted, effectiveOpId, out, positions);
+        stageSeries(
+          this.#state,
+          lock,
+          coll,
+          options,
+          key,
+          sorted,
+          { batchKey: effectiveOpId, writer: opId },
+          out,
+          positions,
+        );
       });
     }
     return out;
@@ -215,10 +227,11 @@ export class BucketCatalog {
    * claimer waits for the bucket's previous batch.
    *
    * @param batch - a staged batch.
+   * @param opId - the claiming caller's opId, if known (for `numMeasurementsGroupCommitted`).
    * @returns whether this caller must commit it.
    */
-  claimWriteBatchCommitRights(batch: WriteBatch): boolean {
-    return claim(batch);
+  claimWriteBatchCommitRights(batch: WriteBatch, opId?: number): boolean {
+    return claim(batch, opId);
   }
 
   /**
@@ -278,10 +291,20 @@ export class BucketCatalog {
         measurements: batch.measurements,
         metaField: skip.skipField,
       });
+      batch.createdColumns = Object.keys(document.data);
       return { kind: 'insert', bucketId: bucket.id.oid, document };
     }
     const timeField = coll.options.timeField;
     const n = batch.numPreviouslyCommittedMeasurements;
+    const update = makeBucketUpdate({
+      measurements: batch.measurements,
+      numPreviouslyCommittedMeasurements: n,
+      existingColumns: bucket.fieldNames,
+      minUpdates: changes.min,
+      maxUpdates: changes.max,
+      metaField: skip.skipField,
+    });
+    batch.createdColumns = update.newColumns;
     return {
       kind: 'update',
       bucketId: bucket.id.oid,
@@ -291,14 +314,7 @@ export class BucketCatalog {
         [`data.${timeField}.${n - 1}`]: { $exists: true },
         [`data.${timeField}.${n}`]: { $exists: false },
       },
-      update: makeBucketUpdate({
-        measurements: batch.measurements,
-        numPreviouslyCommittedMeasurements: n,
-        existingColumns: bucket.fieldNames,
-        minUpdates: changes.min,
-        maxUpdates: changes.max,
-        metaField: skip.skipField,
-      }),
+      update,
     };
   }
 
@@ -322,7 +338,7 @@ export class BucketCatalog {
       batch.state = 'finished';
       bucket.preparedBatch = undefined;
       bucket.numCommittedMeasurements += n;
-      for (const field of batch.newFieldNames) {
+      for (const field of batch.createdColumns) {
         bucket.fieldNames.add(field);
         bucket.uncommittedFieldNames.delete(field);
       }
@@ -331,6 +347,7 @@ export class BucketCatalog {
       coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');
       if (batch.openedDueToMetadata) coll.stats.inc('numBucketsOpenedDueToMetadata');
       coll.stats.inc('numMeasurementsCommitted', n);
+      coll.stats.inc('numMeasurementsGroupCommitted', n - (batch.stagedBy.get(batch.claimedBy) ?? 0));
       batch.result.resolve({ kind: inserted ? 'insert' : 'update', bucketId: bucket.id.hex });
       if (bucket.state === 'cleared') {
         failUnpreparedBatches(bucket, clearedError(bucket));

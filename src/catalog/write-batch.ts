@@ -44,12 +44,21 @@ export interface WriteBatch {
   readonly measurements: Measurement[];
   /** Field names first seen by this batch (not yet committed to the bucket). */
   readonly newFieldNames: Set<string>;
+  /**
+   * Columns this batch's write creates in the stored document, set at prepareCommit. Not the same as
+   * `newFieldNames`: another writer's batch may have staged a field first but commit later.
+   */
+  createdColumns: ReadonlyArray<string>;
   /** Whether the bucket was opened because its series had no open bucket. */
   openedDueToMetadata: boolean;
   /** Measurements already committed to the bucket when this batch was prepared. */
   numPreviouslyCommittedMeasurements: number;
   /** Whether a writer claimed the right to commit. */
   commitRights: boolean;
+  /** opId of the writer that claimed commit rights (-1 when unknown). */
+  claimedBy: number;
+  /** Measurements staged per writer opId. */
+  readonly stagedBy: Map<number, number>;
   /** Lifecycle state. */
   state: WriteBatchState;
   /** Settled by `finish` (fulfilled) or `abort` (rejected). */
@@ -71,9 +80,12 @@ export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionSta
     stats,
     measurements: [],
     newFieldNames: new Set(),
+    createdColumns: [],
     openedDueToMetadata: false,
     numPreviouslyCommittedMeasurements: 0,
     commitRights: false,
+    claimedBy: -1,
+    stagedBy: new Map(),
     state: 'staging',
     result: new Deferred<CommitInfo>(),
   };
@@ -83,10 +95,12 @@ export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionSta
  * Claim the right to commit `batch`. Exactly one caller gets `true`.
  *
  * @param batch - the batch.
+ * @param opId - the claiming writer's opId, if known.
  * @returns whether this caller must commit the batch.
  */
-export function claimWriteBatchCommitRights(batch: WriteBatch): boolean {
+export function claimWriteBatchCommitRights(batch: WriteBatch, opId = -1): boolean {
   if (batch.commitRights) return false;
   batch.commitRights = true;
+  batch.claimedBy = opId;
   return true;
 }

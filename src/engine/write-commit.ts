@@ -49,7 +49,7 @@ export async function commitMeasurements(
 ): Promise<MeasurementOutcome[]> {
   const outcomes = new Array<MeasurementOutcome>(items.length);
   let pending: number[] = items.map((_, i) => i);
-  const opId = combine === 'allow' ? 0 : ctx.catalog.newOpId();
+  const opId = ctx.catalog.newOpId();
   for (let attempt = 0; pending.length > 0; attempt++) {
     const round = pending.map((i) => items[i] as InsertItem);
     const staged = await ctx.catalog.insert(ns, options, round, combine, opId);
@@ -67,7 +67,7 @@ export async function commitMeasurements(
     // Commit what this writer claims, in bucket-id order (STYLE rule 3), then wait for the rest.
     const ordered = [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
     for (const batch of ordered) {
-      if (ctx.catalog.claimWriteBatchCommitRights(batch)) await commitBatch(ctx, batch);
+      if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) await commitBatch(ctx, batch);
     }
     const retry: number[] = [];
     for (const batch of ordered) {

@@ -342,6 +342,8 @@ describe('group commit and failures', () => {
     expect(stats.numMeasurementsCommitted).toBe(10);
     expect(stats.numCommits).toBe(2);
     expect(stats.numWaits).toBe(8);
+    // Writer 1 committed the shared batch holding the measurements of writers 2..9.
+    expect(stats.numMeasurementsGroupCommitted).toBe(8);
     expect(stats.numBucketInserts).toBe(1);
     expect(stats.numBucketUpdates).toBe(1);
     const [bucket] = await coll.buckets.find().toArray();
