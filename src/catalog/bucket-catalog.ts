@@ -34,12 +34,12 @@ import type {
   InsertItem,
   StageResult,
 } from './bucket-catalog-internal.js';
-import { kNumberOfStripes } from './bucket-identifiers.js';
+import { kNumberOfStripes, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
 import { ExecutionStatsController, makeExecutionStats, snapshotExecutionStats } from './execution-stats.js';
 import type { ExecutionStatsSnapshot } from './execution-stats.js';
-import { makeStripe, withStripe } from './stripe.js';
-import type { StripeLock } from './stripe.js';
+import { makeStripe, withStripeSync } from './stripe.js';
+import type { Stripe, StripeLock } from './stripe.js';
 import { claimWriteBatchCommitRights as claim } from './write-batch.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
 
@@ -199,23 +199,26 @@ export class BucketCatalog {
       }
       group.positions.push(i);
     }
+    // One stripe acquisition per stripe touched, not per series: a call often spans many series.
+    const byStripe = new Map<number, Array<{ key: BucketKey; positions: number[] }>>();
+    for (const group of groups.values()) {
+      const n = stripeNumber(group.key);
+      const list = byStripe.get(n);
+      if (list === undefined) byStripe.set(n, [group]);
+      else list.push(group);
+    }
     const out: StageResult[] = new Array<StageResult>(items.length);
-    for (const { key, positions } of groups.values()) {
-      // Array.prototype.sort is stable: equal times keep their input order.
-      positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
-      const sorted = positions.map((p) => items[p] as InsertItem);
-      await withStripe(stripeFor(this.#state, key), (lock) => {
-        stageSeries(
-          this.#state,
-          lock,
-          coll,
-          options,
-          key,
-          sorted,
-          { batchKey: effectiveOpId, writer: opId },
-          out,
-          positions,
-        );
+    const op = { batchKey: effectiveOpId, writer: opId };
+    for (const [n, stripeGroups] of byStripe) {
+      await withStripeSync(this.#state.stripes[n] as Stripe, (lock) => {
+        for (const { key, positions } of stripeGroups) {
+          // Array.prototype.sort is stable: equal times keep their input order.
+          if (positions.length > 1) {
+            positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
+          }
+          const sorted = positions.map((p) => items[p] as InsertItem);
+          stageSeries(this.#state, lock, coll, options, key, sorted, op, out, positions);
+        }
       });
     }
     return out;
@@ -248,7 +251,7 @@ export class BucketCatalog {
     // One prepared batch per bucket: while another is in flight, wait for it (its outcome does not matter
     // here) and try again. The check and the taking of the slot happen under the stripe lock.
     for (;;) {
-      const step = await withStripe(stripeFor(this.#state, bucket.key), (lock) =>
+      const step = await withStripeSync(stripeFor(this.#state, bucket.key), (lock) =>
         this.#tryPrepare(lock, batch),
       );
       if (step.kind !== 'wait') return step;
@@ -326,7 +329,7 @@ export class BucketCatalog {
    */
   async finish(batch: WriteBatch): Promise<void> {
     const bucket = batch.bucket;
-    await withStripe(stripeFor(this.#state, bucket.key), (lock) => {
+    await withStripeSync(stripeFor(this.#state, bucket.key), (lock) => {
       invariant(
         batch.state === 'prepared' && bucket.preparedBatch === batch,
         2004,
@@ -368,7 +371,7 @@ export class BucketCatalog {
    */
   async abort(batch: WriteBatch, error: unknown): Promise<void> {
     const bucket = batch.bucket;
-    await withStripe(stripeFor(this.#state, bucket.key), (lock) => {
+    await withStripeSync(stripeFor(this.#state, bucket.key), (lock) => {
       const coll = this.#collection(bucket.id.ns);
       const ownPrepared = bucket.preparedBatch === batch;
       batch.state = 'finished';
@@ -403,7 +406,7 @@ export class BucketCatalog {
     const coll = this.#state.collections.get(ns);
     if (coll === undefined) return;
     for (const stripe of this.#state.stripes) {
-      await withStripe(stripe, (lock) => {
+      await withStripeSync(stripe, (lock) => {
         clearNamespace(this.#state, lock, coll);
       });
     }

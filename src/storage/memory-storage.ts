@@ -6,6 +6,7 @@ import type { PipelineStage } from 'mingo/updater';
 import { TimeseriesError } from '../errors.js';
 import { defineField } from '../util/safe-record.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
+import { applySetUpdate, matchExistsFilter } from './set-update.js';
 import type {
   BucketFilter,
   BucketUpdateDocument,
@@ -188,6 +189,7 @@ export class MemoryStorage implements Storage {
       this.#ns(ns).docs.set(idKey(doc._id), docs[0] as StoredBucket);
       return;
     }
+    if (cloneMode === 'none' && applySetUpdate(doc, update)) return;
     applyUpdate(doc, update, undefined, undefined, { cloneMode });
   }
 
@@ -201,12 +203,15 @@ export class MemoryStorage implements Storage {
     const { docs } = this.#ns(ns);
     const id = filter._id;
     const rest = id instanceof ObjectId ? withoutId(filter) : filter;
-    const query = Object.keys(rest).length === 0 ? undefined : new Query(rest, {});
     if (id instanceof ObjectId) {
       const doc = docs.get(id.toHexString());
-      if (doc !== undefined && (query === undefined || query.test(doc))) yield doc;
+      if (doc === undefined) return;
+      // A commit's guard is answered without compiling a query.
+      const fast = matchExistsFilter(doc, rest);
+      if (fast ?? new Query(rest, {}).test(doc)) yield doc;
       return;
     }
+    const query = Object.keys(rest).length === 0 ? undefined : new Query(rest, {});
     // Snapshot the values: callers may delete while iterating.
     for (const doc of [...docs.values()]) {
       if (query === undefined || query.test(doc)) yield doc;

@@ -88,8 +88,10 @@ class ConcurrentInserts implements fc.AsyncCommand<Model, Real> {
       const failedIndexes = new Set<number>();
       if (outcome instanceof Error) {
         expect(BulkWriteError.isBulkWriteError(outcome)).toBe(true);
-        for (const w of (outcome as BulkWriteError).writeErrors) failedIndexes.add(w.index);
-        expect((outcome as BulkWriteError).insertedCount).toBe(docs.length - failedIndexes.size);
+        if (BulkWriteError.isBulkWriteError(outcome)) {
+          for (const w of outcome.writeErrors) failedIndexes.add(w.index);
+          expect(outcome.insertedCount).toBe(docs.length - failedIndexes.size);
+        }
       }
       docs.forEach((d, i) => (failedIndexes.has(i) ? model.failed : model.acknowledged).add(d.id));
     }

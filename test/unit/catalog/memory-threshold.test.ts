@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+
+import { makeBucketKey, stripeNumber } from '../../../src/catalog/bucket-identifiers.js';
+import { makeBucketMetadata } from '../../../src/catalog/bucket-metadata.js';
+import { kBucketOverheadBytes } from '../../../src/catalog/memory-usage.js';
+import { BucketEngine } from '../../../src/index.js';
+
+/** `count` meta values whose series all land on the same stripe of collection `ns`. */
+function sameStripeMetas(ns: string, count: number): string[] {
+  const byStripe = new Map<number, string[]>();
+  for (let i = 0; ; i++) {
+    const meta = `s${i}`;
+    const stripe = stripeNumber(makeBucketKey(ns, makeBucketMetadata(meta).key));
+    const list = byStripe.get(stripe) ?? [];
+    list.push(meta);
+    byStripe.set(stripe, list);
+    if (list.length === count) return list;
+  }
+}
+
+describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
+  it('archives least recently idle buckets of the stripe, then drops archived records', async () => {
+    // Threshold just above two buckets' worth: allocating more on the stripe expires the oldest idle ones.
+    const threshold = 2 * kBucketOverheadBytes + 400;
+    const engine = new BucketEngine({
+      parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: threshold },
+    });
+    const coll = await engine.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
+    const metas = sameStripeMetas(coll.namespace, 30);
+    const t = new Date('2024-01-01T00:00:00Z');
+    await coll.insertOne({ t, m: metas[0] });
+    await coll.insertOne({ t, m: metas[1] });
+    let status = engine.serverStatus().bucketCatalog!;
+    expect(status.numIdleBuckets).toBe(2);
+    expect(status.numBucketsArchivedDueToMemoryThreshold).toBe(0);
+
+    await coll.insertOne({ t, m: metas[2] });
+    await coll.insertOne({ t, m: metas[3] });
+    status = engine.serverStatus().bucketCatalog!;
+    expect(status.numBucketsArchivedDueToMemoryThreshold).toBe(1);
+    // The first series' bucket was the least recently idle: it is no longer open.
+    const stripe =
+      engine.catalog.state.stripes[
+        stripeNumber(makeBucketKey(coll.namespace, makeBucketMetadata(metas[0]).key))
+      ]!;
+    const openMetas = [...stripe.openBucketsById.values()].map((b) => b.normalizedMeta);
+    expect(openMetas).not.toContain(metas[0]);
+    expect(openMetas).toContain(metas[3]);
+
+    // Keep allocating: once idle buckets are gone, archived records are dropped too.
+    for (const m of metas.slice(4)) await coll.insertOne({ t, m });
+    status = engine.serverStatus().bucketCatalog!;
+    expect(status.memoryUsage).toBeLessThanOrEqual(threshold + 2 * kBucketOverheadBytes);
+    expect(status.numBucketsClosedDueToMemoryThreshold).toBeGreaterThan(0);
+    expect(status.numBuckets).toBe(status.numOpenBuckets + status.numArchivedBuckets);
+    // Nothing acknowledged is lost: every measurement is in storage.
+    expect(await coll.buckets.countDocuments()).toBe(30);
+  });
+
+  it('never expires anything below the threshold', async () => {
+    const engine = new BucketEngine({
+      parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
+    });
+    const coll = await engine.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
+    for (let i = 0; i < 50; i++) await coll.insertOne({ t: new Date(0), m: i });
+    const status = engine.serverStatus().bucketCatalog!;
+    expect(status.numIdleBuckets).toBe(50);
+    expect(status.numBucketsArchivedDueToMemoryThreshold + status.numBucketsClosedDueToMemoryThreshold).toBe(
+      0,
+    );
+  });
+});
