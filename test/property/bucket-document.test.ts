@@ -9,7 +9,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 import { makeBucketUpdate, makeNewBucketDocument } from '../../src/bucket-format/bucket-document.js';
-import type { Measurement } from '../../src/bucket-format/bucket-document.js';
 import { BucketIdGenerator } from '../../src/bucket-format/bucket-oid.js';
 import {
   createMinMax,
