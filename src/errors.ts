@@ -28,6 +28,16 @@ export const ErrorCodes = {
   TimeseriesBucketCompressionFailed: 6002104,
   OIDGenerationCollision: 6130900,
   InvalidTimeseriesBucket: 5857900,
+  /** `$_internalUnpackBucket`: an empty bucket document. */
+  Location5346510: 5346510,
+  /** `$_internalUnpackBucket`: `data` has no time column. */
+  Location5346700: 5346700,
+  /** `$_internalUnpackBucket`: `meta` present but the collection has no metaField. */
+  Location5369601: 5369601,
+  /** `$_internalUnpackBucket`: `control` missing. */
+  Location5857902: 5857902,
+  /** `$_internalUnpackBucket`: `control.version` missing. */
+  Location5857903: 5857903,
   CursorClosed: 43,
   Interrupted: 11601,
 } as const;

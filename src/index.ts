@@ -16,6 +16,11 @@ export type {
   InsertOneResult,
 } from './engine/timeseries-collection.js';
 export { Cursor } from './engine/cursor.js';
+export { ReaderCursor } from './reader/reader.js';
+export type { ExplainResult, FindOptions, MeasurementDocument, PipelineStage } from './reader/reader.js';
+export type { QueryFilter } from './util/bson-query.js';
+export { BSONColumn, BSONColumnBuilder } from './bucket-format/bson-column/bson-column.js';
+export type { BSONColumnCodec, DecodeOptions } from './bucket-format/bson-column/bson-column.js';
 export { BucketCatalog } from './catalog/bucket-catalog.js';
 export type {
   BucketCatalogOptions,

@@ -21,6 +21,8 @@ import type { BucketKey } from './bucket-identifiers.js';
 import type { BucketMetadata } from './bucket-metadata.js';
 import type { ExecutionStats, ExecutionStatsController } from './execution-stats.js';
 import { archivedBucketMemoryUsage, bucketMemoryUsage } from './memory-usage.js';
+import { reopeningQueryFilter, takeArchivedCandidate } from './reopening.js';
+import type { ReopeningRequest } from './reopening.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
 import type { Stripe, StripeLock } from './stripe.js';
@@ -57,6 +59,11 @@ export interface BucketingOptions {
   readonly bucketMaxSpanSeconds: number;
   /** Effective `bucketRoundingSeconds` (the preset's when a granularity is set). */
   readonly bucketRoundingSeconds: number;
+  /**
+   * Whether the `{meta, time}` index that query-based reopening needs exists (MongoDB skips the query,
+   * counting it as failed, without it).
+   */
+  readonly reopeningIndex: 'present' | 'absent';
 }
 
 /** Per-collection state held by the catalog. */
@@ -90,6 +97,8 @@ export interface CatalogState {
   nextOpId: number;
   /** Finalises closed buckets. */
   readonly onBucketClosed: BucketClosedHook | undefined;
+  /** Whether late measurements may reopen buckets from storage (`'enabled'` by default). */
+  readonly reopening: 'enabled' | 'disabled';
 }
 
 /** One measurement to stage, with what the caller already derived from it. */
@@ -139,6 +148,9 @@ export function stripeFor(state: CatalogState, key: BucketKey): Stripe {
  *   `writer`: the caller's opId.
  * @param out - receives one result per item, at the item's position in `positions`.
  * @param positions - where each item's result goes in `out`.
+ * @param reopening - `'allowed'` when the caller can read storage to reopen buckets.
+ * @param resume - where to resume after a pause.
+ * @returns where staging stopped to reopen a bucket, or `undefined` when every item was handled.
  */
 export function stageSeries(
   state: CatalogState,
@@ -150,10 +162,12 @@ export function stageSeries(
   op: StagingOp,
   out: StageResult[],
   positions: ReadonlyArray<number>,
-): void {
+  reopening: 'allowed' | 'done',
+  resume?: StageResume,
+): StagePause | undefined {
   // Consecutive measurements go to the same bucket until one needs a rollover (INTERNALS §5.6, newest).
   let current: Bucket | undefined;
-  for (let i = 0; i < items.length; i++) {
+  for (let i = resume?.index ?? 0; i < items.length; i++) {
     const item = items[i] as InsertItem;
     const position = positions[i] as number;
     let chosen: EligibleBucket | undefined;
@@ -162,7 +176,16 @@ export function stageSeries(
       if (check.kind === 'fits') chosen = { kind: 'found', bucket: current, change: check.change };
       else if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
     }
-    chosen ??= findEligibleBucket(state, lock, coll, options, key, item);
+    chosen ??= findEligibleBucket(
+      state,
+      lock,
+      coll,
+      options,
+      key,
+      item,
+      resume?.index === i ? resume : { index: i, reopening, why: undefined },
+    );
+    if (chosen.kind === 'reopen') return { index: i, request: chosen.request, why: chosen.why };
     if (chosen.kind === 'error') {
       out[position] = chosen;
       continue;
@@ -173,12 +196,37 @@ export function stageSeries(
       batch: stageInto(state, lock, coll, chosen.bucket, item, chosen.change, op),
     };
   }
+  return undefined;
 }
 
-/** A bucket that accepts a measurement, with the size it adds; or why the measurement cannot be staged. */
+/**
+ * A bucket that accepts a measurement, with the size it adds; or a bucket to look for on disk first; or why
+ * the measurement cannot be staged.
+ */
 type EligibleBucket =
   | { readonly kind: 'found'; readonly bucket: Bucket; readonly change: BucketSizeChange }
+  | { readonly kind: 'reopen'; readonly request: ReopeningRequest; readonly why: 'metadata' | 'rollover' }
   | { readonly kind: 'error'; readonly error: TimeseriesError };
+
+/** Where {@link stageSeries} stopped to reopen a bucket from disk (the caller does the I/O). */
+export interface StagePause {
+  /** Index (in the series' sorted items) of the measurement waiting for the reopened bucket. */
+  readonly index: number;
+  /** What to read. */
+  readonly request: ReopeningRequest;
+  /** Why a new bucket would be needed: counts `numBucketsOpenedDueToMetadata` if one is allocated. */
+  readonly why: 'metadata' | 'rollover';
+}
+
+/** How {@link stageSeries} resumes after a pause. */
+export interface StageResume {
+  /** The measurement to resume at. */
+  readonly index: number;
+  /** `'done'` after the reopening attempt for this measurement: allocate rather than ask again. */
+  readonly reopening: 'allowed' | 'done';
+  /** The allocation reason recorded when the pause was taken. */
+  readonly why: 'metadata' | 'rollover' | undefined;
+}
 
 type RolloverCheck =
   | { readonly kind: 'fits'; readonly change: BucketSizeChange }
@@ -246,9 +294,11 @@ function findEligibleBucket(
   options: BucketingOptions,
   key: BucketKey,
   item: InsertItem,
+  resume: StageResume,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
   let hadCurrent = false;
+  let queryAllowed = true;
   if (open !== undefined) {
     const alternates: Bucket[] = [];
     let current: Bucket | undefined;
@@ -271,10 +321,32 @@ function findEligibleBucket(
       hadCurrent = true;
       const check = determineRolloverReason(state, coll, options, current, item);
       if (check.kind === 'fits') return { kind: 'found', bucket: current, change: check.change };
+      // Query-based reopening only follows a time-backward rollover (or no open bucket at all).
+      queryAllowed = check.reason === 'timeBackward';
       rollover(state, lock, coll, current, check.reason);
     }
   }
-  return allocateBucket(state, lock, coll, options, key, item, hadCurrent ? 'rollover' : 'metadata');
+  const why = resume.why ?? (hadCurrent ? 'rollover' : 'metadata');
+  if (resume.reopening === 'allowed' && state.reopening === 'enabled') {
+    const record = takeArchivedCandidate(state, lock, coll, key, item.timeMs, options.bucketMaxSpanSeconds);
+    if (record !== undefined) return { kind: 'reopen', request: { kind: 'archived', record }, why };
+    if (queryAllowed) {
+      if (options.reopeningIndex === 'absent') {
+        // MongoDB skips the query without its index and counts it as failed.
+        coll.stats.inc('numBucketQueriesFailed');
+      } else {
+        const filter = reopeningQueryFilter(
+          options,
+          state.parameters,
+          item.metadata.normalizedMeta !== undefined,
+          item.metadata.normalizedMeta,
+          item.timeMs,
+        );
+        return { kind: 'reopen', request: { kind: 'query', filter }, why };
+      }
+    }
+  }
+  return allocateBucket(state, lock, coll, options, key, item, why);
 }
 
 /** Soft-closed before archived, then fewest measurements first. */

@@ -32,13 +32,22 @@ import type {
   CatalogState,
   CollectionState,
   InsertItem,
+  StagePause,
   StageResult,
 } from './bucket-catalog-internal.js';
+import type { Bucket } from './bucket.js';
 import { kNumberOfStripes, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
 import { ExecutionStatsController, makeExecutionStats, snapshotExecutionStats } from './execution-stats.js';
 import type { ExecutionStatsSnapshot } from './execution-stats.js';
-import { makeStripe, withStripeSync } from './stripe.js';
+import {
+  findReopeningCandidate,
+  installReopenedBucket,
+  rehydrateBucket,
+  uncompressedForReopening,
+} from './reopening.js';
+import type { ReopeningRequest, ReopeningSource } from './reopening.js';
+import { makeStripe, withStripe, withStripeSync } from './stripe.js';
 import type { Stripe, StripeLock } from './stripe.js';
 import { claimWriteBatchCommitRights as claim } from './write-batch.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
@@ -49,6 +58,7 @@ export type {
   InsertItem,
   StageResult,
 } from './bucket-catalog-internal.js';
+export type { ReopeningSource } from './reopening.js';
 export type { CommitInfo, WriteBatch } from './write-batch.js';
 
 /** Whether an insert may share batches with other writers (`CombineWithInsertsFromOtherClients`). */
@@ -93,6 +103,11 @@ export interface BucketCatalogOptions {
   readonly idGenerator?: BucketIdGenerator;
   /** Called when a bucket with committed measurements is closed. */
   readonly onBucketClosed?: BucketClosedHook;
+  /**
+   * Whether late measurements may reopen buckets from storage (archive- and query-based, MongoDB 6.3+).
+   * @defaultValue 'enabled'
+   */
+  readonly reopening?: 'enabled' | 'disabled';
 }
 
 /**
@@ -127,6 +142,7 @@ export class BucketCatalog {
       memoryUsage: 0,
       nextOpId: 1,
       onBucketClosed: options.onBucketClosed,
+      reopening: options.reopening ?? 'enabled',
     };
   }
 
@@ -185,6 +201,7 @@ export class BucketCatalog {
     items: ReadonlyArray<InsertItem>,
     combine: CombineWithInsertsFromOtherClients,
     opId: number,
+    source?: ReopeningSource,
   ): Promise<StageResult[]> {
     const coll = this.#collection(ns, options);
     const effectiveOpId = combine === 'allow' ? 0 : opId;
@@ -209,19 +226,93 @@ export class BucketCatalog {
     }
     const out: StageResult[] = new Array<StageResult>(items.length);
     const op = { batchKey: effectiveOpId, writer: opId };
+    const reopening = source === undefined ? 'done' : 'allowed';
     for (const [n, stripeGroups] of byStripe) {
-      await withStripeSync(this.#state.stripes[n] as Stripe, (lock) => {
+      const stripe = this.#state.stripes[n] as Stripe;
+      // Stage synchronously; a series that needs a bucket from storage pauses and is finished below.
+      const paused = await withStripeSync(stripe, (lock) => {
+        const waiting: Array<{
+          key: BucketKey;
+          sorted: InsertItem[];
+          positions: number[];
+          pause: StagePause;
+        }> = [];
         for (const { key, positions } of stripeGroups) {
           // Array.prototype.sort is stable: equal times keep their input order.
           if (positions.length > 1) {
             positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
           }
           const sorted = positions.map((p) => items[p] as InsertItem);
-          stageSeries(this.#state, lock, coll, options, key, sorted, op, out, positions);
+          const pause = stageSeries(
+            this.#state,
+            lock,
+            coll,
+            options,
+            key,
+            sorted,
+            op,
+            out,
+            positions,
+            reopening,
+          );
+          if (pause !== undefined) waiting.push({ key, sorted, positions, pause });
         }
+        return waiting;
       });
+      for (const { key, sorted, positions, pause } of paused) {
+        // The stripe stays locked while storage is read, so no other writer opens a second copy of the
+        // bucket or another bucket for the series meanwhile.
+        await withStripe(stripe, async (lock) => {
+          let next: StagePause | undefined = pause;
+          while (next !== undefined && source !== undefined) {
+            const reopened = await this.#reopen(lock, coll, options, key, source, next.request);
+            if (reopened !== undefined) installReopenedBucket(this.#state, lock, coll, reopened);
+            const resume = { index: next.index, reopening: 'done' as const, why: next.why };
+            next = stageSeries(
+              this.#state,
+              lock,
+              coll,
+              options,
+              key,
+              sorted,
+              op,
+              out,
+              positions,
+              reopening,
+              resume,
+            );
+          }
+        });
+      }
     }
     return out;
+  }
+
+  /** Read and rehydrate the bucket a pause asked for; `undefined` when there is none to reopen. */
+  async #reopen(
+    _lock: StripeLock,
+    coll: CollectionState,
+    options: BucketingOptions,
+    key: BucketKey,
+    source: ReopeningSource,
+    request: ReopeningRequest,
+  ): Promise<Bucket | undefined> {
+    const candidate = await findReopeningCandidate(
+      coll,
+      source,
+      request,
+      this.#state.parameters.timeseriesBucketMaxSize,
+    );
+    if (candidate.kind === 'notFound') return undefined;
+    const doc = await uncompressedForReopening(source, candidate.doc);
+    if (doc === undefined) {
+      coll.stats.inc('numBucketReopeningsFailed');
+      return undefined;
+    }
+    const result = rehydrateBucket(key, options, doc);
+    if (result.kind === 'ok') return result.bucket;
+    coll.stats.inc('numBucketReopeningsFailed');
+    return undefined;
   }
 
   /**
@@ -421,6 +512,42 @@ export class BucketCatalog {
     await this.clear(ns);
     // Global counters keep what happened; the gauge already followed the cleared buckets.
     this.#state.collections.delete(ns);
+  }
+
+  /**
+   * Record the outcome of compressing a closed bucket (MongoDB 5.2–7.x compression statistics).
+   *
+   * @param ns - namespace of the collection.
+   * @param outcome - `'compressed'`, `'notSmaller'` (left uncompressed) or `'failed'` (left uncompressed).
+   * @param bytesBefore - size of the version-1 document.
+   * @param bytesAfter - size of the version-2 document.
+   */
+  recordCompression(
+    ns: string,
+    outcome: 'compressed' | 'notSmaller' | 'failed',
+    bytesBefore: number,
+    bytesAfter: number,
+  ): void {
+    const coll = this.#state.collections.get(ns);
+    if (coll === undefined) return;
+    switch (outcome) {
+      case 'compressed':
+        coll.stats.inc('numCompressedBuckets');
+        coll.stats.inc('numBytesUncompressed', bytesBefore);
+        coll.stats.inc('numBytesCompressed', bytesAfter);
+        return;
+      case 'notSmaller':
+        coll.stats.inc('numUncompressedBuckets');
+        return;
+      case 'failed':
+        coll.stats.inc('numUncompressedBuckets');
+        coll.stats.inc('numFailedDecompressBuckets');
+        return;
+      default: {
+        const never: never = outcome;
+        throw new TypeError(`unknown compression outcome ${String(never)}`);
+      }
+    }
   }
 
   /**

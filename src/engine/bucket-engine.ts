@@ -13,6 +13,7 @@ import { MemoryStorage } from '../storage/memory-storage.js';
 import type { Storage } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
+import { ClosedBucketCompressor } from './closed-bucket-compression.js';
 import { TimeseriesCollection } from './timeseries-collection.js';
 
 /** Options of {@link BucketEngine}. */
@@ -34,6 +35,18 @@ export interface BucketEngineOptions {
    * @defaultValue `'tsbuckets'`
    */
   readonly dbName?: string;
+  /**
+   * `'onClose'`: when a bucket closes, its document is rewritten compressed (version 2, BSONColumn), as
+   * MongoDB 5.2+ does; `'none'`: buckets stay version 1.
+   * @defaultValue `'onClose'`
+   */
+  readonly compression?: 'onClose' | 'none';
+  /**
+   * `'enabled'`: late measurements reopen buckets from storage (MongoDB 6.3+); `'disabled'`: always open
+   * new buckets.
+   * @defaultValue `'enabled'`
+   */
+  readonly reopening?: 'enabled' | 'disabled';
 }
 
 /** `engine.serverStatus()`. */
@@ -64,6 +77,7 @@ export class BucketEngine {
   /** Database name used in namespaces. */
   readonly dbName: string;
   readonly #collections = new Map<string, TimeseriesCollection>();
+  readonly #compressor: ClosedBucketCompressor | undefined;
   #closed = false;
 
   /**
@@ -75,6 +89,19 @@ export class BucketEngine {
     this.storage = options.storage ?? new MemoryStorage();
     this.clock = options.clock ?? systemClock;
     this.dbName = options.dbName ?? 'tsbuckets';
+    const compressor =
+      (options.compression ?? 'onClose') === 'onClose'
+        ? new ClosedBucketCompressor(
+            this.storage,
+            () => this.catalog,
+            (ns) => {
+              const coll = this.#collections.get(ns.slice(this.dbName.length + 1));
+              return coll === undefined
+                ? undefined
+                : { bucketsNs: coll.bucketsNamespace, timeField: coll.options.timeField };
+            },
+          )
+        : undefined;
     this.catalog = new BucketCatalog({
       parameters: {
         timeseriesBucketMaxCount: parameters.timeseriesBucketMaxCount,
@@ -84,7 +111,10 @@ export class BucketEngine {
           parameters.timeseriesIdleBucketExpiryMemoryUsageThresholdBytes,
         timeseriesIdleBucketExpiryMaxCountPerAttempt: parameters.timeseriesIdleBucketExpiryMaxCountPerAttempt,
       },
+      reopening: options.reopening ?? 'enabled',
+      ...(compressor === undefined ? {} : { onBucketClosed: (ns, oid) => { compressor.enqueue(ns, oid); } }),
     });
+    this.#compressor = compressor;
   }
 
   #assertOpen = (): void => {
@@ -111,7 +141,12 @@ export class BucketEngine {
       throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
     }
     const coll = new TimeseriesCollection(
-      { catalog: this.catalog, storage: this.storage, assertOpen: this.#assertOpen },
+      {
+        catalog: this.catalog,
+        storage: this.storage,
+        assertOpen: this.#assertOpen,
+        afterWrite: () => this.#compressor?.drain() ?? Promise.resolve(),
+      },
       this.dbName,
       name,
       resolved,
@@ -122,6 +157,16 @@ export class BucketEngine {
       timeseries: stored.timeseries as unknown as Record<string, unknown>,
       ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
     });
+    const { metaField, timeField } = resolved;
+    if (metaField !== undefined) {
+      // MongoDB 6.3+ creates this index with every collection that has a metaField; query-based reopening
+      // and lookups by series and time use it.
+      await this.storage.createIndex(coll.bucketsNamespace, {
+        name: `${metaField}_1_${timeField}_1`,
+        key: { meta: 1, [`control.min.${timeField}`]: 1, [`control.max.${timeField}`]: 1 },
+        options: { originalSpec: { key: { [metaField]: 1, [timeField]: 1 } } },
+      });
+    }
     return coll;
   }
 

@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
-import type { BucketingOptions, InsertItem } from '../catalog/bucket-catalog.js';
+import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
 import { makeBucketMetadata } from '../catalog/bucket-metadata.js';
 import type { BucketMetadata } from '../catalog/bucket-metadata.js';
 import type { ExecutionStatsSnapshot } from '../catalog/execution-stats.js';
@@ -14,6 +14,13 @@ import type { WriteError } from '../errors.js';
 import type { ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
+import {
+  aggregate as readerAggregate,
+  countDocuments as readerCount,
+  find as readerFind,
+} from '../reader/reader.js';
+import type { FindOptions, PipelineStage, ReaderContext, ReaderCursor } from '../reader/reader.js';
+import type { QueryFilter } from '../util/bson-query.js';
 import { Cursor } from './cursor.js';
 import { commitMeasurements } from './write-commit.js';
 
@@ -85,6 +92,8 @@ export interface CollectionContext {
   readonly storage: Storage;
   /** Throws if the engine was closed. */
   readonly assertOpen: () => void;
+  /** Finishes work an insert triggered (compressing the buckets it closed) before the insert returns. */
+  readonly afterWrite: () => Promise<void>;
 }
 
 /**
@@ -116,6 +125,18 @@ export class TimeseriesCollection {
     this.#options = options;
   }
 
+  /** Reads buckets from storage for the catalog's reopening. */
+  readonly #reopeningSource: ReopeningSource = {
+    fetchBucket: async (id) => {
+      for await (const doc of this.#ctx.storage.find(this.bucketsNamespace, { _id: id }, { limit: 1 }))
+        return doc;
+      return undefined;
+    },
+    queryBuckets: (filter) => this.#ctx.storage.find(this.bucketsNamespace, filter),
+    replaceBucket: async (filter, doc) =>
+      (await this.#ctx.storage.replaceOne(this.bucketsNamespace, filter, doc)).kind === 'updated',
+  };
+
   /** The collection's resolved options. */
   get options(): ResolvedCollectionOptions {
     return this.#options;
@@ -128,6 +149,8 @@ export class TimeseriesCollection {
       metaField: o.metaField,
       bucketMaxSpanSeconds: o.bucketMaxSpanSeconds,
       bucketRoundingSeconds: o.bucketRoundingSeconds,
+      // The {meta, time} index is created with every collection that has a metaField (MongoDB 6.3+).
+      reopeningIndex: o.metaField === undefined ? 'absent' : 'present',
     };
   }
 
@@ -199,12 +222,18 @@ export class TimeseriesCollection {
       indexOf.push(i);
     }
     const outcomes = await commitMeasurements(
-      { catalog: this.#ctx.catalog, storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace },
+      {
+        catalog: this.#ctx.catalog,
+        storage: this.#ctx.storage,
+        bucketsNs: this.bucketsNamespace,
+        reopeningSource: this.#reopeningSource,
+      },
       this.namespace,
       this.#bucketing(),
       items,
       ordered ? 'disallow' : 'allow',
     );
+    await this.#ctx.afterWrite();
     let insertedCount = 0;
     outcomes.forEach((outcome, j) => {
       if (outcome.kind === 'inserted') insertedCount++;
@@ -215,6 +244,49 @@ export class TimeseriesCollection {
       throw new BulkWriteError(writeErrors, insertedCount);
     }
     return { acknowledged: true, insertedCount };
+  }
+
+  #reader(): ReaderContext {
+    this.#ctx.assertOpen();
+    return { storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace, options: this.#options };
+  }
+
+  /**
+   * Find measurements (SPEC §2, §7): the filter is translated to a bucket filter (see `explain()`), only
+   * matching buckets are unpacked, then each measurement is filtered exactly. Measurements come back with
+   * the time field first, then the metaField, then the other fields, with their BSON types.
+   *
+   * @param filter - a MongoDB query over measurements.
+   * @param options - `projection`, `sort`, `limit`, `skip`.
+   * @returns a streaming cursor with `explain()`.
+   * @example
+   * ```ts
+   * const latest = await coll.find({ sensor: 'a' }, { sort: { ts: -1 }, limit: 1 }).toArray();
+   * ```
+   */
+  find(filter: QueryFilter = {}, options: FindOptions = {}): ReaderCursor {
+    return readerFind(this.#reader(), filter, options);
+  }
+
+  /**
+   * Aggregate over measurements: a leading `$match` is pushed down to buckets, the rest of the pipeline
+   * runs on the unpacked stream (mingo).
+   *
+   * @param pipeline - aggregation stages.
+   * @returns a streaming cursor.
+   */
+  aggregate(pipeline: ReadonlyArray<PipelineStage>): ReaderCursor {
+    return readerAggregate(this.#reader(), pipeline);
+  }
+
+  /**
+   * Count measurements matching a filter.
+   *
+   * @param filter - a MongoDB query over measurements.
+   * @returns the count.
+   */
+  countDocuments(filter: QueryFilter = {}): Promise<number> {
+    return readerCount(this.#reader(), filter);
   }
 
   /** Raw access to the buckets collection. */

@@ -12,7 +12,7 @@ import type {
   CombineWithInsertsFromOtherClients,
   InsertItem,
 } from '../catalog/bucket-catalog.js';
-import type { BucketingOptions, WriteBatch } from '../catalog/bucket-catalog.js';
+import type { BucketingOptions, ReopeningSource, WriteBatch } from '../catalog/bucket-catalog.js';
 import { ErrorCodes, TimeseriesError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 
@@ -28,6 +28,8 @@ interface CommitContext {
   readonly catalog: BucketCatalog;
   readonly storage: Storage;
   readonly bucketsNs: string;
+  /** Reads buckets for reopening (absent: never reopen). */
+  readonly reopeningSource?: ReopeningSource;
 }
 
 /**
@@ -52,7 +54,7 @@ export async function commitMeasurements(
   const opId = ctx.catalog.newOpId();
   for (let attempt = 0; pending.length > 0; attempt++) {
     const round = pending.map((i) => items[i] as InsertItem);
-    const staged = await ctx.catalog.insert(ns, options, round, combine, opId);
+    const staged = await ctx.catalog.insert(ns, options, round, combine, opId, ctx.reopeningSource);
     const batches = new Map<WriteBatch, number[]>();
     staged.forEach((result, j) => {
       const index = pending[j] as number;

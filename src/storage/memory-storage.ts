@@ -1,9 +1,12 @@
-import { calculateObjectSize, ObjectId } from 'bson';
+import { Buffer } from 'node:buffer';
+
+import { calculateObjectSize, Decimal128, Double, Int32, Long, ObjectId, serialize } from 'bson';
 import { Query } from 'mingo';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { TimeseriesError } from '../errors.js';
+import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
@@ -22,8 +25,15 @@ import type {
 interface MemoryNamespace {
   /** Documents by hex `_id`, in insertion order (a clustered collection's natural order is `_id` order). */
   readonly docs: Map<string, StoredBucket>;
-  /** Indexes by name (metadata only; lookups by `_id` use the map). */
+  /** Indexes by name (their definitions; lookups use `docs` and `byMeta`). */
   readonly indexes: Map<string, StorageIndex>;
+  /**
+   * The `{meta: 1, ...}` index: hex ids of the buckets of each series, keyed by {@link metaIndexKey}.
+   * Lookups by series (reopening, meta filters) read only that series' buckets.
+   */
+  readonly byMeta: Map<string, Set<string>>;
+  /** The meta index keys each document is filed under, by hex id (several for an array meta). */
+  readonly metaKeyOf: Map<string, ReadonlyArray<string>>;
 }
 
 /**
@@ -44,7 +54,7 @@ export class MemoryStorage implements Storage {
   #ns(ns: string): MemoryNamespace {
     let entry = this.#namespaces.get(ns);
     if (entry === undefined) {
-      entry = { docs: new Map(), indexes: new Map() };
+      entry = { docs: new Map(), indexes: new Map(), byMeta: new Map(), metaKeyOf: new Map() };
       this.#namespaces.set(ns, entry);
     }
     return entry;
@@ -75,6 +85,7 @@ export class MemoryStorage implements Storage {
       );
     }
     docs.set(key, doc);
+    indexMeta(this.#ns(ns), key, doc);
     return Promise.resolve();
   }
 
@@ -90,7 +101,9 @@ export class MemoryStorage implements Storage {
   replaceOne(ns: string, filter: BucketFilter, doc: StoredBucket): Promise<StorageUpdateResult> {
     const existing = this.#findOne(ns, filter);
     if (existing === undefined) return Promise.resolve({ kind: 'notMatched' });
-    this.#ns(ns).docs.set(idKey(existing._id), doc);
+    const key = idKey(existing._id);
+    this.#ns(ns).docs.set(key, doc);
+    indexMeta(this.#ns(ns), key, doc);
     return Promise.resolve({ kind: 'updated' });
   }
 
@@ -113,10 +126,14 @@ export class MemoryStorage implements Storage {
   ): AsyncIterable<StoredBucket> {
     const { projection, sort, limit } = options;
     if (sort !== undefined) {
-      const query = new Query(filter, {});
-      let cursor = query.find<StoredBucket>([...this.#ns(ns).docs.values()], projection).sort(sort);
-      if (limit !== undefined && limit > 0) cursor = cursor.limit(limit);
-      for (const doc of cursor.all()) yield doc;
+      // Filter and order with BSON semantics (bson-query): mingo orders js-bson classes incorrectly.
+      const compiledSort = compileSort(sort);
+      const sorted = [...this.#matching(ns, filter)].sort((a, b) => compareBySort(a, b, compiledSort));
+      const n = limit !== undefined && limit > 0 ? Math.min(limit, sorted.length) : sorted.length;
+      for (let i = 0; i < n; i++) {
+        const doc = sorted[i] as StoredBucket;
+        yield projection === undefined ? doc : project(doc, projection);
+      }
       return;
     }
     let n = 0;
@@ -131,9 +148,13 @@ export class MemoryStorage implements Storage {
 
   /** {@inheritDoc Storage.deleteMany} */
   deleteMany(ns: string, filter: BucketFilter): Promise<number> {
-    const { docs } = this.#ns(ns);
+    const entry = this.#ns(ns);
     const doomed = [...this.#matching(ns, filter)];
-    for (const doc of doomed) docs.delete(idKey(doc._id));
+    for (const doc of doomed) {
+      const key = idKey(doc._id);
+      entry.docs.delete(key);
+      unindexMeta(entry, key);
+    }
     return Promise.resolve(doomed.length);
   }
 
@@ -186,11 +207,15 @@ export class MemoryStorage implements Storage {
       }
       const docs = [doc];
       updateOne(docs, {}, update as PipelineStage[], { cloneMode });
-      this.#ns(ns).docs.set(idKey(doc._id), docs[0] as StoredBucket);
+      const replaced = docs[0] as StoredBucket;
+      this.#ns(ns).docs.set(idKey(doc._id), replaced);
+      indexMeta(this.#ns(ns), idKey(doc._id), replaced);
       return;
     }
-    if (cloneMode === 'none' && applySetUpdate(doc, update)) return;
+    // A commit's $set never touches meta: the meta index stays valid without re-filing.
+    if (cloneMode === 'none' && !touchesMeta(update) && applySetUpdate(doc, update)) return;
     applyUpdate(doc, update, undefined, undefined, { cloneMode });
+    indexMeta(this.#ns(ns), idKey(doc._id), doc);
   }
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
@@ -208,15 +233,142 @@ export class MemoryStorage implements Storage {
       if (doc === undefined) return;
       // A commit's guard is answered without compiling a query.
       const fast = matchExistsFilter(doc, rest);
-      if (fast ?? new Query(rest, {}).test(doc)) yield doc;
+      if (fast ?? new BsonQuery(rest).test(doc)) yield doc;
       return;
     }
-    const query = Object.keys(rest).length === 0 ? undefined : new Query(rest, {});
-    // Snapshot the values: callers may delete while iterating.
-    for (const doc of [...docs.values()]) {
+    // BsonQuery: exact BSON comparison semantics (js-bson numeric classes), mingo for other operators.
+    const query = Object.keys(rest).length === 0 ? undefined : new BsonQuery(rest);
+    // A filter pinning meta reads only that series' buckets (the meta index); others scan. Either way the
+    // candidates are snapshotted: callers may delete while iterating.
+    const metaKey = metaKeyOfFilter(rest);
+    const entry = this.#ns(ns);
+    const candidates =
+      metaKey === undefined
+        ? [...docs.values()]
+        : [...(entry.byMeta.get(metaKey) ?? [])].map((hex) => docs.get(hex) as StoredBucket);
+    for (const doc of candidates) {
       if (query === undefined || query.test(doc)) yield doc;
     }
   }
+}
+
+/**
+ * The keys a document is filed under in the meta index: `''` without `meta`, else {@link equalityKey} of
+ * its value and, for an array, of each element too (a multikey index: `{meta: x}` matches arrays
+ * containing `x`).
+ */
+function metaIndexKeys(doc: Readonly<Record<string, unknown>>): ReadonlyArray<string> {
+  if (!Object.prototype.hasOwnProperty.call(doc, 'meta')) return [''];
+  const meta = doc.meta;
+  const keys = [`m${equalityKey(meta)}`];
+  if (Array.isArray(meta)) for (const element of meta) keys.push(`m${equalityKey(element)}`);
+  return keys;
+}
+
+/**
+ * A string equal for any two values MongoDB's equality treats as equal (so an equality filter finds every
+ * match under one key): numbers compare by value across int32, long, double and decimal, so an integer
+ * value up to 2^53 is keyed by its value and any other number by `#` (a coarser key: the filter itself
+ * then decides); objects keep field order (MongoDB compares embedded documents in order); other BSON
+ * values by their bytes.
+ */
+function equalityKey(value: unknown): string {
+  const n = numericValue(value);
+  if (n !== undefined) return Number.isSafeInteger(n) ? `n${n === 0 ? 0 : n}` : '#';
+  if (typeof value === 'string') return `s${JSON.stringify(value)}`;
+  if (value === null || typeof value === 'boolean') return String(value);
+  if (value instanceof Date) return `d${value.getTime()}`;
+  if (Array.isArray(value)) return `[${value.map(equalityKey).join(',')}]`;
+  if (isPlainRecord(value)) {
+    return `{${Object.keys(value)
+      .map((k) => `${JSON.stringify(k)}:${equalityKey(value[k])}`)
+      .join(',')}}`;
+  }
+  const holder: Record<string, unknown> = {};
+  defineField(holder, '', value);
+  return `b${Buffer.from(serialize(holder)).toString('hex')}`;
+}
+
+/** The numeric value of a BSON number (possibly rounded for huge values), or `undefined`. */
+function numericValue(value: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Int32 || value instanceof Double) return value.valueOf();
+  if (value instanceof Long) return value.toNumber();
+  if (value instanceof Decimal128) return Number(value.toString());
+  return undefined;
+}
+
+function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
+  unindexMeta(entry, hex);
+  const keys = metaIndexKeys(doc);
+  for (const key of keys) {
+    let set = entry.byMeta.get(key);
+    if (set === undefined) {
+      set = new Set();
+      entry.byMeta.set(key, set);
+    }
+    set.add(hex);
+  }
+  entry.metaKeyOf.set(hex, keys);
+}
+
+function unindexMeta(entry: MemoryNamespace, hex: string): void {
+  const keys = entry.metaKeyOf.get(hex);
+  if (keys === undefined) return;
+  entry.metaKeyOf.delete(hex);
+  for (const key of keys) {
+    const set = entry.byMeta.get(key);
+    set?.delete(hex);
+    if (set?.size === 0) entry.byMeta.delete(key);
+  }
+}
+
+/**
+ * The meta index key a filter pins, if it pins one: `meta: <value>` (a value that is not an operator
+ * object) or `meta: {$exists: false}`, at the top level or in a top-level `$and`.
+ */
+function metaKeyOfFilter(filter: BucketFilter): string | undefined {
+  const direct = metaConditionKey(filter);
+  if (direct !== undefined) return direct;
+  const and = filter.$and;
+  if (!Array.isArray(and)) return undefined;
+  for (const clause of and as unknown[]) {
+    if (typeof clause === 'object' && clause !== null) {
+      const key = metaConditionKey(clause as BucketFilter);
+      if (key !== undefined) return key;
+    }
+  }
+  return undefined;
+}
+
+function metaConditionKey(filter: BucketFilter): string | undefined {
+  if (!Object.prototype.hasOwnProperty.call(filter, 'meta')) return undefined;
+  const condition = filter.meta;
+  if (isPlainRecord(condition)) {
+    const keys = Object.keys(condition);
+    if (keys.some((k) => k.startsWith('$'))) {
+      return keys.length === 1 && condition.$exists === false ? '' : undefined;
+    }
+  }
+  // Equality with an array also matches arrays containing it, and `null` also matches a missing meta:
+  // neither is a single index entry.
+  if (Array.isArray(condition) || condition === undefined || condition === null) return undefined;
+  return `m${equalityKey(condition)}`;
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function touchesMeta(update: Readonly<Record<string, unknown>>): boolean {
+  for (const fields of Object.values(update)) {
+    if (typeof fields !== 'object' || fields === null) return true;
+    for (const path of Object.keys(fields)) if (path === 'meta' || path.startsWith('meta.')) return true;
+  }
+  return false;
 }
 
 function isPipeline(

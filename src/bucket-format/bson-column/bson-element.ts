@@ -25,17 +25,7 @@
  *
  * @packageDocumentation
  */
-import {
-  Binary,
-  Decimal128,
-  Double,
-  Int32,
-  Long,
-  ObjectId,
-  Timestamp,
-  deserialize,
-  serialize,
-} from 'bson';
+import { Binary, Decimal128, Double, Int32, Long, ObjectId, Timestamp, deserialize, serialize } from 'bson';
 
 import { TimeseriesError } from '../../errors.js';
 import { defineField } from '../../util/safe-record.js';
@@ -96,7 +86,13 @@ function documentSize(bytes: Uint8Array, view: DataView, pos: number, end: numbe
  * @returns the value size.
  * @throws TimeseriesError when the value is truncated or the type is unknown.
  */
-export function elementValueSize(bytes: Uint8Array, view: DataView, type: number, pos: number, end: number): number {
+export function elementValueSize(
+  bytes: Uint8Array,
+  view: DataView,
+  type: number,
+  pos: number,
+  end: number,
+): number {
   let size: number;
   switch (type) {
     case BsonType.double:
@@ -170,7 +166,9 @@ export function decodeUtf8(bytes: Uint8Array, start: number, end: number): strin
   try {
     return utf8Decoder.decode(bytes.subarray(start, end));
   } catch (cause) {
-    throw new TimeseriesError('BadValue', 'Invalid BSONColumn encoding: string is not valid UTF-8', { cause });
+    throw new TimeseriesError('BadValue', 'Invalid BSONColumn encoding: string is not valid UTF-8', {
+      cause,
+    });
   }
 }
 
@@ -257,7 +255,7 @@ export function readCanonicalValue(
     case BsonType.decimal128:
       return new Decimal128(bytes.slice(pos, pos + 16));
     case BsonType.binData: {
-      const subtype = bytes[pos + 4]!;
+      const subtype = bytes[pos + 4] ?? 0;
       // Subtype 2 has an inner length that js-bson strips and re-adds: let js-bson handle it.
       if (subtype === 2) return readViaJsBson(bytes, type, pos, size);
       return new Binary(bytes.slice(pos + 5, pos + size), subtype);
@@ -308,7 +306,12 @@ export class ElementWriter {
     this.start = 0;
     switch (typeof value) {
       case 'number':
-        if (Number.isSafeInteger(value) && value >= kInt32Min && value <= kInt32Max && !Object.is(value, -0)) {
+        if (
+          Number.isSafeInteger(value) &&
+          value >= kInt32Min &&
+          value <= kInt32Max &&
+          !Object.is(value, -0)
+        ) {
           this.type = BsonType.int32;
           this.view.setInt32(0, value, true);
           this.end = 4;
@@ -365,10 +368,11 @@ export class ElementWriter {
     } catch (cause) {
       throw new TimeseriesError('BadValue', 'value cannot be serialized to BSON', { cause });
     }
-    if (doc.length <= 5) throw new TimeseriesError('BadValue', `a ${typeof value} has no BSON representation`);
+    if (doc.length <= 5)
+      throw new TimeseriesError('BadValue', `a ${typeof value} has no BSON representation`);
     this.bytes = doc;
     this.view = new DataView(doc.buffer, doc.byteOffset, doc.byteLength);
-    this.type = doc[4]!;
+    this.type = doc[4] ?? 0;
     this.start = 6;
     this.end = doc.length - 1;
   }

@@ -40,7 +40,14 @@ export const kInterleavedStartObject = 0xf1;
 export const kInterleavedStartArray = 0xf2;
 
 /** Control byte high nibble for each scale index 0..5 (index 5 = raw IEEE bits), §1.4. */
-export const kControlByteForScaleIndex: Readonly<Uint8Array> = Uint8Array.of(0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0x80);
+export const kControlByteForScaleIndex: Readonly<Uint8Array> = Uint8Array.of(
+  0x90,
+  0xa0,
+  0xb0,
+  0xc0,
+  0xd0,
+  0x80,
+);
 
 /** Maximum number of Simple-8b blocks under one control byte. */
 export const kMaxBlocksPerControl = 16;

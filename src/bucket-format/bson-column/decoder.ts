@@ -45,10 +45,17 @@ class Output {
  *
  * @returns the offset after the literal.
  */
-function readLiteral(state: DecodingState, bytes: Uint8Array, view: DataView, pos: number, end: number): number {
-  const type = bytes[pos]!;
+function readLiteral(
+  state: DecodingState,
+  bytes: Uint8Array,
+  view: DataView,
+  pos: number,
+  end: number,
+): number {
+  const type = bytes[pos] ?? 0;
   // Writers must use the empty field name; the server's decoder assumes a one-byte name.
-  if (pos + 1 >= end || bytes[pos + 1] !== 0) throw invalidColumn(`literal without empty field name at offset ${pos}`);
+  if (pos + 1 >= end || bytes[pos + 1] !== 0)
+    throw invalidColumn(`literal without empty field name at offset ${pos}`);
   const size = elementValueSize(bytes, view, type, pos + 2, end);
   state.loadLiteral(bytes, view, type, pos + 2, size);
   return pos + 2 + size;
@@ -71,7 +78,7 @@ export function decodeColumn(bytes: Uint8Array, options: DecodeOptions = {}): un
   for (;;) {
     while (state.hasNext()) out.push(state.next());
     if (pos >= end) throw invalidColumn('missing final EOO');
-    const b = bytes[pos]!;
+    const b = bytes[pos] ?? 0;
     if (b === 0) {
       if (pos !== end - 1) throw invalidColumn('Final EOO found before reaching end of buffer');
       return out.values;
@@ -103,7 +110,7 @@ function decodeInterleaved(
   out: Output,
   regular: DecodingState,
 ): number {
-  const startByte = bytes[pos]!;
+  const startByte = bytes[pos] ?? 0;
   const schema = parseReference(bytes, view, pos + 1, end, startByte);
   const leaves = schema.leaves;
   const states = leaves.map((leaf) => {
@@ -116,18 +123,18 @@ function decodeInterleaved(
   let last: unknown = undefined;
   let p = pos + 1 + schema.size;
   for (;;) {
-    for (let i = 0; i < states.length; i++) {
-      const s = states[i]!;
+    for (const [i, s] of states.entries()) {
       if (s.hasNext()) {
         values[i] = s.next();
         continue;
       }
       if (p >= end) throw invalidColumn('interleaved section not terminated');
-      const b = bytes[p]!;
+      const b = bytes[p] ?? 0;
       if (b === 0) {
         if (i !== 0) throw invalidColumn(`interleaved section ended inside an entry at offset ${p}`);
         for (const other of states) {
-          if (other.hasNext()) throw invalidColumn(`interleaved stream has values left at section end (offset ${p})`);
+          if (other.hasNext())
+            throw invalidColumn(`interleaved stream has values left at section end (offset ${p})`);
         }
         regular.loadObject(last, rootType);
         return p + 1;

@@ -134,7 +134,7 @@ export class DecodingState {
         break;
       case BsonType.binData:
         this.#binLength = size - 5;
-        this.#binSubtype = bytes[pos + 4]!;
+        this.#binSubtype = bytes[pos + 4] ?? 0;
         this.#base = this.#binLength <= 16 ? readUint128LE(bytes, pos + 5, this.#binLength) : 0n;
         break;
       case BsonType.decimal128:
@@ -173,13 +173,14 @@ export class DecodingState {
    * @throws TimeseriesError when the blocks are truncated or the scale is invalid for the last value.
    */
   startControl(bytes: Uint8Array, view: DataView, pos: number, end: number): number {
-    const control = bytes[pos]!;
+    const control = bytes[pos] ?? 0;
     const blocks = (control & 0x0f) + 1;
     const scale = scaleIndexForControlByte(control);
     if (pos + 1 + blocks * 8 > end) throw invalidColumn(`Simple-8b blocks truncated at offset ${pos}`);
     if (this.#scheme === Scheme.double) {
       const base = encodeDouble(this.#lastDouble, scale);
-      if (base === undefined) throw invalidColumn(`scale index ${scale} cannot encode the last double (offset ${pos})`);
+      if (base === undefined)
+        throw invalidColumn(`scale index ${scale} cannot encode the last double (offset ${pos})`);
       this.#base = base;
     } else if (scale !== kMemoryAsInteger) {
       throw invalidColumn(`scaled control byte 0x${control.toString(16)} for a non-double at offset ${pos}`);
@@ -257,7 +258,10 @@ export class DecodingState {
       case BsonType.date:
         return new Date(Number(base));
       case BsonType.timestamp:
-        return new Timestamp({ t: Number(BigInt.asUintN(32, base >> 32n)), i: Number(BigInt.asUintN(32, base)) });
+        return new Timestamp({
+          t: Number(BigInt.asUintN(32, base >> 32n)),
+          i: Number(BigInt.asUintN(32, base)),
+        });
       case BsonType.bool:
         return base !== 0n;
       case BsonType.objectId: {

@@ -62,7 +62,8 @@ export function parseReference(
   const leaves: SchemaLeaf[] = [];
   const descendArrays = startByte !== kInterleavedStartLegacy;
   const root = parseDocument(bytes, view, pos, '', startByte === 0xf2, descendArrays, leaves, 0);
-  if (leaves.length === 0) throw invalidColumn(`interleaved reference object without scalar fields at offset ${pos}`);
+  if (leaves.length === 0)
+    throw invalidColumn(`interleaved reference object without scalar fields at offset ${pos}`);
   return { root, leaves, size };
 }
 
@@ -84,15 +85,25 @@ function parseDocument(
   const children: SchemaNode[] = [];
   let p = pos + 4;
   while (p < docEnd) {
-    const type = bytes[p]!;
+    const type = bytes[p] ?? 0;
     const nameEnd = bytes.indexOf(0, p + 1);
-    if (nameEnd < 0 || nameEnd >= docEnd) throw invalidColumn(`bad field name in reference object at offset ${p}`);
+    if (nameEnd < 0 || nameEnd >= docEnd)
+      throw invalidColumn(`bad field name in reference object at offset ${p}`);
     const fieldName = decodeUtf8(bytes, p + 1, nameEnd);
     const valuePos = nameEnd + 1;
     const size = elementValueSize(bytes, view, type, valuePos, docEnd);
     if (type === BsonType.object || (type === BsonType.array && descendArrays)) {
       children.push(
-        parseDocument(bytes, view, valuePos, fieldName, type === BsonType.array, descendArrays, leaves, depth + 1),
+        parseDocument(
+          bytes,
+          view,
+          valuePos,
+          fieldName,
+          type === BsonType.array,
+          descendArrays,
+          leaves,
+          depth + 1,
+        ),
       );
     } else {
       children.push({ name: fieldName, stream: leaves.length, isArray: false, children: [] });

@@ -133,7 +133,7 @@ export class Simple8bBuilder {
    * @returns the value.
    */
   pendingAt(i: number): bigint {
-    return this.#pending[i]!;
+    return this.#pending[i] ?? 0n;
   }
 
   /**
@@ -204,9 +204,12 @@ export class Simple8bBuilder {
     bits[ExtensionType.eightSmall] =
       tz === 60 ? bitLength((value >> 60n) + 1n) : plus1 - 4 * Math.floor(Math.min(tz, 60) / 4);
     bits[ExtensionType.eightLarge] =
-      this.wide && tz === 124 ? bitLength((value >> 124n) + 1n) : plus1 - 4 * Math.floor(Math.min(tz, 124) / 4);
-    if (bits[0]! <= kDataBits[0]!) return true;
-    for (let t = 1; t < kTypes; t++) if (bits[t]! + kTrailingZeroBits[t]! <= kDataBits[t]!) return true;
+      this.wide && tz === 124
+        ? bitLength((value >> 124n) + 1n)
+        : plus1 - 4 * Math.floor(Math.min(tz, 124) / 4);
+    if ((bits[0] ?? 0) <= (kDataBits[0] ?? 0)) return true;
+    for (let t = 1; t < kTypes; t++)
+      if ((bits[t] ?? 0) + (kTrailingZeroBits[t] ?? 0) <= (kDataBits[t] ?? 0)) return true;
     return false;
   }
 
@@ -214,8 +217,8 @@ export class Simple8bBuilder {
     const n = this.#count + 1;
     for (let t = 0; t < kTypes; t++) {
       if (this.#possible[t] === 0) continue;
-      const width = Math.max(this.#maxBits[t]!, bits[t]!) + kTrailingZeroBits[t]!;
-      if (width * n <= kDataBits[t]!) {
+      const width = Math.max(this.#maxBits[t] ?? 0, bits[t] ?? 0) + (kTrailingZeroBits[t] ?? 0);
+      if (width * n <= (kDataBits[t] ?? 0)) {
         this.#lastValidType = t;
         return true;
       }
@@ -228,9 +231,9 @@ export class Simple8bBuilder {
     const p = this.#count++;
     this.#pending[p] = value;
     for (let t = 0; t < kTypes; t++) {
-      const b = bits[t]!;
+      const b = bits[t] ?? 0;
       this.#bits[p * kTypes + t] = b;
-      if (b > this.#maxBits[t]!) this.#maxBits[t] = b;
+      if (b > (this.#maxBits[t] ?? 0)) this.#maxBits[t] = b;
     }
   }
 
@@ -241,20 +244,20 @@ export class Simple8bBuilder {
 
   /** Write one block of `type` holding as many pending values as its largest fitting layout allows. */
   #writeBlock(type: number): void {
-    const layouts = kLayoutsByType[type]!;
+    const layouts = kLayoutsByType[type] ?? [];
     let li = 0;
-    while (layouts[li]! > this.#count) li += 4;
-    const entries = layouts[li]!;
-    const selector = layouts[li + 1]!;
-    const nibble = layouts[li + 2]!;
-    const tzBits = kTrailingZeroBits[type]!;
-    const width = layouts[li + 3]! + tzBits;
+    while ((layouts[li] ?? 0) > this.#count) li += 4;
+    const entries = layouts[li] ?? 0;
+    const selector = layouts[li + 1] ?? 0;
+    const nibble = layouts[li + 2] ?? 0;
+    const tzBits = kTrailingZeroBits[type] ?? 0;
+    const width = (layouts[li + 3] ?? 0) + tzBits;
     const allOnes = (1n << BigInt(width)) - 1n;
     let offset = selector === 7 || selector === 8 ? 8 : 4;
     let word = BigInt(selector | (nibble << 4));
     let sum = 0n;
     for (let i = 0; i < entries; i++, offset += width) {
-      const v = this.#pending[i]!;
+      const v = this.#pending[i] ?? 0n;
       let slot: bigint;
       if (v === kMissing) {
         slot = allOnes;
@@ -263,14 +266,14 @@ export class Simple8bBuilder {
         if (type === ExtensionType.base || v === 0n) {
           slot = v;
         } else {
-          const mult = kTrailingZeroMultiplier[type]!;
-          const count = Math.floor(Math.min(trailingZeros(v), kTrailingZeroMax[type]!) / mult);
+          const mult = kTrailingZeroMultiplier[type] ?? 0;
+          const count = Math.floor(Math.min(trailingZeros(v), kTrailingZeroMax[type] ?? 0) / mult);
           slot = ((v >> BigInt(count * mult)) << BigInt(tzBits)) | BigInt(count);
         }
       }
       word |= slot << BigInt(offset);
     }
-    const last = this.#pending[entries - 1]!;
+    const last = this.#pending[entries - 1] ?? 0n;
     // Drop the written values from the front; at most 60 remain, so copying is cheap.
     this.#pending.copyWithin(0, entries, this.#count);
     this.#bits.copyWithin(0, entries * kTypes, this.#count * kTypes);
@@ -278,8 +281,8 @@ export class Simple8bBuilder {
     this.#resetWidths();
     for (let p = 0; p < this.#count; p++) {
       for (let t = 0; t < kTypes; t++) {
-        const b = this.#bits[p * kTypes + t]!;
-        if (b > this.#maxBits[t]!) this.#maxBits[t] = b;
+        const b = this.#bits[p * kTypes + t] ?? 0;
+        if (b > (this.#maxBits[t] ?? 0)) this.#maxBits[t] = b;
       }
     }
     this.lastWritten = last;

@@ -143,8 +143,13 @@ export function scaleAndEncodeDouble(x: number, minScaleIndex: number, out: Scal
  * @returns the encoded value (non-negative, < 2^56).
  */
 export function encodeObjectId(oid: Uint8Array, at: number): bigint {
-  const lo = (oid[at + 11]! | (oid[at + 3]! << 8) | (oid[at + 10]! << 16) | (oid[at + 2]! << 24)) >>> 0;
-  const hi = oid[at + 9]! | (oid[at + 1]! << 8) | (oid[at + 0]! << 16);
+  const lo =
+    ((oid[at + 11] ?? 0) |
+      ((oid[at + 3] ?? 0) << 8) |
+      ((oid[at + 10] ?? 0) << 16) |
+      ((oid[at + 2] ?? 0) << 24)) >>>
+    0;
+  const hi = (oid[at + 9] ?? 0) | ((oid[at + 1] ?? 0) << 8) | ((oid[at + 0] ?? 0) << 16);
   return (BigInt(hi) << 32n) | BigInt(lo);
 }
 
@@ -180,8 +185,8 @@ export function readUint128LE(bytes: Uint8Array, start: number, length: number):
   let lo = 0n;
   let hi = 0n;
   // Two 64-bit halves built with numbers, then one BigInt each: fewer BigInt operations per byte.
-  for (let i = Math.min(length, 8) - 1; i >= 0; i--) lo = (lo << 8n) | BigInt(bytes[start + i]!);
-  for (let i = length - 1; i >= 8; i--) hi = (hi << 8n) | BigInt(bytes[start + i]!);
+  for (let i = Math.min(length, 8) - 1; i >= 0; i--) lo = (lo << 8n) | BigInt(bytes[start + i] ?? 0);
+  for (let i = length - 1; i >= 8; i--) hi = (hi << 8n) | BigInt(bytes[start + i] ?? 0);
   return (hi << 64n) | lo;
 }
 
@@ -214,7 +219,7 @@ export function encodeString(bytes: Uint8Array, start: number, length: number): 
   if (length > 16 || (length > 0 && bytes[start] === 0)) return undefined;
   // Reversed bytes read little-endian = the bytes read big-endian.
   let v = 0n;
-  for (let i = 0; i < length; i++) v = (v << 8n) | BigInt(bytes[start + i]!);
+  for (let i = 0; i < length; i++) v = (v << 8n) | BigInt(bytes[start + i] ?? 0);
   return v;
 }
 
@@ -234,8 +239,8 @@ export function decodeString(value: bigint, out: Uint8Array): number {
     v >>= 8n;
   }
   for (let i = 0, j = n - 1; i < j; i++, j--) {
-    const t = out[i]!;
-    out[i] = out[j]!;
+    const t = out[i] ?? 0;
+    out[i] = out[j] ?? 0;
     out[j] = t;
   }
   return n;

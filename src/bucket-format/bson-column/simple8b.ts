@@ -38,11 +38,14 @@ export const kMinDataBits: Readonly<Uint8Array> = Uint8Array.of(1, 2, 4, 4);
 export const kLayoutsByType: ReadonlyArray<ReadonlyArray<number>> = [
   // base: selector s holds `entries` values of `bits` bits; nibble 0.
   [
-    60, 1, 0, 1, 30, 2, 0, 2, 20, 3, 0, 3, 15, 4, 0, 4, 12, 5, 0, 5, 10, 6, 0, 6, 8, 7, 0, 7, 7, 8, 0, 8, 6, 9, 0,
-    10, 5, 10, 0, 12, 4, 11, 0, 15, 3, 12, 0, 20, 2, 13, 0, 30, 1, 14, 0, 60,
+    60, 1, 0, 1, 30, 2, 0, 2, 20, 3, 0, 3, 15, 4, 0, 4, 12, 5, 0, 5, 10, 6, 0, 6, 8, 7, 0, 7, 7, 8, 0, 8, 6,
+    9, 0, 10, 5, 10, 0, 12, 4, 11, 0, 15, 3, 12, 0, 20, 2, 13, 0, 30, 1, 14, 0, 60,
   ],
   // seven: selector 7, nibble 1..9.
-  [9, 7, 1, 2, 8, 7, 2, 3, 7, 7, 3, 4, 6, 7, 4, 5, 5, 7, 5, 7, 4, 7, 6, 10, 3, 7, 7, 14, 2, 7, 8, 24, 1, 7, 9, 52],
+  [
+    9, 7, 1, 2, 8, 7, 2, 3, 7, 7, 3, 4, 6, 7, 4, 5, 5, 7, 5, 7, 4, 7, 6, 10, 3, 7, 7, 14, 2, 7, 8, 24, 1, 7,
+    9, 52,
+  ],
   // eight small: selector 8, nibble 1..7.
   [7, 8, 1, 4, 6, 8, 2, 5, 5, 8, 3, 7, 4, 8, 4, 10, 3, 8, 5, 14, 2, 8, 6, 24, 1, 8, 7, 52],
   // eight large: selector 8, nibble 8..13.
@@ -59,12 +62,12 @@ const kLayoutMask: bigint[] = new Array<bigint>(256).fill(0n);
 
 function initLayouts(): void {
   for (let type = 0; type < 4; type++) {
-    const table = kLayoutsByType[type]!;
+    const table = kLayoutsByType[type] ?? [];
     for (let i = 0; i < table.length; i += 4) {
-      const entries = table[i]!;
-      const selector = table[i + 1]!;
-      const nibble = table[i + 2]!;
-      const width = table[i + 3]! + kTrailingZeroBits[type]!;
+      const entries = table[i] ?? 0;
+      const selector = table[i + 1] ?? 0;
+      const nibble = table[i + 2] ?? 0;
+      const width = (table[i + 3] ?? 0) + (kTrailingZeroBits[type] ?? 0);
       const start = selector === 7 || selector === 8 ? 8 : 4;
       // Base selectors other than 7 and 8 use bits 4-7 for values: every nibble maps to the same layout.
       const nibbles = type === 0 && start === 4 ? [...Array(16).keys()] : [nibble];
@@ -151,24 +154,26 @@ export class Simple8bReader {
       return this.prev;
     }
     const idx = this.layout;
-    const width = kLayoutWidth[idx]!;
-    const mask = kLayoutMask[idx]!;
-    const raw = (this.block >> kShift[kLayoutStart[idx]! + this.slot * width]!) & mask;
+    const width = kLayoutWidth[idx] ?? 0;
+    const mask = kLayoutMask[idx] ?? 0n;
+    const raw = (this.block >> (kShift[(kLayoutStart[idx] ?? 0) + this.slot * width] ?? 0n)) & mask;
     this.slot++;
     let value: bigint;
     if (raw === mask) {
       value = kMissing;
     } else {
-      const type = kLayoutType[idx]!;
+      const type = kLayoutType[idx] ?? 0;
       if (type === 0) {
         value = raw;
       } else {
-        const tzBits = kTrailingZeroBits[type]!;
-        const count = Number(raw & ((1n << kShift[tzBits]!) - 1n));
-        let shift = count * kTrailingZeroMultiplier[type]!;
+        const tzBits = kTrailingZeroBits[type] ?? 0;
+        const count = Number(raw & ((1n << (kShift[tzBits] ?? 0n)) - 1n));
+        let shift = count * (kTrailingZeroMultiplier[type] ?? 0);
         if (!this.wide) shift %= 64;
-        value = raw >> kShift[tzBits]!;
-        value = this.wide ? BigInt.asUintN(128, value << kShift[shift]!) : BigInt.asUintN(64, value << kShift[shift]!);
+        value = raw >> (kShift[tzBits] ?? 0n);
+        value = this.wide
+          ? BigInt.asUintN(128, value << (kShift[shift] ?? 0n))
+          : BigInt.asUintN(64, value << (kShift[shift] ?? 0n));
       }
     }
     this.prev = value;
@@ -180,7 +185,7 @@ export class Simple8bReader {
     this.block = this.view.getBigUint64(pos, true);
     this.nextBlockPos = pos + 8;
     this.blocksLeft--;
-    const low = this.bytes[pos]!;
+    const low = this.bytes[pos] ?? 0;
     const selector = low & 0x0f;
     if (selector === kRleSelector) {
       this.rleLeft = ((low >> 4) + 1) * kRleMultiplier;
@@ -194,6 +199,6 @@ export class Simple8bReader {
     }
     this.layout = idx;
     this.slot = 0;
-    this.slots = kLayoutCount[idx]!;
+    this.slots = kLayoutCount[idx] ?? 0;
   }
 }

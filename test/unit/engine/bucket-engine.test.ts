@@ -167,6 +167,7 @@ describe('rollover', () => {
     expect(stats.numCommits).toBe(10);
     expect(stats.numMeasurementsCommitted).toBe(10);
     expect(stats.numCompressedBucketsConvertedToUnsorted).toBe(0);
+    expect(stats.numBucketQueriesFailed).toBe(10);
     expect(stats.numActiveBuckets).toBe(10);
   });
 
@@ -359,7 +360,7 @@ describe('group commit and failures', () => {
     expect(stats.numWaits).toBe(0);
   });
 
-  it('a failed storage write rejects exactly its batch; the bucket is never written from memory again', async () => {
+  it('a failed storage write rejects exactly its batch; the bucket is reread from storage before reuse', async () => {
     const { coll, storage } = await setup();
     const t = (i: number) => ({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), sensor: 1, i });
     await coll.insertOne(t(0));
@@ -372,8 +373,12 @@ describe('group commit and failures', () => {
     ]);
     await coll.insertOne(t(3));
     const buckets = await coll.buckets.find().toArray();
-    // The first bucket keeps only its acknowledged measurement; t(3) went to a new bucket.
-    expect(buckets.map((b) => (b.data as { i: Record<string, number> }).i)).toEqual([{ '0': 0 }, { '0': 3 }]);
+    // The catalog forgot the bucket; the next measurement reopened it from storage, where only the
+    // acknowledged measurement is, and appended after it.
+    expect(buckets.map((b) => (b.data as { i: Record<string, number> }).i)).toEqual([{ '0': 0, '1': 3 }]);
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketsReopened).toBe(1);
+    expect(stats.numBucketsQueried).toBe(1);
   });
 
   it('a guarded update that matches nothing moves the batch to a new bucket', async () => {

@@ -1,0 +1,189 @@
+/**
+ * BSONColumn benchmark: storage per measurement (compressed bucket vs version-1 bucket vs one document
+ * per measurement) and encode/decode throughput, on a TSBS cpu-only-like dataset and on integer counters.
+ *
+ * Run alone: `npx tsx bench/bson-column.bench.ts [--quick]`.
+ */
+import { pathToFileURL } from 'node:url';
+
+import { ObjectId, calculateObjectSize } from 'bson';
+
+import { BSONColumn } from '../src/bucket-format/bson-column/bson-column.js';
+import { compressBucket } from '../src/bucket-format/bucket-compression.js';
+
+const kIntervalMs = 10_000;
+// Granularity "seconds": a bucket spans at most 3600 s, so 360 measurements at a 10 s interval.
+const kPerBucket = 360;
+
+/** Deterministic PRNG (mulberry32) so runs are comparable. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Dataset {
+  readonly name: string;
+  readonly meta: Record<string, unknown>;
+  readonly times: Date[];
+  /** Column name -> values. */
+  readonly columns: ReadonlyMap<string, unknown[]>;
+}
+
+const cpuFields = [
+  'usage_user',
+  'usage_system',
+  'usage_idle',
+  'usage_nice',
+  'usage_iowait',
+  'usage_irq',
+  'usage_softirq',
+  'usage_steal',
+  'usage_guest',
+  'usage_guest_nice',
+];
+
+function times(n: number, start: number): Date[] {
+  return Array.from({ length: n }, (_, i) => new Date(start + i * kIntervalMs));
+}
+
+/** TSBS cpu-only: host tags as meta; 10 percentages as a bounded random walk with 1–2 decimals. */
+function cpuOnly(seed: number): Dataset {
+  const r = rng(seed);
+  const columns = new Map<string, unknown[]>();
+  for (const [k, field] of cpuFields.entries()) {
+    const decimals = k % 2 === 0 ? 100 : 10;
+    let v = r() * 100;
+    columns.set(
+      field,
+      Array.from({ length: kPerBucket }, () => {
+        v = Math.min(100, Math.max(0, v + (r() - 0.5) * 10));
+        return Math.round(v * decimals) / decimals;
+      }),
+    );
+  }
+  const meta = {
+    hostname: `host_${seed}`,
+    region: 'eu-central-1',
+    datacenter: 'eu-central-1a',
+    rack: '6',
+    os: 'Ubuntu16.04LTS',
+    arch: 'x64',
+    team: 'SF',
+    service: '19',
+    service_version: '1',
+    service_environment: 'test',
+  };
+  return {
+    name: 'TSBS cpu-only (10 float metrics)',
+    meta,
+    times: times(kPerBucket, 1_451_606_400_000),
+    columns,
+  };
+}
+
+/** 10 monotonically increasing integer counters (bytes, packets, errors...). */
+function counters(seed: number): Dataset {
+  const r = rng(seed);
+  const columns = new Map<string, unknown[]>();
+  for (let k = 0; k < 10; k++) {
+    let v = Math.floor(r() * 1e6);
+    const rate = [1, 10, 1000, 100000][k % 4]!;
+    columns.set(
+      `counter_${k}`,
+      Array.from({ length: kPerBucket }, () => (v += Math.floor(r() * rate))),
+    );
+  }
+  return {
+    name: 'integer counters (10 int32 metrics)',
+    meta: { host: `host_${seed}` },
+    times: times(kPerBucket, 1_451_606_400_000),
+    columns,
+  };
+}
+
+function v1Bucket(d: Dataset): Record<string, unknown> {
+  const data: Record<string, unknown> = { time: Object.fromEntries(d.times.map((t, i) => [String(i), t])) };
+  const min: Record<string, unknown> = { time: d.times[0] };
+  const max: Record<string, unknown> = { time: d.times[d.times.length - 1] };
+  for (const [field, values] of d.columns) {
+    data[field] = Object.fromEntries(values.map((v, i) => [String(i), v]));
+    min[field] = values.reduce((a, b) => ((a as number) < (b as number) ? a : b));
+    max[field] = values.reduce((a, b) => ((a as number) > (b as number) ? a : b));
+  }
+  return { _id: new ObjectId(), control: { version: 1, min, max }, meta: d.meta, data };
+}
+
+function rowBytes(d: Dataset): number {
+  let total = 0;
+  for (let i = 0; i < d.times.length; i++) {
+    const row: Record<string, unknown> = { _id: new ObjectId(), time: d.times[i], tags: d.meta };
+    for (const [field, values] of d.columns) row[field] = values[i];
+    total += calculateObjectSize(row);
+  }
+  return total;
+}
+
+function measureStorage(d: Dataset): void {
+  const v1 = v1Bucket(d);
+  const result = compressBucket(v1, 'time');
+  if (result.kind === 'failed') throw result.error;
+  const n = d.times.length;
+  const fmt = (x: number): string => (x / n).toFixed(1).padStart(8);
+  console.log(`  ${d.name}, ${n} measurements per bucket; bytes per measurement:`);
+  console.log(`    ${'compressed bucket (v2)'.padEnd(30)}${fmt(result.bytesAfter)}`);
+  console.log(`    ${'uncompressed bucket (v1)'.padEnd(30)}${fmt(result.bytesBefore)}`);
+  console.log(`    ${'one document per measurement'.padEnd(30)}${fmt(rowBytes(d))}`);
+  console.log(
+    `    ratios: v1/v2 ${(result.bytesBefore / result.bytesAfter).toFixed(1)}x, rows/v2 ${(rowBytes(d) / result.bytesAfter).toFixed(1)}x`,
+  );
+}
+
+function measureThroughput(d: Dataset, quick: boolean): void {
+  const columns = [d.times as unknown[], ...d.columns.values()];
+  const encoded = columns.map((c) => BSONColumn.encode(c));
+  const values = columns.reduce((a, c) => a + c.length, 0);
+  const minMs = quick ? 200 : 1500;
+  const rate = (f: () => void): number => {
+    let runs = 0;
+    const start = performance.now();
+    let elapsed = 0;
+    while (elapsed < minMs) {
+      f();
+      runs++;
+      elapsed = performance.now() - start;
+    }
+    return (runs * values) / (elapsed / 1000);
+  };
+  const enc = rate(() => {
+    for (const c of columns) BSONColumn.encode(c);
+  });
+  const dec = rate(() => {
+    for (const b of encoded) BSONColumn.decode(b);
+  });
+  const m = (x: number): string => `${(x / 1e6).toFixed(2)} M values/s`;
+  console.log(`    encode ${m(enc)}, decode ${m(dec)}`);
+}
+
+/**
+ * Print the BSONColumn storage and throughput figures.
+ *
+ * @param quick - shorter timing loops (for CI smoke runs).
+ */
+export async function runBsonColumnBench(quick: boolean): Promise<void> {
+  console.log('BSONColumn');
+  for (const d of [cpuOnly(1), counters(2)]) {
+    measureStorage(d);
+    measureThroughput(d, quick);
+  }
+  await Promise.resolve();
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await runBsonColumnBench(process.argv.includes('--quick'));
+}

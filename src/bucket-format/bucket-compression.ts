@@ -1,0 +1,247 @@
+/**
+ * Compression of time-series buckets: version 1 (one object per field, keyed by row index) to version 2
+ * (one BSONColumn per field, rows sorted by time), and back (BSONCOLUMN.md §5, MONGODB-INTERNALS.md §1.3;
+ * the server's `bucket_compression.cpp`).
+ *
+ * @packageDocumentation
+ */
+import { Binary, calculateObjectSize, serialize } from 'bson';
+
+import { TimeseriesError } from '../errors.js';
+import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
+import { BSONColumn } from './bson-column/bson-column.js';
+
+/** Result of {@link compressBucket}. */
+export type CompressBucketResult =
+  | {
+      /** The bucket was compressed. */
+      readonly kind: 'compressed';
+      /** The version-2 bucket document. */
+      readonly doc: Record<string, unknown>;
+      /** BSON size of the version-1 document. */
+      readonly bytesBefore: number;
+      /** BSON size of `doc`. */
+      readonly bytesAfter: number;
+    }
+  | {
+      /** Compression worked but did not make the bucket smaller; keep version 1. */
+      readonly kind: 'notSmaller';
+      /** BSON size of the version-1 document. */
+      readonly bytesBefore: number;
+      /** BSON size the version-2 document would have. */
+      readonly bytesAfter: number;
+    }
+  | {
+      /** The bucket cannot be compressed (malformed columns, a time that is not a Date...); keep version 1. */
+      readonly kind: 'failed';
+      /** Why. */
+      readonly error: TimeseriesError;
+    };
+
+/** Options of {@link compressBucket}. */
+export interface CompressBucketOptions {
+  /**
+   * Decode every column after encoding and compare it with the input, as the server does before it
+   * replaces a bucket; a mismatch gives `failed`.
+   *
+   * @defaultValue `true`
+   */
+  readonly validate?: boolean;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return (
+    v !== null && typeof v === 'object' && !Array.isArray(v) && !('_bsontype' in v) && !(v instanceof Date)
+  );
+}
+
+function fail(message: string, cause?: unknown): CompressBucketResult {
+  return {
+    kind: 'failed',
+    error: new TimeseriesError(
+      'TimeseriesBucketCompressionFailed',
+      `Failed to compress bucket: ${message}`,
+      cause === undefined ? {} : { cause },
+    ),
+  };
+}
+
+/** Row index of a v1 column key: the canonical decimal form only ("0", "1", ... not "01"). */
+function rowIndex(key: string): number {
+  if (!/^(0|[1-9][0-9]{0,8})$/.test(key)) return -1;
+  return Number(key);
+}
+
+function columnBinary(values: ReadonlyArray<unknown>): Binary {
+  return new Binary(BSONColumn.encode(values), Binary.SUBTYPE_COLUMN);
+}
+
+function sameBson(a: unknown, b: unknown): boolean {
+  // Compare through BSON bytes: that is what "equal" means for stored values.
+  const x = serialize({ v: a });
+  const y = serialize({ v: b });
+  return x.length === y.length && x.every((byte, i) => byte === y[i]);
+}
+
+/**
+ * Compress a version-1 bucket document into version 2.
+ *
+ * The rows are sorted by time (a stable sort: rows with equal times keep their order). The result has
+ * `_id`, then `control` with `version` replaced in place by 2 and `count` (an int32, a JS number)
+ * appended last, then the other top-level fields (`meta`) unchanged, then `data` with the time column
+ * first and the other columns in their original order, each a `Binary` of subtype 7 with exactly
+ * `count` entries (a row without the field is a missing entry).
+ *
+ * @param doc - a version-1 bucket: `{ _id, control: { version: 1, min, max, ... }, meta?, data: { <field>: { "0": v, ... } } }`.
+ * @param timeField - the collection's time field.
+ * @param options - validation.
+ * @returns `compressed` with the new document and sizes, `notSmaller` when version 2 would not be
+ *   smaller, or `failed` when the bucket cannot be compressed.
+ * @example
+ * ```ts
+ * const r = compressBucket(bucket, 'time');
+ * if (r.kind === 'compressed') await buckets.replaceOne({ _id: bucket._id }, r.doc);
+ * ```
+ */
+export function compressBucket(
+  doc: Readonly<Record<string, unknown>>,
+  timeField: string,
+  options: CompressBucketOptions = {},
+): CompressBucketResult {
+  const control = getOwnField(doc, 'control');
+  const data = getOwnField(doc, 'data');
+  if (!isPlainObject(control)) return fail('control is not an object');
+  if (Number(getOwnField(control, 'version')) !== 1) return fail('control.version is not 1');
+  if (!isPlainObject(data)) return fail('data is not an object');
+  const timeColumn = getOwnField(data, timeField);
+  if (!isPlainObject(timeColumn)) return fail(`data.${timeField} is not an object`);
+
+  // The time column defines the rows: keys "0".."n-1" in order, every value a Date.
+  const timeKeys = Object.keys(timeColumn);
+  const n = timeKeys.length;
+  const times: number[] = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    if (timeKeys[i] !== String(i)) return fail(`data.${timeField} has unordered or missing row keys`);
+    const t = timeColumn[timeKeys[i] ?? 0];
+    if (!(t instanceof Date)) return fail(`data.${timeField}.${i} is not a Date`);
+    times[i] = t.getTime();
+  }
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (times[a] ?? 0) - (times[b] ?? 0));
+
+  // Other columns, aligned by row index.
+  const columns: Array<[string, unknown[]]> = [];
+  for (const field of Object.keys(data)) {
+    if (field === timeField) continue;
+    const column = data[field];
+    if (!isPlainObject(column)) return fail(`data.${field} is not an object`);
+    const byRow: unknown[] = new Array<unknown>(n).fill(undefined);
+    let last = -1;
+    for (const key of Object.keys(column)) {
+      const row = rowIndex(key);
+      if (row <= last || row >= n)
+        return fail(`data.${field} has unordered keys or more entries than the time column`);
+      last = row;
+      const v = column[key];
+      // A stored undefined is written as null by BSON; keep it a value, not a missing entry.
+      byRow[row] = v === undefined ? null : v;
+    }
+    columns.push([field, order.map((row) => byRow[row])]);
+  }
+
+  const sortedTimes = order.map((row) => timeColumn[String(row)]);
+  let newData: Record<string, unknown>;
+  try {
+    newData = {};
+    defineField(newData, timeField, columnBinary(sortedTimes));
+    for (const [field, values] of columns) defineField(newData, field, columnBinary(values));
+    if (options.validate ?? true) {
+      const check = (field: string, values: ReadonlyArray<unknown>): void => {
+        const binary = newData[field] as Binary;
+        const decoded = BSONColumn.decode(binary.buffer.subarray(0, binary.position), { maxCount: n });
+        if (
+          decoded.length !== n ||
+          !decoded.every(
+            (v, i) =>
+              sameBson(v ?? null, values[i] ?? null) && (v === undefined) === (values[i] === undefined),
+          )
+        ) {
+          throw new TimeseriesError(
+            'TimeseriesBucketCompressionFailed',
+            `column ${field} does not round-trip`,
+          );
+        }
+      };
+      check(timeField, sortedTimes);
+      for (const [field, values] of columns) check(field, values);
+    }
+  } catch (cause) {
+    return fail(cause instanceof Error ? cause.message : 'encoding error', cause);
+  }
+
+  const newControl = {};
+  for (const key of Object.keys(control)) defineField(newControl, key, key === 'version' ? 2 : control[key]);
+  defineField(newControl, 'count', n);
+
+  const out = {};
+  if (hasOwnField(doc, '_id')) defineField(out, '_id', doc['_id']);
+  defineField(out, 'control', newControl);
+  for (const key of Object.keys(doc)) {
+    if (key !== '_id' && key !== 'control' && key !== 'data') defineField(out, key, doc[key]);
+  }
+  defineField(out, 'data', newData);
+
+  const bytesBefore = calculateObjectSize(doc);
+  const bytesAfter = calculateObjectSize(out);
+  if (bytesAfter >= bytesBefore) return { kind: 'notSmaller', bytesBefore, bytesAfter };
+  return { kind: 'compressed', doc: out, bytesBefore, bytesAfter };
+}
+
+/**
+ * The version-1 equivalent of a bucket: for version 2 or 3, every `data` column decoded into an object
+ * keyed by row index ("0", "1", ...; missing entries have no key), `control.version` set to 1 in place
+ * and `control.count` removed. A version-1 bucket is returned unchanged.
+ *
+ * Rows keep their stored order (sorted by time for version 2, arbitrary for version 3).
+ *
+ * @param doc - a bucket document.
+ * @returns a version-1 bucket document.
+ * @throws TimeseriesError (`InvalidTimeseriesBucket`) when the document is not a bucket, or (`BadValue`)
+ *   when a column is malformed.
+ */
+export function decompressBucket(doc: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const control = getOwnField(doc, 'control');
+  const data = getOwnField(doc, 'data');
+  if (!isPlainObject(control) || !isPlainObject(data)) {
+    throw new TimeseriesError('InvalidTimeseriesBucket', 'bucket document without control or data object');
+  }
+  const version = Number(getOwnField(control, 'version'));
+  if (version === 1) return doc;
+  if (version !== 2 && version !== 3) {
+    throw new TimeseriesError('InvalidTimeseriesBucket', `unsupported bucket version ${String(version)}`);
+  }
+  const countValue = getOwnField(control, 'count');
+  const count = countValue === undefined ? Infinity : Number(countValue);
+  const newData = {};
+  for (const field of Object.keys(data)) {
+    const column = data[field];
+    if (!(column instanceof Binary) || column.sub_type !== Binary.SUBTYPE_COLUMN) {
+      throw new TimeseriesError('InvalidTimeseriesBucket', `data.${field} is not a BSONColumn binary`, {
+        field,
+      });
+    }
+    const values = BSONColumn.decode(column.buffer.subarray(0, column.position), { maxCount: count });
+    const rows = {};
+    for (let i = 0; i < values.length; i++)
+      if (values[i] !== undefined) defineField(rows, String(i), values[i]);
+    defineField(newData, field, rows);
+  }
+  const newControl = {};
+  for (const key of Object.keys(control)) {
+    if (key !== 'count') defineField(newControl, key, key === 'version' ? 1 : control[key]);
+  }
+  const out = {};
+  for (const key of Object.keys(doc)) {
+    defineField(out, key, key === 'control' ? newControl : key === 'data' ? newData : doc[key]);
+  }
+  return out;
+}

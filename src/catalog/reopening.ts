@@ -1,0 +1,326 @@
+/**
+ * Bucket reopening (INTERNALS §9; `bucket_catalog_internal.cpp` `findArchivedCandidate`,
+ * `getQueryReopeningCandidate`, `rehydrateBucket`, `reopenBucket`): late measurements go back into a
+ * bucket already on disk instead of a new, tiny one.
+ *
+ * - Archive-based: the series' archived record with the largest start `<= t` and `t - start < span` is
+ *   fetched by `_id` (`numBucketsFetched` / `numBucketFetchesFailed`).
+ * - Query-based: when no archived candidate exists and the series has no open bucket (or its open bucket
+ *   rolled over for time backward), the buckets collection is queried for a bucket of the series whose
+ *   window contains `t`, not closed, not full, under the size limit — only when the `{meta, time}` index
+ *   exists (`numBucketsQueried` / `numBucketQueriesFailed`).
+ * - The document is rehydrated (min/max and schema from `control.min`/`control.max`, count from the time
+ *   column) and installed: the series' current bucket is closed (`numBucketsClosedDueToReopening`).
+ *
+ * A compressed (version 2 or 3) bucket is first rewritten uncompressed, guarded on its version and count,
+ * since open buckets are appended to as version 1.
+ *
+ * @packageDocumentation
+ */
+import { calculateObjectSize, ObjectId } from 'bson';
+
+import { decompressBucket } from '../bucket-format/bucket-compression.js';
+import { minMaxFromDocuments } from '../bucket-format/min-max.js';
+import { schemaFromDocuments } from '../bucket-format/schema.js';
+import type { StoredBucket } from '../storage/storage.js';
+import { getOwnField, hasOwnField } from '../util/safe-record.js';
+import type { Bucket } from './bucket.js';
+import type { BucketingOptions, CatalogState, CollectionState } from './bucket-catalog-internal.js';
+import { closeOpenBucket } from './bucket-catalog-internal.js';
+import { makeBucketId } from './bucket-identifiers.js';
+import type { BucketKey } from './bucket-identifiers.js';
+import { makeBucketMetadata } from './bucket-metadata.js';
+import { bucketMemoryUsage } from './memory-usage.js';
+import type { ArchivedBucket, StripeLock } from './stripe.js';
+
+/** Where the catalog reads bucket documents from when it reopens them (the engine's storage). */
+export interface ReopeningSource {
+  /**
+   * The bucket document with this `_id`, if stored.
+   *
+   * @param id - the bucket id.
+   */
+  fetchBucket(id: ObjectId): Promise<StoredBucket | undefined>;
+  /**
+   * Bucket documents matching `filter`, in storage order, read lazily.
+   *
+   * @param filter - a MongoDB filter over bucket fields.
+   */
+  queryBuckets(filter: Readonly<Record<string, unknown>>): AsyncIterable<StoredBucket>;
+  /**
+   * Replace the document matching `filter` (a direct write: the uncompressed form of a compressed bucket
+   * being reopened).
+   *
+   * @param filter - `_id` plus guard conditions.
+   * @param doc - the new document.
+   * @returns whether a document matched.
+   */
+  replaceBucket(filter: Readonly<Record<string, unknown>>, doc: StoredBucket): Promise<boolean>;
+}
+
+/** What to look for on disk. */
+export type ReopeningRequest =
+  | { readonly kind: 'archived'; readonly record: ArchivedBucket }
+  | { readonly kind: 'query'; readonly filter: Readonly<Record<string, unknown>> };
+
+/**
+ * Take the archived record of `key` that can hold time `timeMs`: the largest start `<= timeMs` with
+ * `timeMs - start < span`. The record is removed from the archive (it is either reopened or gone).
+ *
+ * The record no longer counts as an active bucket; installing the reopened bucket counts it again.
+ *
+ * @param state - the catalog.
+ * @param lock - the series' stripe, held.
+ * @param coll - the collection.
+ * @param key - the series.
+ * @param timeMs - the measurement time.
+ * @param maxSpanSeconds - the collection's span.
+ * @returns the record, or `undefined`.
+ */
+export function takeArchivedCandidate(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  key: BucketKey,
+  timeMs: number,
+  maxSpanSeconds: number,
+): ArchivedBucket | undefined {
+  const records = lock.stripe.archivedBuckets.get(key.signature);
+  if (records === undefined) return undefined;
+  let best: ArchivedBucket | undefined;
+  for (const record of records.values()) {
+    if (record.startMs <= timeMs && (best === undefined || record.startMs > best.startMs)) best = record;
+  }
+  if (best === undefined || timeMs - best.startMs >= maxSpanSeconds * 1000) return undefined;
+  records.delete(best.startMs);
+  if (records.size === 0) lock.stripe.archivedBuckets.delete(key.signature);
+  state.memoryUsage -= best.memoryUsage;
+  coll.stats.addActiveBuckets(-1);
+  return best;
+}
+
+/**
+ * The query-based reopening filter of INTERNALS §9.2 (the size condition is checked on the results).
+ *
+ * @param options - the collection's bucketing options.
+ * @param params - `timeseriesBucketMaxCount`.
+ * @param hasMeta - whether the series has a meta value.
+ * @param normalizedMeta - its normalised value.
+ * @param timeMs - the measurement time.
+ * @returns a MongoDB filter over bucket fields.
+ */
+export function reopeningQueryFilter(
+  options: BucketingOptions,
+  params: { readonly timeseriesBucketMaxCount: number },
+  hasMeta: boolean,
+  normalizedMeta: unknown,
+  timeMs: number,
+): Readonly<Record<string, unknown>> {
+  const t = options.timeField;
+  return {
+    $and: [
+      { $or: [{ 'control.closed': { $exists: false } }, { 'control.closed': false }] },
+      // Not full: version 1 has no count (its time column must not reach the last index); 2 and 3 do.
+      {
+        $or: [
+          { 'control.count': { $exists: false } },
+          { 'control.count': { $lt: params.timeseriesBucketMaxCount } },
+        ],
+      },
+      { [`control.min.${t}`]: { $lte: new Date(timeMs) } },
+      { [`control.min.${t}`]: { $gt: new Date(timeMs - options.bucketMaxSpanSeconds * 1000) } },
+      hasMeta ? { meta: normalizedMeta } : { meta: { $exists: false } },
+      {
+        $or: [
+          { 'control.version': { $ne: 1 } },
+          { [`data.${t}.${params.timeseriesBucketMaxCount - 1}`]: { $exists: false } },
+        ],
+      },
+    ],
+  };
+}
+
+/** Outcome of {@link findReopeningCandidate}. */
+export type ReopeningCandidate =
+  { readonly kind: 'found'; readonly doc: StoredBucket } | { readonly kind: 'notFound' };
+
+/**
+ * Read the candidate document for a request and count the attempt.
+ *
+ * @param coll - the collection (for statistics).
+ * @param source - the storage.
+ * @param request - archived record or query.
+ * @param maxSize - `timeseriesBucketMaxSize`: query results at or above it are skipped.
+ * @returns the document, if any.
+ */
+export async function findReopeningCandidate(
+  coll: CollectionState,
+  source: ReopeningSource,
+  request: ReopeningRequest,
+  maxSize: number,
+): Promise<ReopeningCandidate> {
+  switch (request.kind) {
+    case 'archived': {
+      const doc = await source.fetchBucket(request.record.oid);
+      coll.stats.inc(doc === undefined ? 'numBucketFetchesFailed' : 'numBucketsFetched');
+      return doc === undefined ? { kind: 'notFound' } : { kind: 'found', doc };
+    }
+    case 'query': {
+      for await (const doc of source.queryBuckets(request.filter)) {
+        if (calculateObjectSize(doc) < maxSize) {
+          coll.stats.inc('numBucketsQueried');
+          return { kind: 'found', doc };
+        }
+      }
+      coll.stats.inc('numBucketQueriesFailed');
+      return { kind: 'notFound' };
+    }
+    default: {
+      const never: never = request;
+      throw new TypeError(`unknown reopening request ${String(never)}`);
+    }
+  }
+}
+
+/**
+ * The version-1 form of a reopening candidate: compressed documents are decompressed and written back
+ * (guarded on `_id`, version and count, so a concurrent change wins); version 1 is returned as is.
+ *
+ * @param source - the storage.
+ * @param doc - the candidate document.
+ * @returns the version-1 document, or `undefined` when it could not be rewritten.
+ */
+export async function uncompressedForReopening(
+  source: ReopeningSource,
+  doc: StoredBucket,
+): Promise<StoredBucket | undefined> {
+  const control = doc.control as { version?: unknown; count?: unknown } | undefined;
+  if (control?.version === 1) return doc;
+  if (control?.version !== 2 && control?.version !== 3) return undefined;
+  let v1: StoredBucket;
+  try {
+    v1 = decompressBucket(doc);
+  } catch {
+    return undefined;
+  }
+  const replaced = await source.replaceBucket(
+    { _id: doc._id, 'control.version': control.version, 'control.count': control.count },
+    v1,
+  );
+  return replaced ? v1 : undefined;
+}
+
+/** Outcome of {@link rehydrateBucket}. */
+export type RehydrateResult =
+  { readonly kind: 'ok'; readonly bucket: Bucket } | { readonly kind: 'failed'; readonly reason: string };
+
+/**
+ * Rebuild an open bucket from a stored version-1 document (`rehydrateBucket`).
+ *
+ * @param key - the series the measurement belongs to.
+ * @param options - the collection's bucketing options.
+ * @param doc - the stored document.
+ * @returns the bucket, or why it cannot be reopened.
+ */
+export function rehydrateBucket(
+  key: BucketKey,
+  options: BucketingOptions,
+  doc: StoredBucket,
+): RehydrateResult {
+  const id = doc._id;
+  if (!(id instanceof ObjectId)) return { kind: 'failed', reason: 'bucket _id is not an ObjectId' };
+  const control = doc.control as Record<string, unknown> | undefined;
+  if (control === undefined || typeof control !== 'object') return { kind: 'failed', reason: 'no control' };
+  if (control.closed === true) {
+    return { kind: 'failed', reason: 'Bucket has been marked closed and is not eligible for reopening' };
+  }
+  if (control.version !== 1) return { kind: 'failed', reason: 'the bucket must be uncompressed first' };
+  const hasMeta = hasOwnField(doc, 'meta');
+  const metadata = makeBucketMetadata(hasMeta ? doc.meta : undefined);
+  if (metadata.key !== key.metaKey) return { kind: 'failed', reason: 'meta does not match the series' };
+  const min = control.min as Record<string, unknown>;
+  const max = control.max as Record<string, unknown>;
+  const start = getOwnField(min, options.timeField);
+  const data = doc.data as Record<string, Record<string, unknown>> | undefined;
+  const timeColumn = data === undefined ? undefined : getOwnField(data, options.timeField);
+  if (!(start instanceof Date) || typeof timeColumn !== 'object' || timeColumn === null) {
+    return { kind: 'failed', reason: 'missing time field in control.min or data' };
+  }
+  const schema = schemaFromDocuments(min, max);
+  if (schema.kind !== 'ok') return { kind: 'failed', reason: 'mixed-schema bucket' };
+  const count = Object.keys(timeColumn).length;
+  const bucket: Bucket = {
+    id: makeBucketId(key.ns, id),
+    key,
+    hasMeta,
+    normalizedMeta: metadata.normalizedMeta,
+    startMs: start.getTime(),
+    maxSpanSeconds: options.bucketMaxSpanSeconds,
+    minMax: minMaxFromDocuments(min, max),
+    schema: schema.schema,
+    size: calculateObjectSize(doc),
+    numMeasurements: count,
+    numCommittedMeasurements: count,
+    fieldNames: new Set(Object.keys(data as object)),
+    uncommittedFieldNames: new Set(),
+    batches: new Set(),
+    openBatches: new Map(),
+    preparedBatch: undefined,
+    rolloverAction: 'none',
+    rolloverReason: 'none',
+    keptOpenDueToLargeMeasurements: false,
+    state: 'normal',
+    memoryUsage: 0,
+    pendingOpenedDueToMetadata: false,
+  };
+  return { kind: 'ok', bucket };
+}
+
+/**
+ * Install a rehydrated bucket as its series' current bucket (`reopenBucket`): the current bucket is
+ * closed (or, with batches in flight, soft-closed once they finish); if the bucket is already open in
+ * memory, that copy is used instead (`numDuplicateBucketsReopened`).
+ *
+ * @param state - the catalog.
+ * @param lock - the series' stripe, held.
+ * @param coll - the collection.
+ * @param bucket - the rehydrated bucket.
+ * @returns the bucket now open for the series.
+ */
+export function installReopenedBucket(
+  state: CatalogState,
+  lock: StripeLock,
+  coll: CollectionState,
+  bucket: Bucket,
+): Bucket {
+  const stripe = lock.stripe;
+  const existing = stripe.openBucketsById.get(bucket.id.hex);
+  if (existing !== undefined) {
+    coll.stats.inc('numDuplicateBucketsReopened');
+    return existing;
+  }
+  const series = stripe.openBucketsByKey.get(bucket.key.signature);
+  for (const other of series ?? []) {
+    if (other.rolloverAction !== 'none') continue;
+    coll.stats.inc('numBucketsClosedDueToReopening');
+    if (other.batches.size === 0 && other.preparedBatch === undefined) {
+      closeOpenBucket(state, lock, coll, other, 'closed');
+    } else {
+      other.rolloverAction = 'softClose';
+      other.rolloverReason = 'timeForward';
+    }
+  }
+  stripe.openBucketsById.set(bucket.id.hex, bucket);
+  let set = stripe.openBucketsByKey.get(bucket.key.signature);
+  if (set === undefined) {
+    set = new Set();
+    stripe.openBucketsByKey.set(bucket.key.signature, set);
+  }
+  set.add(bucket);
+  stripe.idleBuckets.set(bucket.id.hex, bucket);
+  bucket.memoryUsage = bucketMemoryUsage(bucket);
+  state.memoryUsage += bucket.memoryUsage;
+  coll.stats.addActiveBuckets(1);
+  coll.stats.inc('numBucketsReopened');
+  return bucket;
+}

@@ -1,0 +1,115 @@
+/**
+ * Compression of closed buckets (INTERNALS §1.3, BSONCOLUMN.md §5; MongoDB 5.2–7.x "compression on
+ * close"): when the catalog closes a bucket, the writer that closed it rewrites the stored version-1
+ * document as version 2 before its insert call returns — unless compression fails or would not make the
+ * document smaller, in which case it stays version 1.
+ *
+ * The rewrite is a direct write guarded on `control.version: 1` and the measurement count the bucket was
+ * closed with: if anything changed the document meanwhile, it is left alone.
+ *
+ * @packageDocumentation
+ */
+import type { ObjectId } from 'bson';
+
+import type { BucketCatalog } from '../catalog/bucket-catalog.js';
+import { compressBucket } from '../bucket-format/bucket-compression.js';
+import type { Storage } from '../storage/storage.js';
+
+/** A bucket closed by the catalog, waiting to be compressed. */
+export interface ClosedBucket {
+  /** Namespace of the time-series collection. */
+  readonly ns: string;
+  /** The bucket's `_id`. */
+  readonly oid: ObjectId;
+}
+
+/** Where a collection's buckets are and how to read them. */
+export interface CompressionTarget {
+  /** Namespace of the buckets collection. */
+  readonly bucketsNs: string;
+  /** The time field. */
+  readonly timeField: string;
+}
+
+/**
+ * Closed buckets queued for compression, drained by writers before their insert call returns.
+ */
+export class ClosedBucketCompressor {
+  readonly #queue: ClosedBucket[] = [];
+  readonly #storage: Storage;
+  readonly #catalog: () => BucketCatalog;
+  readonly #target: (ns: string) => CompressionTarget | undefined;
+
+  /**
+   * @param storage - where buckets are stored.
+   * @param catalog - the catalog whose statistics record the outcomes.
+   * @param target - the buckets namespace and time field of a collection (undefined once dropped).
+   */
+  constructor(
+    storage: Storage,
+    catalog: () => BucketCatalog,
+    target: (ns: string) => CompressionTarget | undefined,
+  ) {
+    this.#storage = storage;
+    this.#catalog = catalog;
+    this.#target = target;
+  }
+
+  /**
+   * Queue a closed bucket (the catalog's close hook).
+   *
+   * @param ns - namespace of the collection.
+   * @param oid - the bucket's `_id`.
+   */
+  enqueue(ns: string, oid: ObjectId): void {
+    this.#queue.push({ ns, oid });
+  }
+
+  /** Compress every queued bucket. Never throws: a failure leaves the bucket as version 1. */
+  async drain(): Promise<void> {
+    for (let next = this.#queue.shift(); next !== undefined; next = this.#queue.shift()) {
+      await this.#compress(next);
+    }
+  }
+
+  async #compress({ ns, oid }: ClosedBucket): Promise<void> {
+    const target = this.#target(ns);
+    if (target === undefined) return;
+    let doc: Record<string, unknown> | undefined;
+    for await (const found of this.#storage.find(
+      target.bucketsNs,
+      { _id: oid, 'control.version': 1 },
+      { limit: 1 },
+    )) {
+      doc = found;
+    }
+    if (doc === undefined) return;
+    const result = compressBucket(doc, target.timeField);
+    const catalog = this.#catalog();
+    switch (result.kind) {
+      case 'compressed': {
+        const count = (result.doc.control as { count: number }).count;
+        const replaced = await this.#storage
+          .replaceOne(
+            target.bucketsNs,
+            { _id: oid, 'control.version': 1, [`data.${target.timeField}.${count}`]: { $exists: false } },
+            result.doc,
+          )
+          .catch(() => ({ kind: 'notMatched' as const }));
+        if (replaced.kind === 'updated')
+          catalog.recordCompression(ns, 'compressed', result.bytesBefore, result.bytesAfter);
+        return;
+      }
+      case 'notSmaller':
+        catalog.recordCompression(ns, 'notSmaller', result.bytesBefore, result.bytesAfter);
+        return;
+      case 'failed':
+        catalog.recordCompression(ns, 'failed', 0, 0);
+        return;
+      default: {
+        const never: never = result;
+        throw new TypeError(`unknown compression result ${String(never)}`);
+      }
+    }
+  }
+}

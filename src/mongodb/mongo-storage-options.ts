@@ -1,0 +1,183 @@
+/**
+ * Options of `MongoStorage`, resolved once into a frozen config (STYLE rule 6): nothing downstream reads a
+ * raw option.
+ *
+ * @packageDocumentation
+ */
+import { TimeseriesError } from '../errors.js';
+
+/**
+ * Where bucket documents go on the server.
+ *
+ * - `'timeseries'`: `createNamespace` creates a native time-series collection `<name>` with the same
+ *   options and bucket documents are written to its `system.buckets.<name>`; the server's own view
+ *   (`db.<name>.find()`) reads what tsbuckets wrote.
+ * - `'buckets'`: a plain collection `<name>.buckets`, for deployments without native time-series
+ *   collections (older servers, MongoDB-compatible services); read through the tsbuckets reader.
+ */
+export type MongoStorageMode = 'timeseries' | 'buckets';
+
+/** The modes, for validation and exhaustive tables. */
+export const kMongoStorageModes: ReadonlyArray<MongoStorageMode> = Object.freeze(['timeseries', 'buckets']);
+
+/**
+ * Retries of transient driver errors (network errors, server selection timeouts, errors labelled
+ * `RetryableWriteError` or `TransientTransactionError`). The driver's own single retry (`retryWrites`,
+ * `retryReads`) happens first; these retries come on top of it.
+ *
+ * The delay before retry `k` (0-based) is drawn uniformly from `[0, min(maxDelayMs, initialDelayMs * 2^k))`
+ * ("full jitter" exponential backoff), so that writers that failed together do not retry together.
+ */
+export interface MongoStorageRetryOptions {
+  /**
+   * How many times an operation is retried after a transient error (`0` disables retries). An operation
+   * is attempted at most `maxRetries + 1` times.
+   * @defaultValue 5
+   */
+  readonly maxRetries?: number;
+  /**
+   * Upper bound of the first retry's delay, in milliseconds; doubled for each further retry.
+   * @defaultValue 50
+   */
+  readonly initialDelayMs?: number;
+  /**
+   * Cap of the delay bound, in milliseconds.
+   * @defaultValue 2000
+   */
+  readonly maxDelayMs?: number;
+  /**
+   * Waits `ms` milliseconds. Injected by tests to run retries without timers.
+   * @defaultValue a `setTimeout`-based sleep whose timer does not keep the process alive
+   */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * A uniform random number in `[0, 1)`, for jitter. Injected by tests for exact delays.
+   * @defaultValue `Math.random`
+   */
+  readonly random?: () => number;
+}
+
+/** Options of `MongoStorage`. */
+export interface MongoStorageOptions {
+  /**
+   * Native time-series collections (`system.buckets.<name>`) or plain `<name>.buckets` collections.
+   * @defaultValue `'timeseries'`
+   */
+  readonly mode?: MongoStorageMode;
+  /**
+   * Retries of transient errors.
+   * @defaultValue `{ maxRetries: 5, initialDelayMs: 50, maxDelayMs: 2000 }`
+   */
+  readonly retry?: MongoStorageRetryOptions;
+}
+
+/** Validated retry options. Built only by {@link resolveMongoStorageOptions}. */
+export interface ResolvedRetryConfig {
+  /** Retries after the first attempt. */
+  readonly maxRetries: number;
+  /** Bound of the first delay, ms. */
+  readonly initialDelayMs: number;
+  /** Cap of the delay bound, ms. */
+  readonly maxDelayMs: number;
+  /** Sleep. */
+  readonly sleep: (ms: number) => Promise<void>;
+  /** Uniform random in `[0, 1)`. */
+  readonly random: () => number;
+}
+
+/** Validated, frozen options of `MongoStorage`. Built only by {@link resolveMongoStorageOptions}. */
+export interface ResolvedMongoStorageConfig {
+  /** The storage mode. */
+  readonly mode: MongoStorageMode;
+  /** Retry policy. */
+  readonly retry: ResolvedRetryConfig;
+}
+
+/** Default retry count. */
+export const kDefaultMaxRetries = 5;
+/** Default bound of the first delay, ms. */
+export const kDefaultInitialDelayMs = 50;
+/** Default cap of the delay bound, ms. */
+export const kDefaultMaxDelayMs = 2000;
+
+/**
+ * Sleep with a timer that does not keep the process alive (a retry must not delay process exit).
+ *
+ * @param ms - milliseconds.
+ * @returns a promise resolved after `ms`.
+ */
+export function unrefSleep(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    setTimeout(resolve, ms).unref();
+  });
+}
+
+/**
+ * Validate options and build the frozen config.
+ *
+ * @param options - the public options (all optional).
+ * @returns the resolved config.
+ * @throws {@link TimeseriesError} `BadValue` naming the option (`field`) for an unknown mode, a negative
+ *   or non-integer `maxRetries`, a negative or non-finite delay, `initialDelayMs > maxDelayMs`, or a
+ *   `sleep`/`random` that is not a function.
+ */
+export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): ResolvedMongoStorageConfig {
+  const mode = options.mode ?? 'timeseries';
+  if (!kMongoStorageModes.includes(mode)) {
+    throw new TimeseriesError(
+      'BadValue',
+      `MongoStorage mode must be 'timeseries' or 'buckets', got '${mode}'`,
+      {
+        field: 'mode',
+      },
+    );
+  }
+  const retry = options.retry ?? {};
+  const maxRetries = retry.maxRetries ?? kDefaultMaxRetries;
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
+    throw new TimeseriesError(
+      'BadValue',
+      `retry.maxRetries must be a non-negative integer, got ${String(maxRetries)}`,
+      {
+        field: 'retry.maxRetries',
+      },
+    );
+  }
+  const initialDelayMs = delayOption(retry.initialDelayMs, kDefaultInitialDelayMs, 'retry.initialDelayMs');
+  const maxDelayMs = delayOption(
+    retry.maxDelayMs,
+    Math.max(kDefaultMaxDelayMs, initialDelayMs),
+    'retry.maxDelayMs',
+  );
+  if (initialDelayMs > maxDelayMs) {
+    throw new TimeseriesError(
+      'BadValue',
+      `retry.initialDelayMs (${initialDelayMs}) must not exceed retry.maxDelayMs (${maxDelayMs})`,
+      { field: 'retry.initialDelayMs' },
+    );
+  }
+  const sleep = functionOption(retry.sleep, unrefSleep, 'retry.sleep');
+  const random = functionOption(retry.random, Math.random, 'retry.random');
+  return Object.freeze({
+    mode,
+    retry: Object.freeze({ maxRetries, initialDelayMs, maxDelayMs, sleep, random }),
+  });
+}
+
+function delayOption(value: number | undefined, fallback: number, field: string): number {
+  const v = value ?? fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    throw new TimeseriesError('BadValue', `${field} must be a finite number >= 0, got ${String(v)}`, {
+      field,
+    });
+  }
+  return v;
+}
+
+function functionOption<F>(value: F | undefined, fallback: F, field: string): F {
+  const v = value ?? fallback;
+  if (typeof v !== 'function') {
+    throw new TimeseriesError('BadValue', `${field} must be a function`, { field });
+  }
+  return v;
+}

@@ -1,0 +1,533 @@
+/**
+ * `MongoStorage`: bucket documents in a real MongoDB through the official driver (SPEC §8).
+ *
+ * @packageDocumentation
+ */
+import type {
+  CollectionInfo,
+  CreateCollectionOptions,
+  Document,
+  Filter,
+  FindOptions,
+  IndexSpecification,
+  TimeSeriesCollectionOptions,
+  UpdateFilter,
+} from 'mongodb';
+
+import { TimeseriesError, TsBucketsError } from '../errors.js';
+import type {
+  BucketFilter,
+  BucketUpdateDocument,
+  NamespaceOptions,
+  Storage,
+  StorageFindOptions,
+  StorageIndex,
+  StorageUpdateResult,
+  StoredBucket,
+} from '../storage/storage.js';
+import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument } from './bson-values.js';
+import type { MongoCollectionLike, MongoDbLike } from './driver-shape.js';
+import { isDuplicateKeyError, MongoStorageError } from './mongo-storage-error.js';
+import type { MongoStorageOperation } from './mongo-storage-error.js';
+import { resolveMongoStorageOptions } from './mongo-storage-options.js';
+import type {
+  MongoStorageMode,
+  MongoStorageOptions,
+  ResolvedMongoStorageConfig,
+} from './mongo-storage-options.js';
+import { serverNamespaceFor } from './namespaces.js';
+import type { ServerNamespace } from './namespaces.js';
+import { runWithRetries } from './retry.js';
+import { documentAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
+
+/** Server error codes handled as expected outcomes. */
+const kNamespaceNotFound = 26;
+const kIndexNotFound = 27;
+const kNamespaceExists = 48;
+const kIndexOptionsConflict = 85;
+const kIndexKeySpecsConflict = 86;
+
+/** A buckets namespace resolved to its driver collection (cached per namespace). */
+interface Target extends ServerNamespace {
+  readonly buckets: MongoCollectionLike;
+}
+
+/**
+ * A {@link Storage} keeping bucket documents in MongoDB through the official `mongodb` driver.
+ *
+ * - Mode `'timeseries'` (default): `createNamespace` creates a native time-series collection with the
+ *   same options and bucket documents are written to its `system.buckets.<name>`, so the server's own
+ *   view (`db.<name>.find()`) returns what tsbuckets wrote. Needs the privilege to write
+ *   `system.buckets` collections, and a server that still has them (see `docs/mongodb.md`).
+ * - Mode `'buckets'`: a plain collection `<name>.buckets` with the
+ *   `{meta: 1, 'control.min.<time>': 1, 'control.max.<time>': 1}` index when there is a metaField.
+ *
+ * Several processes may write to the same collections: a commit's update is one guarded single-document
+ * update (`notMatched` when another writer changed the bucket), and a duplicate `_id` on insert is a
+ * `TimeseriesError` `DuplicateKey` (the catalog retries with a new id). Transient errors are retried with
+ * bounded exponential backoff and jitter; a write whose reply was lost is checked against the stored
+ * bucket before it is reported as not applied, so a commit is never applied twice nor reported lost while
+ * stored. Other failures reject with a {@link MongoStorageError} whose `cause` is the driver's error.
+ *
+ * Values read back keep their BSON types (see `bson-values.ts`: int32 → `number`, double → `number` or,
+ * when integral, `Double`, int64 → `Long`).
+ *
+ * The database is the `Db` given here, whatever the engine's `dbName`. `close()` does not close the
+ * `MongoClient`: the application owns it.
+ *
+ * @example
+ * ```ts
+ * import { MongoClient } from 'mongodb';
+ * import { BucketEngine } from 'tsbuckets';
+ * import { MongoStorage } from 'tsbuckets/mongodb';
+ *
+ * const client = await MongoClient.connect(process.env.MONGODB_URI!);
+ * const db = client.db('metrics');
+ * const engine = new BucketEngine({ storage: new MongoStorage(db, { mode: 'timeseries' }), dbName: db.databaseName });
+ * const weather = await engine.createCollection('weather', { timeseries: { timeField: 'ts', metaField: 'sensor' } });
+ * await weather.insertMany([{ ts: new Date(), sensor: 'a', temp: 21.5 }]);
+ * await engine.close();
+ * await client.close();
+ * ```
+ */
+export class MongoStorage implements Storage {
+  /** The resolved, frozen options. */
+  readonly config: ResolvedMongoStorageConfig;
+  readonly #db: MongoDbLike;
+  readonly #targets = new Map<string, Target>();
+
+  /**
+   * @param db - a driver `Db` (or an object of the same shape, see {@link MongoDbLike}).
+   * @param options - mode and retry policy.
+   * @throws {@link TimeseriesError} `BadValue` naming the option for invalid options.
+   */
+  constructor(db: MongoDbLike, options: MongoStorageOptions = {}) {
+    this.#db = db;
+    this.config = resolveMongoStorageOptions(options);
+  }
+
+  /** The storage mode. */
+  get mode(): MongoStorageMode {
+    return this.config.mode;
+  }
+
+  /**
+   * The server collection holding the buckets of an engine namespace.
+   *
+   * @param ns - `<db>.system.buckets.<name>`.
+   * @returns `system.buckets.<name>` (mode `'timeseries'`) or `<name>.buckets` (mode `'buckets'`).
+   * @throws {@link TimeseriesError} `BadValue` for a namespace that is not a buckets namespace.
+   */
+  bucketsCollectionName(ns: string): string {
+    return serverNamespaceFor(this.config.mode, ns).bucketsCollectionName;
+  }
+
+  /**
+   * {@inheritDoc Storage.createNamespace}
+   *
+   * Mode `'timeseries'` creates the time-series collection (`create` with `timeseries` and
+   * `expireAfterSeconds`); mode `'buckets'` creates `<name>.buckets` and, with a metaField, its
+   * `{meta, control.min.<time>, control.max.<time>}` index. An existing collection with the same options
+   * is accepted.
+   *
+   * @throws {@link TimeseriesError} `NamespaceExists` if the collection exists with other options or of
+   *   another type; {@link MongoStorageError} for driver errors.
+   */
+  async createNamespace(ns: string, options: NamespaceOptions): Promise<void> {
+    const target = this.#target(ns);
+    const mode = this.config.mode;
+    switch (mode) {
+      case 'timeseries': {
+        const create: CreateCollectionOptions = {
+          timeseries: serverTimeseriesOptions(options.timeseries),
+          ...(options.expireAfterSeconds === undefined
+            ? {}
+            : { expireAfterSeconds: options.expireAfterSeconds }),
+        };
+        await this.#run('createNamespace', target.collectionName, () =>
+          this.#createCollection(target.collectionName, create, (info) =>
+            sameTimeseriesCollection(info, create),
+          ),
+        );
+        return;
+      }
+      case 'buckets': {
+        await this.#run('createNamespace', target.bucketsCollectionName, () =>
+          this.#createCollection(
+            target.bucketsCollectionName,
+            {},
+            (info) => (info.type ?? 'collection') === 'collection',
+          ),
+        );
+        const timeField = options.timeseries.timeField;
+        const metaField = options.timeseries.metaField;
+        if (typeof timeField === 'string' && typeof metaField === 'string') {
+          // The index MongoDB 6.3+ creates for a time-series collection with a metaField (query-based
+          // reopening and series/time lookups use it), with the same spec as the engine's.
+          await this.createIndex(ns, {
+            name: `${metaField}_1_${timeField}_1`,
+            key: { meta: 1, [`control.min.${timeField}`]: 1, [`control.max.${timeField}`]: 1 },
+            options: { originalSpec: { key: { [metaField]: 1, [timeField]: 1 } } },
+          });
+        }
+        return;
+      }
+      default: {
+        const never: never = mode;
+        throw new TypeError(`unknown MongoStorage mode ${String(never)}`);
+      }
+    }
+  }
+
+  /** {@inheritDoc Storage.dropNamespace} */
+  async dropNamespace(ns: string): Promise<void> {
+    const target = this.#target(ns);
+    // Mode 'timeseries' drops the time-series collection (view and buckets together).
+    const name = this.config.mode === 'timeseries' ? target.collectionName : target.bucketsCollectionName;
+    await this.#run('dropNamespace', name, async () => {
+      try {
+        await this.#db.dropCollection(name);
+      } catch (error) {
+        if (codeOf(error) !== kNamespaceNotFound) throw error;
+      }
+    });
+    this.#targets.delete(ns);
+  }
+
+  /**
+   * {@inheritDoc Storage.insertOne}
+   *
+   * @throws {@link TimeseriesError} `DuplicateKey` (the driver's error as `cause`) if the `_id` exists;
+   *   {@link MongoStorageError} for other driver errors.
+   */
+  async insertOne(ns: string, doc: StoredBucket): Promise<void> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    await this.#run('insertOne', bucketsCollectionName, async (attempt) => {
+      try {
+        await buckets.insertOne(doc);
+      } catch (error) {
+        if (!isDuplicateKeyError(error)) throw error;
+        // After a lost reply, the duplicate may be this writer's own earlier attempt.
+        if (attempt > 0) {
+          const stored = await readById(buckets, doc._id);
+          if (stored !== undefined && documentAlreadyWritten(stored, doc)) return;
+        }
+        const message = error instanceof Error ? error.message : String(error);
+        throw new TimeseriesError('DuplicateKey', message, { cause: error, ...bucketIdDetail(doc._id) });
+      }
+    });
+  }
+
+  /**
+   * {@inheritDoc Storage.updateOne}
+   *
+   * `notMatched` when `matchedCount` is 0 (another writer changed or removed the bucket), unless an earlier
+   * attempt of this call failed transiently and the stored bucket already holds this update.
+   */
+  async updateOne(
+    ns: string,
+    filter: BucketFilter,
+    update: BucketUpdateDocument,
+  ): Promise<StorageUpdateResult> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    return this.#run('updateOne', bucketsCollectionName, async (attempt): Promise<StorageUpdateResult> => {
+      const result = await buckets.updateOne(filter, driverUpdate(update));
+      if (result.matchedCount > 0) return kUpdated;
+      if (attempt > 0 && filter._id !== undefined) {
+        const stored = await readById(buckets, filter._id);
+        if (stored !== undefined && updateAlreadyApplied(stored, update)) return kUpdated;
+      }
+      return kNotMatched;
+    });
+  }
+
+  /** {@inheritDoc Storage.replaceOne} */
+  async replaceOne(ns: string, filter: BucketFilter, doc: StoredBucket): Promise<StorageUpdateResult> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    return this.#run('replaceOne', bucketsCollectionName, async (attempt): Promise<StorageUpdateResult> => {
+      const result = await buckets.replaceOne(filter, doc);
+      if (typeof result.matchedCount === 'number' && result.matchedCount > 0) return kUpdated;
+      if (attempt > 0 && filter._id !== undefined) {
+        const stored = await readById(buckets, filter._id);
+        if (stored !== undefined && documentAlreadyWritten(stored, doc)) return kUpdated;
+      }
+      return kNotMatched;
+    });
+  }
+
+  /**
+   * {@inheritDoc Storage.updateMany}
+   *
+   * Returns the server's `modifiedCount`. After a transient failure the update is sent again; updates are
+   * idempotent (`$set`), but the count then covers only the last attempt.
+   */
+  async updateMany(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<number> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const result = await this.#run('updateMany', bucketsCollectionName, () =>
+      buckets.updateMany(filter as Filter<Document>, driverUpdate(update)),
+    );
+    return result.modifiedCount;
+  }
+
+  /**
+   * {@inheritDoc Storage.find}
+   *
+   * Opening the cursor (up to its first document) is retried on transient errors; an error while
+   * streaming later documents rejects the iteration (restarting would repeat documents).
+   */
+  async *find(
+    ns: string,
+    filter: BucketFilter,
+    options: StorageFindOptions = {},
+  ): AsyncIterable<StoredBucket> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const findOptions: FindOptions = {
+      ...kReadBsonOptions,
+      ...(options.projection === undefined ? {} : { projection: options.projection }),
+      ...(options.sort === undefined ? {} : { sort: options.sort }),
+      ...(options.limit !== undefined && options.limit > 0 ? { limit: options.limit } : {}),
+    };
+    const opened = await this.#run('find', bucketsCollectionName, async () => {
+      const cursor = buckets.find(filter, findOptions);
+      const iterator = cursor[Symbol.asyncIterator]();
+      try {
+        return { cursor, iterator, first: await iterator.next() };
+      } catch (error) {
+        await cursor.close().catch(() => undefined);
+        throw error;
+      }
+    });
+    try {
+      let step = opened.first;
+      while (step.done !== true) {
+        yield canonicalizeDocument(step.value);
+        try {
+          step = await opened.iterator.next();
+        } catch (error) {
+          throw new MongoStorageError({
+            operation: 'find',
+            collection: bucketsCollectionName,
+            attempts: 1,
+            cause: error,
+          });
+        }
+      }
+    } finally {
+      await opened.cursor.close().catch(() => undefined);
+    }
+  }
+
+  /** {@inheritDoc Storage.deleteMany} */
+  async deleteMany(ns: string, filter: BucketFilter): Promise<number> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const result = await this.#run('deleteMany', bucketsCollectionName, () =>
+      buckets.deleteMany(filter as Filter<Document>),
+    );
+    return result.deletedCount;
+  }
+
+  /** {@inheritDoc Storage.countDocuments} */
+  async countDocuments(ns: string, filter: BucketFilter = {}): Promise<number> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    return this.#run('countDocuments', bucketsCollectionName, () =>
+      buckets.countDocuments(filter as Filter<Document>),
+    );
+  }
+
+  /** {@inheritDoc Storage.totalSize} Computed on the server with `$bsonSize` (MongoDB 4.4+). */
+  async totalSize(ns: string): Promise<number> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const [row] = await this.#run('totalSize', bucketsCollectionName, () =>
+      buckets.aggregate([{ $group: { _id: null, size: { $sum: { $bsonSize: '$$ROOT' } } } }]).toArray(),
+    );
+    const size: unknown = row?.size;
+    return typeof size === 'number' ? size : Number(size ?? 0);
+  }
+
+  /**
+   * {@inheritDoc Storage.createIndex}
+   *
+   * `index.options` are passed to the server's `createIndexes` as index options. An existing index with
+   * the same name and key but other options (`IndexOptionsConflict`) is accepted.
+   */
+  async createIndex(ns: string, index: StorageIndex): Promise<void> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    await this.#run('createIndex', bucketsCollectionName, async () => {
+      try {
+        await buckets.createIndex(index.key as IndexSpecification, { ...index.options, name: index.name });
+      } catch (error) {
+        const code = codeOf(error);
+        if (code !== kIndexOptionsConflict && code !== kIndexKeySpecsConflict) throw error;
+        // An index of that name and key exists with other options (e.g. created by the server for a
+        // time-series collection, or by `createNamespace`): the requested index is there.
+        const existing = await buckets.listIndexes().toArray();
+        const same = existing.find((spec) => spec.name === index.name);
+        if (same === undefined || !sameBsonDocument(same.key as Document, index.key)) throw error;
+      }
+    });
+  }
+
+  /**
+   * {@inheritDoc Storage.listIndexes}
+   *
+   * The `_id` index is not listed (it is implicit, as in `MemoryStorage`); a missing collection has none.
+   */
+  async listIndexes(ns: string): Promise<ReadonlyArray<StorageIndex>> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const specs = await this.#run('listIndexes', bucketsCollectionName, async () => {
+      try {
+        return await buckets.listIndexes().toArray();
+      } catch (error) {
+        if (codeOf(error) === kNamespaceNotFound) return [];
+        throw error;
+      }
+    });
+    const out: StorageIndex[] = [];
+    for (const spec of specs) {
+      const { name, key, v: _v, ns: _ns, ...rest } = spec;
+      if (typeof name !== 'string' || name === '_id_') continue;
+      out.push({
+        name,
+        key: key as Record<string, unknown>,
+        ...(Object.keys(rest).length === 0 ? {} : { options: rest }),
+      });
+    }
+    return out;
+  }
+
+  /** {@inheritDoc Storage.dropIndex} */
+  async dropIndex(ns: string, name: string): Promise<boolean> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    return this.#run('dropIndex', bucketsCollectionName, async (attempt) => {
+      try {
+        await buckets.dropIndex(name);
+        return true;
+      } catch (error) {
+        const code = codeOf(error);
+        // After a lost reply, "not found" may mean this call's earlier attempt dropped it.
+        if (code === kIndexNotFound || code === kNamespaceNotFound) return attempt > 0;
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * {@inheritDoc Storage.close}
+   *
+   * Does not close the `MongoClient`, which belongs to the application.
+   */
+  close(): Promise<void> {
+    this.#targets.clear();
+    return Promise.resolve();
+  }
+
+  #target(ns: string): Target {
+    let target = this.#targets.get(ns);
+    if (target === undefined) {
+      const names = serverNamespaceFor(this.config.mode, ns);
+      target = { ...names, buckets: this.#db.collection(names.bucketsCollectionName) };
+      this.#targets.set(ns, target);
+    }
+    return target;
+  }
+
+  /**
+   * Run one storage operation with retries; a tsbuckets error thrown by `attempt` (an expected outcome such
+   * as `DuplicateKey`) passes through, any other final error becomes a {@link MongoStorageError}.
+   */
+  async #run<T>(
+    operation: MongoStorageOperation,
+    collection: string,
+    attempt: (attemptNumber: number) => Promise<T>,
+  ): Promise<T> {
+    const outcome = await runWithRetries(this.config.retry, attempt);
+    if (outcome.kind === 'ok') return outcome.value;
+    if (TsBucketsError.isTsBucketsError(outcome.error)) throw outcome.error;
+    throw new MongoStorageError({ operation, collection, attempts: outcome.attempts, cause: outcome.error });
+  }
+
+  /**
+   * `create`, accepting an existing collection for which `accept(info)` holds (servers before 7.0 answer
+   * `NamespaceExists` even for identical options).
+   */
+  async #createCollection(
+    name: string,
+    options: CreateCollectionOptions,
+    accept: (info: CollectionInfo) => boolean,
+  ): Promise<void> {
+    try {
+      await this.#db.createCollection(name, options);
+    } catch (error) {
+      if (codeOf(error) !== kNamespaceExists) throw error;
+      const [info] = await this.#db.listCollections({ name }, { nameOnly: false }).toArray();
+      if (info !== undefined && accept(info)) return;
+      throw new TimeseriesError(
+        'NamespaceExists',
+        `Collection ${this.#db.databaseName}.${name} already exists with different options.`,
+        { cause: error },
+      );
+    }
+  }
+}
+
+const kUpdated: StorageUpdateResult = Object.freeze({ kind: 'updated' });
+const kNotMatched: StorageUpdateResult = Object.freeze({ kind: 'notMatched' });
+
+/** The server's `timeseries` options: granularity alone when set (accepted by every 5.0+ server). */
+function serverTimeseriesOptions(stored: Readonly<Record<string, unknown>>): TimeSeriesCollectionOptions {
+  const { timeField, metaField, granularity, bucketMaxSpanSeconds, bucketRoundingSeconds } = stored;
+  if (typeof timeField !== 'string') {
+    throw new TimeseriesError('BadValue', "time-series options must have a string 'timeField'", {
+      field: 'timeseries.timeField',
+    });
+  }
+  const out: TimeSeriesCollectionOptions = { timeField };
+  if (typeof metaField === 'string') out.metaField = metaField;
+  if (typeof granularity === 'string') {
+    out.granularity = granularity;
+    return out;
+  }
+  if (typeof bucketMaxSpanSeconds === 'number') out.bucketMaxSpanSeconds = bucketMaxSpanSeconds;
+  if (typeof bucketRoundingSeconds === 'number') out.bucketRoundingSeconds = bucketRoundingSeconds;
+  return out;
+}
+
+/** Whether an existing collection is a time-series collection with the requested options. */
+function sameTimeseriesCollection(info: CollectionInfo, requested: CreateCollectionOptions): boolean {
+  if (info.type !== 'timeseries') return false;
+  const options = (info.options ?? {}) as Record<string, unknown>;
+  const existing = (options.timeseries ?? {}) as Record<string, unknown>;
+  const wanted = requested.timeseries ?? { timeField: '' };
+  if (existing.timeField !== wanted.timeField || existing.metaField !== wanted.metaField) return false;
+  if (wanted.granularity !== undefined) {
+    if (existing.granularity !== wanted.granularity) return false;
+  } else {
+    if (numberOrUndefined(existing.bucketMaxSpanSeconds) !== wanted.bucketMaxSpanSeconds) return false;
+    if (numberOrUndefined(existing.bucketRoundingSeconds) !== wanted.bucketRoundingSeconds) return false;
+  }
+  return numberOrUndefined(options.expireAfterSeconds) === requested.expireAfterSeconds;
+}
+
+function numberOrUndefined(value: unknown): number | undefined {
+  return value === undefined || value === null ? undefined : Number(value);
+}
+
+function driverUpdate(update: BucketUpdateDocument): UpdateFilter<Document> | Document[] {
+  return Array.isArray(update) ? (update as Document[]) : update;
+}
+
+function codeOf(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+}
+
+function bucketIdDetail(id: unknown): { bucketId?: string } {
+  const hex = (id as { toHexString?: unknown } | null | undefined)?.toHexString;
+  return typeof hex === 'function' ? { bucketId: String(hex.call(id)) } : {};
+}
+
+async function readById(collection: MongoCollectionLike, id: unknown): Promise<StoredBucket | undefined> {
+  const [doc] = await collection
+    .find({ _id: id } as Filter<Document>, { ...kReadBsonOptions, limit: 1 })
+    .toArray();
+  return doc === undefined ? undefined : canonicalizeDocument(doc);
+}

@@ -1,0 +1,137 @@
+/**
+ * `find` projections on measurements: which fields the unpacker must build, and what is left to do on
+ * each measurement after the event filter (INTERNALS §10.2 include/exclude).
+ *
+ * Top-level inclusions and exclusions become the unpacker's field selection, so excluded columns are never
+ * read. Fields needed only by the event filter or the sort are unpacked too and removed afterwards.
+ * Projections with dotted paths or operators are applied with mingo after a full unpack.
+ *
+ * @packageDocumentation
+ */
+import { Aggregator } from 'mingo';
+
+import { TimeseriesError } from '../errors.js';
+import type { FieldSelection, MeasurementDocument } from './bucket-unpacker.js';
+import { isFieldSelected } from './bucket-unpacker.js';
+import type { FieldDependencies } from './field-dependencies.js';
+import { defineField } from '../util/safe-record.js';
+
+/** A `find` projection as given by the user. */
+export type ProjectionSpec = Readonly<Record<string, unknown>>;
+
+/** What to do to each measurement after filtering. */
+export type PostProjection =
+  /** Nothing: the unpacked document is the result. */
+  | { readonly kind: 'none' }
+  /** Keep only the fields the selection keeps (drops fields unpacked for the filter or the sort). */
+  | { readonly kind: 'select'; readonly selection: FieldSelection }
+  /** Apply a general projection with mingo. */
+  | { readonly kind: 'mingo'; readonly aggregator: Aggregator };
+
+/** The unpacker selection and the post-filter step of a projection. */
+export interface ProjectionPlan {
+  /** Fields to unpack. */
+  readonly unpack: FieldSelection;
+  /** Step applied to each matching measurement. */
+  readonly post: PostProjection;
+}
+
+function isTruthyFlag(v: unknown): boolean | undefined {
+  if (v === 1 || v === true) return true;
+  if (v === 0 || v === false) return false;
+  if (typeof v === 'number') return v !== 0;
+  return undefined;
+}
+
+/** The top-level selection of a simple projection, or `undefined` when the projection is not simple. */
+function simpleSelection(spec: ProjectionSpec): FieldSelection | undefined {
+  const include = new Set<string>();
+  const exclude = new Set<string>();
+  let idFlag: boolean | undefined;
+  for (const key of Object.keys(spec)) {
+    const flag = isTruthyFlag(spec[key]);
+    if (flag === undefined || key.includes('.') || key.startsWith('$')) return undefined;
+    if (key === '_id') idFlag = flag;
+    else if (flag) include.add(key);
+    else exclude.add(key);
+  }
+  if (include.size > 0 && exclude.size > 0) {
+    const [field] = exclude;
+    throw new TimeseriesError(
+      'BadValue',
+      `Cannot do exclusion on field ${String(field)} in inclusion projection`,
+    );
+  }
+  if (include.size > 0 || idFlag === true) {
+    if (idFlag !== false) include.add('_id');
+    return { kind: 'include', fields: include };
+  }
+  if (idFlag === false) exclude.add('_id');
+  return exclude.size === 0 ? { kind: 'all' } : { kind: 'exclude', fields: exclude };
+}
+
+/**
+ * Plan a projection.
+ *
+ * @param spec - the user's projection, or `undefined`.
+ * @param needed - fields the event filter and the sort read.
+ * @returns the unpack selection and the post-filter step.
+ * @throws {@link TimeseriesError} `BadValue` for a projection mixing inclusion and exclusion.
+ */
+export function planProjection(spec: ProjectionSpec | undefined, needed: FieldDependencies): ProjectionPlan {
+  const selection = spec === undefined ? ({ kind: 'all' } as const) : simpleSelection(spec);
+  if (selection === undefined) {
+    return {
+      unpack: { kind: 'all' },
+      post: { kind: 'mingo', aggregator: new Aggregator([{ $project: spec }]) },
+    };
+  }
+  if (selection.kind === 'all') return { unpack: selection, post: { kind: 'none' } };
+  if (needed === 'all') return { unpack: { kind: 'all' }, post: { kind: 'select', selection } };
+  let extra = false;
+  if (selection.kind === 'include') {
+    const fields = new Set(selection.fields);
+    for (const f of needed) {
+      if (!fields.has(f)) {
+        fields.add(f);
+        extra = true;
+      }
+    }
+    return {
+      unpack: { kind: 'include', fields },
+      post: extra ? { kind: 'select', selection } : { kind: 'none' },
+    };
+  }
+  const fields = new Set(selection.fields);
+  for (const f of needed) extra = fields.delete(f) || extra;
+  return {
+    unpack: { kind: 'exclude', fields },
+    post: extra ? { kind: 'select', selection } : { kind: 'none' },
+  };
+}
+
+/**
+ * Apply the post-filter step to one measurement.
+ *
+ * @param post - from {@link planProjection}.
+ * @param doc - the unpacked, matching measurement (may be returned as is).
+ * @returns the projected measurement.
+ */
+export function applyPostProjection(post: PostProjection, doc: MeasurementDocument): MeasurementDocument {
+  switch (post.kind) {
+    case 'none':
+      return doc;
+    case 'select': {
+      const out: MeasurementDocument = {};
+      for (const key of Object.keys(doc))
+        if (isFieldSelected(post.selection, key)) defineField(out, key, doc[key]);
+      return out;
+    }
+    case 'mingo':
+      return post.aggregator.run([doc])[0] ?? {};
+    default: {
+      const never: never = post;
+      return never;
+    }
+  }
+}

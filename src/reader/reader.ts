@@ -1,0 +1,546 @@
+/**
+ * The unpacking reader (SPEC §7, INTERNALS §10): `find`, `countDocuments` and `aggregate` over the
+ * measurements of a time-series collection.
+ *
+ * A query is planned once ({@link ReadPlan}: bucket predicates, unpack selection, order, skip/limit) and
+ * executed lazily when its cursor is iterated: buckets stream from the storage one at a time, each is
+ * unpacked row by row, rows are tested against the exact event filter, and results are yielded as they
+ * are produced. A scan therefore holds one bucket and the documents waiting in the time-ordered merge,
+ * never the whole result.
+ *
+ * Orders:
+ *
+ * | sort                      | execution                                                                 |
+ * |---------------------------|---------------------------------------------------------------------------|
+ * | none                      | buckets in storage order, measurements in bucket order                    |
+ * | `{ <timeField>: ±1 }`     | buckets by `control.min` (asc) / `control.max` (desc), k-way merge; stops |
+ * |                           | at the limit without reading further buckets                              |
+ * | anything else             | blocking sort of the matching measurements (as the server's SORT stage)   |
+ *
+ * @packageDocumentation
+ */
+import { Aggregator } from 'mingo';
+
+import { Cursor } from '../engine/cursor.js';
+import type { ResolvedCollectionOptions } from '../options.js';
+import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
+import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
+import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js';
+import { isPlainObject } from '../util/bson-value.js';
+import { getOwnField } from '../util/safe-record.js';
+import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
+import type { IdBounds } from './bucket-predicates.js';
+import { bsonColumnDecoder, bucketMeasurementCount, openBucket, unpackRow } from './bucket-unpacker.js';
+import type { ColumnDecoder, FieldSelection, MeasurementDocument } from './bucket-unpacker.js';
+import { filterDependencies, pipelineDependencies, unionDependencies } from './field-dependencies.js';
+import type { FieldDependencies } from './field-dependencies.js';
+import { applyPostProjection, planProjection } from './find-projection.js';
+import type { PostProjection, ProjectionSpec } from './find-projection.js';
+import { heapPeekKey, heapPop, heapPush, makeMeasurementHeap } from './measurement-heap.js';
+
+export type { MeasurementDocument } from './bucket-unpacker.js';
+
+/** Everything the reader needs from a collection. Build one per call from the collection's current state. */
+export interface ReaderContext {
+  /** Where the buckets are. */
+  readonly storage: Storage;
+  /** Namespace of the buckets collection. */
+  readonly bucketsNs: string;
+  /** The collection's resolved options (time field, metaField, span). */
+  readonly options: ResolvedCollectionOptions;
+  /**
+   * Decoder of compressed (v2/v3) columns.
+   *
+   * @defaultValue BSONColumn.decode
+   */
+  readonly columnDecoder?: ColumnDecoder;
+  /**
+   * Whether time predicates may get `_id` bounds. `'detect'` asks the storage, once per query with a
+   * time predicate, whether a bucket lies outside the 32-bit `_id` time range (before 1970 or after
+   * 2106), in which case `_id` bounds would be wrong and are omitted.
+   *
+   * @defaultValue `'detect'`
+   */
+  readonly idBounds?: IdBounds | 'detect';
+}
+
+/** Options of {@link find}. */
+export interface FindOptions {
+  /**
+   * Projection over measurement fields (inclusion or exclusion; dotted paths and operators allowed).
+   *
+   * @defaultValue every field
+   */
+  readonly projection?: ProjectionSpec;
+  /**
+   * Sort specification. A sort on the time field alone reads buckets in time order and stops early.
+   *
+   * @defaultValue storage order
+   */
+  readonly sort?: SortSpec;
+  /**
+   * Maximum number of measurements; 0 means no limit, a negative value its absolute value.
+   *
+   * @defaultValue no limit
+   */
+  readonly limit?: number;
+  /**
+   * Number of matching measurements to skip.
+   *
+   * @defaultValue 0
+   */
+  readonly skip?: number;
+}
+
+/** `explain()` output. */
+export interface ExplainResult {
+  /** The filter sent to the storage over bucket documents. */
+  readonly bucketFilter: BucketFilter;
+  /** The filter applied to each measurement (`undefined` when the bucket filter is exact). */
+  readonly eventFilter: QueryFilter | undefined;
+  /** Counters of one execution. */
+  readonly executionStats: {
+    /** Bucket documents in the collection. */
+    readonly totalBucketsInCollection: number;
+    /** Bucket documents read from the storage. */
+    readonly totalBucketsExamined: number;
+    /** Documents returned. */
+    readonly nReturned: number;
+  };
+}
+
+/** How measurements are ordered. */
+type ReadOrder =
+  | { readonly kind: 'natural' }
+  | { readonly kind: 'time'; readonly direction: 1 | -1 }
+  | { readonly kind: 'blocking'; readonly sort: CompiledSort };
+
+/** A planned read (plain data; the bucket filter is completed at execution, after the `_id` probe). */
+interface ReadPlan {
+  readonly filter: QueryFilter;
+  readonly timeField: string;
+  readonly metaField: string | undefined;
+  readonly bucketMaxSpanSeconds: number;
+  readonly unpack: FieldSelection;
+  readonly post: PostProjection;
+  readonly order: ReadOrder;
+  readonly skip: number;
+  /** 0 = no limit. */
+  readonly limit: number;
+}
+
+/** Counters of one execution (mutated while it runs). @internal */
+export interface ExecutionState {
+  /** The bucket filter sent to the storage (set when execution starts). */
+  bucketFilter: BucketFilter;
+  /** The per-measurement filter (set when execution starts). */
+  eventFilter: QueryFilter | undefined;
+  /** Bucket documents read from the storage. */
+  bucketsExamined: number;
+  /** Documents returned. */
+  nReturned: number;
+}
+
+function newExecutionState(): ExecutionState {
+  return { bucketFilter: {}, eventFilter: undefined, bucketsExamined: 0, nReturned: 0 };
+}
+
+/** Largest epoch ms + 1 whose seconds fit in an ObjectId timestamp. */
+const OID_RANGE_END_MS = 2 ** 32 * 1000;
+
+// ---------------------------------------------------------------------------------------------------
+// Planning
+// ---------------------------------------------------------------------------------------------------
+
+function readOrderOf(sort: SortSpec | undefined, timeField: string): ReadOrder {
+  if (sort === undefined) return { kind: 'natural' };
+  const keys = Object.keys(sort);
+  if (keys.length === 0) return { kind: 'natural' };
+  if (keys.length === 1 && keys[0] === timeField)
+    return { kind: 'time', direction: sort[timeField] === -1 ? -1 : 1 };
+  return { kind: 'blocking', sort: compileSort(sort) };
+}
+
+function sortDependencies(order: ReadOrder, timeField: string): FieldDependencies {
+  switch (order.kind) {
+    case 'natural':
+      return new Set();
+    case 'time':
+      return new Set([timeField]);
+    case 'blocking':
+      return new Set(order.sort.keys.map((k) => k.path[0] as string));
+    default: {
+      const never: never = order;
+      return never;
+    }
+  }
+}
+
+function planFind(ctx: ReaderContext, filter: QueryFilter, options: FindOptions): ReadPlan {
+  const { timeField, metaField, bucketMaxSpanSeconds } = ctx.options;
+  const order = readOrderOf(options.sort, timeField);
+  // The event filter is a subset of the filter: its dependencies are covered by the filter's.
+  const needed = unionDependencies(filterDependencies(filter), sortDependencies(order, timeField));
+  const projection = planProjection(options.projection, needed);
+  return {
+    filter,
+    timeField,
+    metaField,
+    bucketMaxSpanSeconds,
+    unpack: projection.unpack,
+    post: projection.post,
+    order,
+    skip: Math.max(0, Math.trunc(options.skip ?? 0)),
+    limit: Math.abs(Math.trunc(options.limit ?? 0)),
+  };
+}
+
+/** Decide whether `_id` bounds are safe (see {@link ReaderContext.idBounds}). */
+async function resolveIdBounds(ctx: ReaderContext, plan: ReadPlan): Promise<IdBounds> {
+  const policy = ctx.idBounds ?? 'detect';
+  if (policy !== 'detect') return policy;
+  if (!mentionsField(plan.filter, plan.timeField)) return 'use';
+  const probe = {
+    $or: [
+      { [`control.min.${plan.timeField}`]: { $lt: new Date(0) } },
+      { [`control.max.${plan.timeField}`]: { $gte: new Date(OID_RANGE_END_MS) } },
+    ],
+  };
+  for await (const _bucket of ctx.storage.find(ctx.bucketsNs, probe, { projection: { _id: 1 }, limit: 1 })) {
+    return 'omit';
+  }
+  return 'use';
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Execution
+// ---------------------------------------------------------------------------------------------------
+
+function timeMsOf(doc: MeasurementDocument, timeField: string): number {
+  const t = getOwnField(doc, timeField);
+  return t instanceof Date ? t.getTime() : Number.NaN;
+}
+
+/** The control bound of a bucket used as the merge frontier, as a heap key. */
+function bucketFrontierKey(bucket: StoredBucket, timeField: string, direction: 1 | -1): number {
+  const control = getOwnField(bucket, 'control');
+  if (!isPlainObject(control)) return Number.NEGATIVE_INFINITY;
+  const bound = getOwnField(control, direction === 1 ? 'min' : 'max');
+  const t = isPlainObject(bound) ? getOwnField(bound, timeField) : undefined;
+  return t instanceof Date ? direction * t.getTime() : Number.NEGATIVE_INFINITY;
+}
+
+/**
+ * Matching measurements in the plan's order, before skip/limit/projection. Each yielded document is
+ * fresh and owned by the caller.
+ */
+async function* matchingMeasurements(
+  ctx: ReaderContext,
+  plan: ReadPlan,
+  state: ExecutionState,
+): AsyncGenerator<MeasurementDocument> {
+  const idBounds = await resolveIdBounds(ctx, plan);
+  const predicates = createBucketPredicates(plan.filter, {
+    timeField: plan.timeField,
+    metaField: plan.metaField,
+    bucketMaxSpanSeconds: plan.bucketMaxSpanSeconds,
+    idBounds,
+  });
+  state.bucketFilter = predicates.bucketFilter;
+  state.eventFilter = predicates.eventFilter;
+  // Compiled once per query: the per-row test walks a prebuilt tree and creates no closures.
+  const event = predicates.eventFilter === undefined ? undefined : new BsonQuery(predicates.eventFilter);
+  const spec = {
+    timeField: plan.timeField,
+    metaField: plan.metaField,
+    selection: plan.unpack,
+    columnDecoder: ctx.columnDecoder ?? bsonColumnDecoder,
+  };
+  const order = plan.order;
+  if (order.kind !== 'time') {
+    for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter)) {
+      state.bucketsExamined++;
+      const opened = openBucket(bucket, spec);
+      for (let row = 0; row < opened.count; row++) {
+        const doc = unpackRow(opened, row);
+        if (event === undefined || event.test(doc)) yield doc;
+      }
+    }
+    return;
+  }
+  // Time-ordered merge. Buckets arrive by control.min (asc) or control.max (desc); every measurement of a
+  // later bucket is at or after that bound, so measurements waiting in the heap up to the bound are final.
+  const direction = order.direction;
+  const sortField = direction === 1 ? `control.min.${plan.timeField}` : `control.max.${plan.timeField}`;
+  const heap = makeMeasurementHeap();
+  for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter, {
+    sort: { [sortField]: direction },
+  })) {
+    state.bucketsExamined++;
+    const frontier = bucketFrontierKey(bucket, plan.timeField, direction);
+    while (heap.keys.length > 0 && heapPeekKey(heap) <= frontier) yield heapPop(heap) as MeasurementDocument;
+    const opened = openBucket(bucket, spec);
+    for (let row = 0; row < opened.count; row++) {
+      const doc = unpackRow(opened, row);
+      if (event === undefined || event.test(doc))
+        heapPush(heap, direction * timeMsOf(doc, plan.timeField), doc);
+    }
+  }
+  while (heap.keys.length > 0) yield heapPop(heap) as MeasurementDocument;
+}
+
+/** The plan's results: order, skip, limit and projection applied. */
+async function* executeFind(
+  ctx: ReaderContext,
+  plan: ReadPlan,
+  state: ExecutionState,
+): AsyncGenerator<MeasurementDocument> {
+  let source: AsyncIterable<MeasurementDocument> = matchingMeasurements(ctx, plan, state);
+  if (plan.order.kind === 'blocking') source = sortedBlocking(source, plan.order.sort);
+  let toSkip = plan.skip;
+  for await (const doc of source) {
+    if (toSkip > 0) {
+      toSkip--;
+      continue;
+    }
+    state.nReturned++;
+    yield applyPostProjection(plan.post, doc);
+    // Returning closes the storage cursor: no further bucket is read.
+    if (plan.limit > 0 && state.nReturned >= plan.limit) return;
+  }
+}
+
+/** A blocking sort (stable: equal keys keep their scan order). */
+async function* sortedBlocking(
+  source: AsyncIterable<MeasurementDocument>,
+  sort: CompiledSort,
+): AsyncGenerator<MeasurementDocument> {
+  const all: MeasurementDocument[] = [];
+  for await (const doc of source) all.push(doc);
+  all.sort((a, b) => compareBySort(a, b, sort));
+  yield* all;
+}
+
+/**
+ * A cursor over measurements with `explain()`.
+ *
+ * @example
+ * ```ts
+ * const cursor = find(ctx, { sensor: 'a' }, { sort: { ts: -1 }, limit: 1 });
+ * const [latest] = await cursor.toArray();
+ * const { executionStats } = await cursor.explain();
+ * ```
+ */
+export class ReaderCursor extends Cursor<MeasurementDocument> {
+  readonly #ctx: ReaderContext;
+  readonly #run: (ctx: ReaderContext, state: ExecutionState) => AsyncIterable<MeasurementDocument>;
+
+  /**
+   * @param ctx - the reader context.
+   * @param run - produces the documents of one execution, recording its counters.
+   * @internal use {@link find} or {@link aggregate}.
+   */
+  constructor(
+    ctx: ReaderContext,
+    run: (ctx: ReaderContext, state: ExecutionState) => AsyncIterable<MeasurementDocument>,
+  ) {
+    super(() => run(ctx, newExecutionState()));
+    this.#ctx = ctx;
+    this.#run = run;
+  }
+
+  /**
+   * Run the query once more to completion (independently of this cursor's iteration) and report how it
+   * used the buckets.
+   *
+   * @returns bucket and event filters and execution counters.
+   */
+  async explain(): Promise<ExplainResult> {
+    const state = newExecutionState();
+    for await (const _doc of this.#run(this.#ctx, state)) {
+      // Drain: counters are recorded by the execution itself.
+    }
+    const totalBucketsInCollection = await this.#ctx.storage.countDocuments(this.#ctx.bucketsNs);
+    return {
+      bucketFilter: state.bucketFilter,
+      eventFilter: state.eventFilter,
+      executionStats: {
+        totalBucketsInCollection,
+        totalBucketsExamined: state.bucketsExamined,
+        nReturned: state.nReturned,
+      },
+    };
+  }
+}
+
+/**
+ * Find measurements (the time-series view's `find`).
+ *
+ * @param ctx - storage, namespace and options of the collection.
+ * @param filter - a MongoDB filter over measurements.
+ * @param options - projection, sort, skip, limit.
+ * @returns a lazy cursor; nothing is read before it is iterated.
+ * @throws {@link TimeseriesError} `BadValue` for a projection mixing inclusion and exclusion; iteration
+ * rejects with the unpacker's errors for malformed buckets.
+ * @example
+ * ```ts
+ * const ctx = { storage: engine.storage, bucketsNs: coll.bucketsNamespace, options: coll.options };
+ * for await (const m of find(ctx, { sensor: 'a', ts: { $gte: since } }, { projection: { temp: 1 } })) use(m);
+ * ```
+ */
+export function find(ctx: ReaderContext, filter: QueryFilter = {}, options: FindOptions = {}): ReaderCursor {
+  const plan = planFind(ctx, filter, options);
+  return new ReaderCursor(ctx, (c, state) => executeFind(c, plan, state));
+}
+
+/**
+ * Count matching measurements. Buckets selected by a metaField-only filter are counted without being
+ * unpacked.
+ *
+ * @param ctx - the reader context.
+ * @param filter - a MongoDB filter over measurements.
+ * @returns the number of matching measurements.
+ */
+export async function countDocuments(ctx: ReaderContext, filter: QueryFilter = {}): Promise<number> {
+  const plan = planFind(ctx, filter, { projection: { _id: 0 } });
+  const idBounds = await resolveIdBounds(ctx, plan);
+  const predicates = createBucketPredicates(filter, {
+    timeField: plan.timeField,
+    metaField: plan.metaField,
+    bucketMaxSpanSeconds: plan.bucketMaxSpanSeconds,
+    idBounds,
+  });
+  const decoder = ctx.columnDecoder ?? bsonColumnDecoder;
+  let n = 0;
+  if (predicates.eventFilter === undefined) {
+    for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter)) {
+      n += bucketMeasurementCount(bucket, plan.timeField, decoder);
+    }
+    return n;
+  }
+  const deps = filterDependencies(predicates.eventFilter);
+  const selection: FieldSelection = deps === 'all' ? { kind: 'all' } : { kind: 'include', fields: deps };
+  const spec = { timeField: plan.timeField, metaField: plan.metaField, selection, columnDecoder: decoder };
+  const event = new BsonQuery(predicates.eventFilter);
+  for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter)) {
+    const opened = openBucket(bucket, spec);
+    for (let row = 0; row < opened.count; row++) if (event.test(unpackRow(opened, row))) n++;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Aggregation
+// ---------------------------------------------------------------------------------------------------
+
+/** An aggregation stage. */
+export type PipelineStage = Readonly<Record<string, unknown>>;
+
+/** Stages that transform each document independently: they can run on chunks of the stream. */
+const PER_DOCUMENT_STAGES: ReadonlySet<string> = new Set([
+  '$match',
+  '$project',
+  '$addFields',
+  '$set',
+  '$unset',
+  '$replaceRoot',
+  '$replaceWith',
+  '$unwind',
+]);
+
+/** Documents handed to mingo at once when the rest of the pipeline is per-document. */
+const CHUNK_SIZE = 1024;
+
+function splitLeadingMatch(pipeline: ReadonlyArray<PipelineStage>): {
+  filter: QueryFilter;
+  rest: ReadonlyArray<PipelineStage>;
+} {
+  const matches: QueryFilter[] = [];
+  let i = 0;
+  for (; i < pipeline.length; i++) {
+    const stage = pipeline[i] as PipelineStage;
+    const keys = Object.keys(stage);
+    if (keys.length !== 1 || keys[0] !== '$match' || !isPlainObject(stage.$match)) break;
+    matches.push(stage.$match);
+  }
+  const filter =
+    matches.length === 0 ? {} : matches.length === 1 ? (matches[0] as QueryFilter) : { $and: matches };
+  return { filter, rest: pipeline.slice(i) };
+}
+
+async function* executeAggregate(
+  ctx: ReaderContext,
+  plan: ReadPlan,
+  rest: ReadonlyArray<PipelineStage>,
+  state: ExecutionState,
+): AsyncGenerator<MeasurementDocument> {
+  const source = matchingMeasurements(ctx, plan, state);
+  if (rest.length === 0) {
+    for await (const doc of source) {
+      state.nReturned++;
+      yield doc;
+    }
+    return;
+  }
+  const aggregator = new Aggregator(rest as Array<Record<string, unknown>>);
+  const perDocument = rest.every((stage) => PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? ''));
+  if (perDocument) {
+    // Chunks keep memory bounded while amortising mingo's per-run setup.
+    let chunk: MeasurementDocument[] = [];
+    for await (const doc of source) {
+      chunk.push(doc);
+      if (chunk.length < CHUNK_SIZE) continue;
+      const out = aggregator.run<MeasurementDocument>(chunk);
+      chunk = [];
+      state.nReturned += out.length;
+      yield* out;
+    }
+    const out = aggregator.run<MeasurementDocument>(chunk);
+    state.nReturned += out.length;
+    yield* out;
+    return;
+  }
+  // A blocking stage ($group, $sort, $limit...) needs its whole input, as in the server.
+  const all: MeasurementDocument[] = [];
+  for await (const doc of source) all.push(doc);
+  const out = aggregator.run<MeasurementDocument>(all);
+  state.nReturned += out.length;
+  yield* out;
+}
+
+/**
+ * Aggregate over measurements. Leading `$match` stages are pushed down to the buckets (as {@link find}
+ * does), only the fields the rest of the pipeline reads are unpacked, and the rest runs in mingo on the
+ * unpacked stream.
+ *
+ * Caveat: stages after the pushed-down `$match` are evaluated by mingo, which treats js-bson classes
+ * (`Int32`, `Long`, `Decimal128`...) as opaque objects; plain JS numbers, strings, dates and booleans get
+ * MongoDB semantics.
+ *
+ * @param ctx - the reader context.
+ * @param pipeline - aggregation stages.
+ * @returns a lazy cursor.
+ * @example
+ * ```ts
+ * await aggregate(ctx, [{ $match: { sensor: 'a' } }, { $group: { _id: null, avg: { $avg: '$temp' } } }]).toArray();
+ * ```
+ */
+export function aggregate(ctx: ReaderContext, pipeline: ReadonlyArray<PipelineStage>): ReaderCursor {
+  const { filter, rest } = splitLeadingMatch(pipeline);
+  const deps = pipelineDependencies(rest);
+  const needed = deps === 'all' ? 'all' : unionDependencies(deps, filterDependencies(filter));
+  const unpack: FieldSelection = needed === 'all' ? { kind: 'all' } : { kind: 'include', fields: needed };
+  const { timeField, metaField, bucketMaxSpanSeconds } = ctx.options;
+  const plan: ReadPlan = {
+    filter,
+    timeField,
+    metaField,
+    bucketMaxSpanSeconds,
+    unpack,
+    post: { kind: 'none' },
+    order: { kind: 'natural' },
+    skip: 0,
+    limit: 0,
+  };
+  return new ReaderCursor(ctx, (c, state) => executeAggregate(c, plan, rest, state));
+}

@@ -1,0 +1,159 @@
+import type { Binary } from 'bson';
+import { ObjectId, serialize } from 'bson';
+import { describe, expect, it } from 'vitest';
+
+import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
+import { compressBucket, decompressBucket } from '../../../src/bucket-format/bucket-compression.js';
+
+const id = new ObjectId('66ffbfe8aabbccddee000001');
+const t = (s: number): Date => new Date(Date.UTC(2024, 9, 4, 10, 14, s));
+
+// Row i has time 10 * order[i] seconds and temperature 20 + order[i]: stored out of time order.
+const order = [3, 1, 2, 0, 5, 4, 7, 6, 9, 8, 11, 10];
+const rows = (f: (k: number) => unknown): Record<string, unknown> =>
+  Object.fromEntries(order.map((k, i) => [String(i), f(k)]));
+
+function v1Bucket(): Record<string, unknown> {
+  return {
+    _id: id,
+    control: { version: 1, min: { time: t(0), temp: 20 }, max: { time: t(110), temp: 31 }, closed: false },
+    meta: 'sensor-1',
+    data: {
+      temp: rows((k) => 20 + k),
+      time: rows((k) => t(10 * k)),
+      note: { '1': 'x' },
+    },
+  };
+}
+const sortedTimes = order.map((_, k) => t(10 * k));
+const sortedTemps = order.map((_, k) => 20 + k);
+
+// Delta-of-delta [+10000, 0 x 10]: selector 11 holds [zz 20000, 0, 0, 0] (15-bit slots); the 7 remaining
+// zeros start an RLE too short for a block, so they are written as selector 8 (7 x 8 bits); final EOO.
+const TIME_BLOCKS = '81' + '0be2040000000000' + '0800000000000000' + '00';
+
+function column(b: unknown): unknown[] {
+  const bin = b as Binary;
+  expect(bin.sub_type).toBe(7);
+  return BSONColumn.decode(bin.buffer.subarray(0, bin.position));
+}
+
+describe('compressBucket', () => {
+  it('writes the exact version-2 document', () => {
+    // Arrange
+    const doc = v1Bucket();
+    // Act
+    const result = compressBucket(doc, 'time');
+    // Assert
+    expect(result.kind).toBe('compressed');
+    if (result.kind !== 'compressed') return;
+    const out = result.doc;
+    expect(Object.keys(out)).toEqual(['_id', 'control', 'meta', 'data']);
+    expect(out['control']).toEqual({
+      version: 2,
+      min: { time: t(0), temp: 20 },
+      max: { time: t(110), temp: 31 },
+      closed: false,
+      count: 12,
+    });
+    expect(Object.keys(out['control'] as object)).toEqual(['version', 'min', 'max', 'closed', 'count']);
+    const data = out['data'] as Record<string, unknown>;
+    expect(Object.keys(data)).toEqual(['time', 'temp', 'note']);
+    expect(column(data['time'])).toEqual(sortedTimes);
+    expect(column(data['temp'])).toEqual(sortedTemps);
+    // Row 1 (time 10 s) is the second row after sorting.
+    expect(column(data['note'])).toEqual([undefined, 'x', ...new Array<undefined>(10).fill(undefined)]);
+    // Exact column bytes: the Date literal, then the blocks of TIME_BLOCKS.
+    expect(Buffer.from((data['time'] as Binary).buffer).toString('hex')).toBe(
+      '0900' +
+        Buffer.from(serialize({ v: t(0) }))
+          .subarray(7, 15)
+          .toString('hex') +
+        TIME_BLOCKS,
+    );
+    expect(result.bytesBefore).toBe(serialize(doc).length);
+    expect(result.bytesAfter).toBe(serialize(out).length);
+  });
+
+  it('reports notSmaller for a tiny bucket', () => {
+    const doc = { _id: id, control: { version: 1, min: {}, max: {} }, data: { time: { '0': t(0) } } };
+    expect(compressBucket(doc, 'time').kind).toBe('notSmaller');
+  });
+
+  it('fails on extra rows, non-canonical keys, or a non-Date time', () => {
+    // (JS objects always list integer keys in ascending order, so unordered keys cannot occur.)
+    const nonCanonical = v1Bucket();
+    (nonCanonical['data'] as Record<string, unknown>)['temp'] = { '0': 1, '01': 2 };
+    expect(compressBucket(nonCanonical, 'time').kind).toBe('failed');
+    const extra = v1Bucket();
+    (extra['data'] as Record<string, unknown>)['temp'] = { '0': 1, '50': 2 };
+    expect(compressBucket(extra, 'time').kind).toBe('failed');
+    const badTime = v1Bucket();
+    (badTime['data'] as Record<string, unknown>)['time'] = { '0': 5 };
+    const r = compressBucket(badTime, 'time');
+    expect(r.kind).toBe('failed');
+    if (r.kind === 'failed') expect(r.error.codeName).toBe('TimeseriesBucketCompressionFailed');
+    expect(compressBucket({ ...v1Bucket(), control: { version: 2 } }, 'time').kind).toBe('failed');
+  });
+
+  it('compresses a large bucket and decompresses it back to the sorted version-1 rows', () => {
+    const n = 1000;
+    const time: Record<string, unknown> = {};
+    const cpu: Record<string, unknown> = {};
+    const tags: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++) {
+      time[String(i)] = t(i * 10);
+      cpu[String(i)] = Math.round(Math.sin(i) * 1000) / 100;
+      if (i % 3 === 0) tags[String(i)] = { host: 'h1', region: i % 2 ? 'a' : 'b' };
+    }
+    const doc = {
+      _id: id,
+      control: { version: 1, min: {}, max: {} },
+      meta: { host: 'h1' },
+      data: { time, cpu, tags },
+    };
+    const r = compressBucket(doc, 'time');
+    expect(r.kind).toBe('compressed');
+    if (r.kind !== 'compressed') return;
+    expect(r.bytesAfter).toBeLessThan(r.bytesBefore / 3);
+    const back = decompressBucket(r.doc);
+    expect(serialize(back)).toEqual(
+      serialize({
+        _id: id,
+        control: { version: 1, min: {}, max: {} },
+        meta: { host: 'h1' },
+        data: { time, cpu, tags },
+      }),
+    );
+  });
+});
+
+describe('decompressBucket', () => {
+  it('turns version 2 and 3 into version 1 and leaves version 1 alone', () => {
+    const r = compressBucket(v1Bucket(), 'time');
+    if (r.kind !== 'compressed') throw new Error('expected compression');
+    const v1 = decompressBucket(r.doc);
+    expect(v1['control']).toEqual({
+      version: 1,
+      min: { time: t(0), temp: 20 },
+      max: { time: t(110), temp: 31 },
+      closed: false,
+    });
+    expect(v1['data']).toEqual({
+      time: Object.fromEntries(sortedTimes.map((v, i) => [String(i), v])),
+      temp: Object.fromEntries(sortedTemps.map((v, i) => [String(i), v])),
+      note: { '1': 'x' },
+    });
+    const v3 = { ...r.doc, control: { ...(r.doc['control'] as object), version: 3 } };
+    expect(decompressBucket(v3)['data']).toEqual(v1['data']);
+    const plain = v1Bucket();
+    expect(decompressBucket(plain)).toBe(plain);
+  });
+
+  it('rejects a column that decodes to more than control.count entries', () => {
+    const r = compressBucket(v1Bucket(), 'time');
+    if (r.kind !== 'compressed') throw new Error('expected compression');
+    const bad = { ...r.doc, control: { ...(r.doc['control'] as object), count: 11 } };
+    expect(() => decompressBucket(bad)).toThrow(/more than 11 entries/);
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * Reopening scenarios of INTERNALS §9.4 (jstests/core/timeseries/write/timeseries_reopened_bucket_insert.js),
+ * with exact bucket counts and statistics.
+ */
+import { ObjectId } from 'bson';
+import { describe, expect, it } from 'vitest';
+
+import { BucketEngine } from '../../../src/index.js';
+
+const at = (s: string) => new Date(s);
+
+async function setup() {
+  const engine = new BucketEngine({
+    parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
+  });
+  const coll = await engine.createCollection('reopen', {
+    timeseries: { timeField: 'time', metaField: 'mm' },
+  });
+  const counts = async () => {
+    const s = (await coll.stats()).timeseries;
+    return { buckets: s.bucketCount, reopened: s.numBucketsReopened };
+  };
+  /** A bucket written directly to storage, as the jstest does with `insert` on system.buckets. */
+  const insertBucket = async (meta: unknown, time: Date, extra: Record<string, unknown> = {}) => {
+    const doc: Record<string, unknown> = {
+      _id: new ObjectId(),
+      control: { version: 1, min: { time }, max: { time }, ...extra },
+      meta,
+      data: { time: { '0': time } },
+    };
+    await engine.storage.insertOne(coll.bucketsNamespace, doc);
+    return doc._id as ObjectId;
+  };
+  return { engine, coll, counts, insertBucket };
+}
+
+describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
+  it('a measurement fitting the open bucket does not reopen anything', async () => {
+    const { coll, counts } = await setup();
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Bucket1' });
+    expect(await counts()).toEqual({ buckets: 1, reopened: 0 });
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Bucket1' });
+    expect(await counts()).toEqual({ buckets: 1, reopened: 0 });
+  });
+
+  it('reopens a bucket found on disk by query (with or without control.closed: false)', async () => {
+    const { coll, counts, insertBucket } = await setup();
+    const id = await insertBucket('ReopenedBucket1', at('2024-10-04T10:14:00Z'), { closed: false });
+    await insertBucket('ReopenedBucket2', at('2024-10-04T10:14:00Z'));
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'ReopenedBucket1' });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 1 });
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'ReopenedBucket1' });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 1 });
+    const [bucket] = await coll.buckets.find({ _id: id }).toArray();
+    expect(Object.keys((bucket!.data as { time: object }).time)).toEqual(['0', '1', '2']);
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'ReopenedBucket2' });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 2 });
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketsQueried).toBe(2);
+    expect(stats.numBucketInserts).toBe(0);
+    expect(stats.numBucketUpdates).toBe(3);
+  });
+
+  it('matches meta after normalisation: {b:1,a:1} reopens {a:1,b:1}; {b:2,a:2} does not', async () => {
+    const { coll, counts, insertBucket } = await setup();
+    await insertBucket({ a: 1, b: 1 }, at('2024-10-04T10:14:00Z'));
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: { b: 1, a: 1 } });
+    expect(await counts()).toEqual({ buckets: 1, reopened: 1 });
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: { b: 2, a: 2 } });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 1 });
+  });
+
+  it('reopens the original bucket after a time-forward rollover', async () => {
+    const { coll, counts } = await setup();
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Meta1' });
+    expect(await counts()).toEqual({ buckets: 1, reopened: 0 });
+    await coll.insertOne({ time: at('2024-12-04T10:14:00Z'), mm: 'Meta1' });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 0 });
+    await coll.insertOne({ time: at('2024-10-04T10:15:00Z'), mm: 'Meta1' });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 1 });
+  });
+
+  it('five inserts, a day later a new bucket, then back: reopen', async () => {
+    const { coll, counts } = await setup();
+    for (let i = 0; i < 5; i++) await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Meta2' });
+    await coll.insertOne({ time: at('2024-10-05T10:14:00Z'), mm: 'Meta2' });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 0 });
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Meta2' });
+    expect(await counts()).toEqual({ buckets: 2, reopened: 1 });
+  });
+
+  it('never reopens a closed bucket, a bucket outside the window, or another series', async () => {
+    const { coll, counts, insertBucket } = await setup();
+    await insertBucket('Closed', at('2024-10-04T10:14:00Z'), { closed: true });
+    await insertBucket('Old', at('2000-10-04T10:14:00Z'));
+    await insertBucket('Other', at('2024-10-04T10:14:00Z'));
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Closed' });
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Old' });
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z'), mm: 'Different' });
+    expect(await counts()).toEqual({ buckets: 6, reopened: 0 });
+    expect((await coll.stats()).timeseries.numBucketQueriesFailed).toBe(3);
+  });
+
+  it('archive-based: a time-backward bucket is fetched by _id when the series goes forward again', async () => {
+    const { coll, counts } = await setup();
+    await coll.insertOne({ time: at('2024-10-04T10:00:00Z'), mm: 'A' });
+    await coll.insertOne({ time: at('2024-10-04T09:00:00Z'), mm: 'A' });
+    let stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketsArchivedDueToTimeBackward).toBe(1);
+    await coll.insertOne({ time: at('2024-10-04T10:05:00Z'), mm: 'A' });
+    stats = (await coll.stats()).timeseries;
+    expect(await counts()).toEqual({ buckets: 2, reopened: 1 });
+    expect(stats.numBucketsFetched).toBe(1);
+    expect(stats.numBucketsClosedDueToTimeForward).toBe(1);
+    const [first] = await coll.buckets.find({ 'control.min.time': at('2024-10-04T10:00:00Z') }).toArray();
+    expect(Object.keys((first!.data as { time: object }).time)).toEqual(['0', '1']);
+  });
+
+  it('counts a failed fetch when the archived bucket is gone from storage', async () => {
+    const { engine, coll } = await setup();
+    await coll.insertOne({ time: at('2024-10-04T10:00:00Z'), mm: 'A' });
+    await coll.insertOne({ time: at('2024-10-04T09:00:00Z'), mm: 'A' });
+    await engine.storage.deleteMany(coll.bucketsNamespace, {
+      'control.min.time': at('2024-10-04T10:00:00Z'),
+    });
+    await coll.insertOne({ time: at('2024-10-04T10:05:00Z'), mm: 'A' });
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketFetchesFailed).toBe(1);
+    expect(stats.numBucketsReopened).toBe(0);
+    expect(stats.bucketCount).toBe(2);
+  });
+
+  it('without a metaField there is no {meta, time} index: the query is skipped and counted as failed', async () => {
+    const engine = new BucketEngine();
+    const coll = await engine.createCollection('nometa', { timeseries: { timeField: 'time' } });
+    await coll.insertOne({ time: at('2024-10-04T10:14:00Z') });
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketQueriesFailed).toBe(1);
+    expect(stats.numBucketsQueried).toBe(0);
+  });
+});

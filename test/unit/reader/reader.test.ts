@@ -1,0 +1,389 @@
+import { Binary, Decimal128, Double, Int32, Long, ObjectId } from 'bson';
+import { describe, expect, it } from 'vitest';
+
+import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
+import { TimeseriesError } from '../../../src/errors.js';
+import { aggregate, countDocuments, find } from '../../../src/reader/reader.js';
+import { iso, setupCollection } from './helpers.js';
+
+describe('find: unpacking', () => {
+  it('returns measurements with the time field first, then the metaField, then data columns', async () => {
+    // Arrange
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { _id: 1, temp: 20, ts: iso('2024-01-01T00:00:00Z'), sensor: { id: 'a' } },
+      { _id: 2, ts: iso('2024-01-01T00:00:01Z'), sensor: { id: 'a' }, hum: 5 },
+    ]);
+    // Act
+    const docs = await find(ctx()).toArray();
+    // Assert
+    expect(docs).toStrictEqual([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: { id: 'a' }, _id: 1, temp: 20 },
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: { id: 'a' }, _id: 2, hum: 5 },
+    ]);
+    expect(Object.keys(docs[0]!)).toEqual(['ts', 'sensor', '_id', 'temp']);
+    expect(Object.keys(docs[1]!)).toEqual(['ts', 'sensor', '_id', 'hum']);
+  });
+
+  it('keeps BSON types', async () => {
+    const { coll, ctx } = await setupCollection();
+    const oid = new ObjectId();
+    const doc = {
+      ts: iso('2024-01-01T00:00:00Z'),
+      sensor: 's',
+      i: new Int32(1),
+      l: Long.fromString('9007199254740993'),
+      d: new Double(2),
+      dec: Decimal128.fromString('1.10'),
+      o: oid,
+      n: 3,
+      bin: new Binary(new Uint8Array([1, 2])),
+    };
+    await coll.insertOne(doc);
+    const [out] = await find(ctx()).toArray();
+    expect(out).toStrictEqual(doc);
+    expect(out!.i).toBeInstanceOf(Int32);
+    expect(out!.l).toBeInstanceOf(Long);
+    expect(out!.d).toBeInstanceOf(Double);
+    expect(typeof out!.n).toBe('number');
+  });
+
+  it('include projection: listed fields (time only if listed), metaField only if listed, _id by default', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertOne({ _id: 7, ts: iso('2024-01-01T00:00:00Z'), sensor: 's', a: 1, b: 2 });
+    expect(await find(ctx(), {}, { projection: { b: 1 } }).toArray()).toStrictEqual([{ _id: 7, b: 2 }]);
+    expect(await find(ctx(), {}, { projection: { b: 1, sensor: 1, ts: 1, _id: 0 } }).toArray()).toStrictEqual(
+      [{ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', b: 2 }],
+    );
+  });
+
+  it('exclude projection drops listed fields, including the metaField and the time field', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertOne({ _id: 7, ts: iso('2024-01-01T00:00:00Z'), sensor: 's', a: 1, b: 2 });
+    expect(await find(ctx(), {}, { projection: { sensor: 0, a: 0 } }).toArray()).toStrictEqual([
+      { ts: iso('2024-01-01T00:00:00Z'), _id: 7, b: 2 },
+    ]);
+    expect(await find(ctx(), {}, { projection: { ts: 0, _id: 0 } }).toArray()).toStrictEqual([
+      { sensor: 's', a: 1, b: 2 },
+    ]);
+  });
+
+  it('projection and filter on different fields: filter fields are unpacked then dropped', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', a: 1, b: 2 },
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: 's', a: 5, b: 3 },
+    ]);
+    expect(await find(ctx(), { a: { $gt: 2 } }, { projection: { b: 1, _id: 0 } }).toArray()).toStrictEqual([
+      { b: 3 },
+    ]);
+    expect(await find(ctx(), { a: { $gt: 2 } }, { projection: { a: 0 } }).toArray()).toStrictEqual([
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: 's', b: 3 },
+    ]);
+  });
+
+  it('dotted projections go through mingo', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', a: { x: new Int32(1), y: 2 } });
+    expect(await find(ctx(), {}, { projection: { 'a.x': 1, _id: 0 } }).toArray()).toStrictEqual([
+      { a: { x: new Int32(1) } },
+    ]);
+  });
+
+  it('rejects a projection mixing inclusion and exclusion', async () => {
+    const { ctx } = await setupCollection();
+    expect(() => find(ctx(), {}, { projection: { a: 1, b: 0 } })).toThrow(TimeseriesError);
+  });
+
+  it('filters with exact BSON numeric semantics', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: new Int32(7) },
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: 's', v: Long.fromString('9007199254740993') },
+      { ts: iso('2024-01-01T00:00:02Z'), sensor: 's', v: Decimal128.fromString('5.5') },
+      { ts: iso('2024-01-01T00:00:03Z'), sensor: 's', v: 'seven' },
+    ]);
+    const v = (docs: Array<Record<string, unknown>>) => docs.map((d) => String(d.v));
+    expect(v(await find(ctx(), { v: { $gt: 5 } }).toArray())).toEqual(['7', '9007199254740993', '5.5']);
+    expect(v(await find(ctx(), { v: { $gt: 9007199254740992 } }).toArray())).toEqual(['9007199254740993']);
+    expect(v(await find(ctx(), { v: 7 }).toArray())).toEqual(['7']);
+    expect(v(await find(ctx(), { v: { $lt: 'z' } }).toArray())).toEqual(['seven']);
+  });
+
+  it('skip and limit', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(
+      Array.from({ length: 10 }, (_, i) => ({ ts: new Date(1e12 + i * 1000), sensor: 's', i })),
+    );
+    const docs = await find(ctx(), {}, { skip: 3, limit: 2 }).toArray();
+    expect(docs.map((d) => d.i)).toEqual([3, 4]);
+  });
+
+  it('streams: breaking out of iteration stops reading buckets', async () => {
+    const { coll, ctx } = await setupCollection({}, { timeseriesBucketMaxCount: 2 });
+    await coll.insertMany(
+      Array.from({ length: 20 }, (_, i) => ({ ts: new Date(1e12 + i * 1000), sensor: 's', i })),
+    );
+    const cursor = find(ctx());
+    let seen = 0;
+    for await (const _doc of cursor) if (++seen === 3) break;
+    expect(seen).toBe(3);
+    const { executionStats } = await find(ctx(), {}, { limit: 3 }).explain();
+    expect(executionStats.totalBucketsExamined).toBe(2);
+    expect(executionStats.totalBucketsInCollection).toBe(10);
+  });
+});
+
+describe('find: malformed buckets', () => {
+  async function withBucket(bucket: Record<string, unknown>, timeseries: Record<string, unknown> = {}) {
+    const setup = await setupCollection(timeseries);
+    await setup.engine.storage.insertOne(setup.coll.bucketsNamespace, { _id: new ObjectId(), ...bucket });
+    return setup;
+  }
+  const cases: Array<[string, Record<string, unknown>, number, Record<string, unknown>?]> = [
+    ['no control', { data: { ts: { '0': new Date(0) } } }, 5857902],
+    ['no control.version', { control: { min: {}, max: {} }, data: { ts: { '0': new Date(0) } } }, 5857903],
+    ['unknown version', { control: { version: 4, min: {}, max: {} }, data: {} }, 5857900],
+    ['no time column', { control: { version: 1, min: {}, max: {} }, data: { x: { '0': 1 } } }, 5346700],
+    [
+      'meta without metaField',
+      { control: { version: 1, min: {}, max: {} }, meta: 1, data: { ts: { '0': new Date(0) } } },
+      5369601,
+      { metaField: undefined },
+    ],
+  ];
+  for (const [name, bucket, code, ts] of cases) {
+    it(`${name} → ${code}`, async () => {
+      const { ctx } = await withBucket(bucket, ts);
+      const error: unknown = await find(ctx())
+        .toArray()
+        .catch((e: unknown) => e);
+      expect(TimeseriesError.isTimeseriesError(error)).toBe(true);
+      expect((error as TimeseriesError).code).toBe(code);
+    });
+  }
+
+  it('an empty data object has no measurements', async () => {
+    const { ctx } = await withBucket({ control: { version: 1, min: {}, max: {} }, data: {} });
+    expect(await find(ctx()).toArray()).toEqual([]);
+  });
+});
+
+describe('find: compressed buckets (v2, v3)', () => {
+  it('unpacks BSONColumn columns through BSONColumn.decode, skips stay missing', async () => {
+    const { engine, coll, ctx } = await setupCollection();
+    const times = [iso('2024-01-01T00:00:00Z'), iso('2024-01-01T00:00:01Z'), iso('2024-01-01T00:00:02Z')];
+    for (const version of [2, 3]) {
+      await engine.storage.insertOne(coll.bucketsNamespace, {
+        _id: new ObjectId(),
+        control: {
+          version,
+          min: { ts: times[0], x: 1, s: 'a' },
+          max: { ts: times[2], x: 3, s: 'b' },
+          count: 3,
+        },
+        meta: `v${version}`,
+        data: {
+          ts: new Binary(BSONColumn.encode(times), 7),
+          x: new Binary(BSONColumn.encode([1, undefined, 3]), 7),
+          s: new Binary(BSONColumn.encode(['a', 'b', undefined]), 7),
+        },
+      });
+    }
+    const docs = await find(ctx(), { sensor: 'v2' }).toArray();
+    expect(docs).toStrictEqual([
+      { ts: times[0], sensor: 'v2', x: 1, s: 'a' },
+      { ts: times[1], sensor: 'v2', s: 'b' },
+      { ts: times[2], sensor: 'v2', x: 3 },
+    ]);
+    expect(await countDocuments(ctx(), { sensor: 'v3' })).toBe(3);
+    expect(await countDocuments(ctx(), { x: { $gte: 2 } })).toBe(2);
+  });
+
+  it('uses an injected column decoder', async () => {
+    const { engine, coll, ctx } = await setupCollection({ metaField: undefined });
+    await engine.storage.insertOne(coll.bucketsNamespace, {
+      _id: new ObjectId(),
+      control: { version: 2, min: {}, max: {}, count: 1 },
+      data: { ts: new Binary(new Uint8Array([0]), 7) },
+    });
+    const decoder = { decode: () => [iso('2024-01-01T00:00:00Z')] };
+    expect(await find({ ...ctx(), columnDecoder: decoder }).toArray()).toStrictEqual([
+      { ts: iso('2024-01-01T00:00:00Z') },
+    ]);
+  });
+});
+
+describe('find: bucket-level predicates and explain', () => {
+  it('metaField predicates become exact bucket predicates on meta', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: { id: 'a' }, v: 1 },
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: { id: 'b' }, v: 2 },
+    ]);
+    const cursor = find(ctx(), { 'sensor.id': 'a' });
+    expect((await cursor.toArray()).map((d) => d.v)).toEqual([1]);
+    const explain = await cursor.explain();
+    expect(explain.bucketFilter).toStrictEqual({ 'meta.id': 'a' });
+    expect(explain.eventFilter).toBeUndefined();
+    expect(explain.executionStats).toStrictEqual({
+      totalBucketsInCollection: 2,
+      totalBucketsExamined: 1,
+      nReturned: 1,
+    });
+  });
+
+  it('a 1% time range examines about 1% of the buckets', async () => {
+    const { coll, ctx } = await setupCollection({ granularity: 'seconds' }, { timeseriesBucketMaxCount: 10 });
+    const start = Date.UTC(2024, 0, 1);
+    // 100 hours, one measurement a minute: 600 buckets of 10.
+    await coll.insertMany(
+      Array.from({ length: 6000 }, (_, i) => ({ ts: new Date(start + i * 60_000), sensor: 's', i })),
+    );
+    const from = new Date(start + 50 * 3600_000);
+    const to = new Date(start + 51 * 3600_000);
+    const cursor = find(ctx(), { ts: { $gte: from, $lt: to } });
+    expect(await cursor.toArray()).toHaveLength(60);
+    const { executionStats, bucketFilter } = await cursor.explain();
+    expect(executionStats.totalBucketsInCollection).toBe(600);
+    expect(executionStats.totalBucketsExamined).toBeLessThanOrEqual(8);
+    expect(JSON.stringify(bucketFilter)).toContain('_id');
+  });
+
+  it('omits _id bounds when buckets before 1970 exist, and still finds them', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('1960-01-01T00:00:00Z'), sensor: 's', v: 1 },
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 2 },
+    ]);
+    const cursor = find(ctx(), { ts: { $lt: iso('1980-01-01T00:00:00Z') } });
+    expect((await cursor.toArray()).map((d) => d.v)).toEqual([1]);
+    expect(JSON.stringify((await cursor.explain()).bucketFilter)).not.toContain('_id');
+  });
+
+  it('data-field comparisons use control.min/max with the mixed-type guard', async () => {
+    const { coll, ctx } = await setupCollection({}, { timeseriesBucketMaxCount: 5 });
+    await coll.insertMany(
+      Array.from({ length: 50 }, (_, i) => ({ ts: new Date(1e12 + i * 1000), sensor: 's', v: i })),
+    );
+    const cursor = find(ctx(), { v: { $gte: 45 } });
+    expect(await cursor.toArray()).toHaveLength(5);
+    const { bucketFilter, executionStats } = await cursor.explain();
+    expect(bucketFilter).toStrictEqual({
+      $or: [
+        { 'control.max.v': { $_internalExprGte: 45 } },
+        { $expr: { $ne: [{ $type: '$control.min.v' }, { $type: '$control.max.v' }] } },
+      ],
+    });
+    expect(executionStats.totalBucketsExamined).toBe(1);
+  });
+
+  it('arrays in data fields are never pruned wrongly', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: [1, 100] },
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: 's', v: [50] },
+    ]);
+    expect(await find(ctx(), { v: 50 }).toArray()).toHaveLength(1);
+    expect(await find(ctx(), { v: { $gt: 60 } }).toArray()).toHaveLength(1);
+  });
+});
+
+describe('find: sort on time with limit', () => {
+  it('latest value per series reads a handful of buckets', async () => {
+    // Arrange: 3 series, 100 buckets each.
+    const { coll, ctx } = await setupCollection({}, { timeseriesBucketMaxCount: 10 });
+    const docs = [];
+    for (let i = 0; i < 1000; i++)
+      for (const s of ['a', 'b', 'c']) docs.push({ ts: new Date(1e12 + i * 1000), sensor: s, i });
+    await coll.insertMany(docs);
+    for (const s of ['a', 'b', 'c']) {
+      // Act
+      const cursor = find(ctx(), { sensor: s }, { sort: { ts: -1 }, limit: 1 });
+      const result = await cursor.toArray();
+      const { executionStats } = await cursor.explain();
+      // Assert
+      expect(result).toStrictEqual([{ ts: new Date(1e12 + 999 * 1000), sensor: s, i: 999 }]);
+      expect(executionStats.totalBucketsInCollection).toBe(300);
+      expect(executionStats.totalBucketsExamined).toBeLessThanOrEqual(2);
+    }
+  });
+
+  it('merges overlapping buckets into a correct order (ascending and descending)', async () => {
+    const { coll, ctx } = await setupCollection({}, { timeseriesBucketMaxCount: 3 });
+    // Out-of-order inserts across calls create overlapping buckets.
+    const times = [5, 1, 9, 3, 7, 2, 8, 4, 6, 0, 11, 10];
+    for (const t of times) await coll.insertOne({ ts: new Date(1e12 + t * 1000), sensor: 's', t });
+    const asc = await find(ctx(), {}, { sort: { ts: 1 } }).toArray();
+    expect(asc.map((d) => d.t)).toEqual([...times].sort((a, b) => a - b));
+    const desc = await find(ctx(), { t: { $ne: 4 } }, { sort: { ts: -1 }, limit: 5, skip: 1 }).toArray();
+    expect(desc.map((d) => d.t)).toEqual([10, 9, 8, 7, 6]);
+  });
+
+  it('other sorts are blocking sorts with BSON order', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: new Int32(3) },
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: 's', v: 1.5 },
+      { ts: iso('2024-01-01T00:00:02Z'), sensor: 's', v: Long.fromNumber(2) },
+    ]);
+    const out = await find(ctx(), {}, { sort: { v: -1 }, limit: 2 }).toArray();
+    expect(out.map((d) => String(d.v))).toEqual(['3', '2']);
+  });
+});
+
+describe('countDocuments', () => {
+  it('counts metaField-only matches without unpacking, and others by filtering', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(
+      Array.from({ length: 30 }, (_, i) => ({ ts: new Date(1e12 + i * 1000), sensor: i % 3, v: i })),
+    );
+    expect(await countDocuments(ctx())).toBe(30);
+    expect(await countDocuments(ctx(), { sensor: 1 })).toBe(10);
+    expect(await countDocuments(ctx(), { sensor: 1, v: { $lt: 10 } })).toBe(3);
+  });
+});
+
+describe('aggregate', () => {
+  it('pushes the leading $match down and unpacks only the needed fields', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(
+      Array.from({ length: 30 }, (_, i) => ({
+        ts: new Date(1e12 + i * 1000),
+        sensor: i % 3,
+        v: i,
+        big: 'x'.repeat(10),
+      })),
+    );
+    const cursor = aggregate(ctx(), [
+      { $match: { sensor: 1 } },
+      { $match: { v: { $gte: 10 } } },
+      { $group: { _id: '$sensor', total: { $sum: '$v' }, n: { $sum: 1 } } },
+    ]);
+    expect(await cursor.toArray()).toStrictEqual([{ _id: 1, total: 10 + 13 + 16 + 19 + 22 + 25 + 28, n: 7 }]);
+    const explain = await cursor.explain();
+    expect(explain.eventFilter).toStrictEqual({ v: { $gte: 10 } });
+    expect(explain.bucketFilter).toMatchObject({ $and: [{ meta: 1 }, expect.anything()] });
+  });
+
+  it('per-document pipelines stream', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(
+      Array.from({ length: 3000 }, (_, i) => ({ ts: new Date(1e12 + i * 1000), sensor: 's', v: i })),
+    );
+    const out = await aggregate(ctx(), [
+      { $match: { v: { $lt: 2500 } } },
+      { $project: { _id: 0, w: { $multiply: ['$v', 2] } } },
+    ]).toArray();
+    expect(out).toHaveLength(2500);
+    expect(out[2499]).toStrictEqual({ w: 4998 });
+  });
+
+  it('a pipeline without stages after $match returns whole measurements', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 1 });
+    expect(await aggregate(ctx(), [{ $match: { v: 1 } }]).toArray()).toStrictEqual([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 1 },
+    ]);
+  });
+});

@@ -1,0 +1,125 @@
+import { Decimal128, Double, Int32, Long, ObjectId } from 'bson';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { MemoryStorage } from '../../../src/storage/memory-storage.js';
+import type { StoredBucket } from '../../../src/storage/storage.js';
+import { BsonQuery } from '../../../src/util/bson-query.js';
+
+async function all(storage: MemoryStorage, filter: Record<string, unknown>): Promise<StoredBucket[]> {
+  const out: StoredBucket[] = [];
+  for await (const d of storage.find('ns', filter)) out.push(d);
+  return out;
+}
+
+describe('MemoryStorage', () => {
+  it('inserts, rejects duplicate _id with DuplicateKey, finds by _id', async () => {
+    const storage = new MemoryStorage();
+    const _id = new ObjectId();
+    await storage.insertOne('ns', { _id, meta: 1 });
+    await expect(storage.insertOne('ns', { _id, meta: 2 })).rejects.toMatchObject({
+      code: 11000,
+      codeName: 'DuplicateKey',
+    });
+    expect(await all(storage, { _id })).toEqual([{ _id, meta: 1 }]);
+    expect(await storage.countDocuments('ns')).toBe(1);
+  });
+
+  it('applies a guarded $set in place and reports notMatched when the guard fails', async () => {
+    const storage = new MemoryStorage();
+    const _id = new ObjectId();
+    const doc = { _id, data: { t: { '0': 1 } } };
+    await storage.insertOne('ns', doc);
+    const guard = { _id, 'data.t.0': { $exists: true }, 'data.t.1': { $exists: false } };
+    expect(await storage.updateOne('ns', guard, { $set: { 'data.t.1': 2, 'data.u': { '1': 3 } } })).toEqual({
+      kind: 'updated',
+    });
+    expect(doc).toEqual({ _id, data: { t: { '0': 1, '1': 2 }, u: { '1': 3 } } });
+    expect(await storage.updateOne('ns', guard, { $set: { 'data.t.1': 9 } })).toEqual({ kind: 'notMatched' });
+    expect(doc.data.t['1' as keyof typeof doc.data.t]).toBe(2);
+  });
+
+  it('applies $setField pipelines for names that cannot be dotted, in place', async () => {
+    const storage = new MemoryStorage();
+    const _id = new ObjectId();
+    await storage.insertOne('ns', { _id, data: { 'a.b': { '0': 1 } } });
+    const stage = {
+      $replaceWith: {
+        $setField: {
+          field: { $literal: 'data' },
+          input: '$$ROOT',
+          value: {
+            $setField: {
+              field: { $literal: 'a.b' },
+              input: { $getField: { field: { $literal: 'data' }, input: '$$ROOT' } },
+              value: {
+                $setField: {
+                  field: { $literal: '1' },
+                  input: {
+                    $getField: {
+                      field: { $literal: 'a.b' },
+                      input: { $getField: { field: { $literal: 'data' }, input: '$$ROOT' } },
+                    },
+                  },
+                  value: { $literal: 2 },
+                },
+              },
+            },
+          },
+        },
+      },
+    };
+    await storage.updateOne('ns', { _id }, [stage]);
+    expect((await all(storage, { _id }))[0]).toEqual({ _id, data: { 'a.b': { '0': 1, '1': 2 } } });
+  });
+
+  it('meta-equality filters through the meta index return exactly what a full scan returns', async () => {
+    const metaArb = fc.oneof(
+      fc.integer({ min: 0, max: 3 }),
+      fc.integer({ min: 0, max: 3 }).map((n) => new Int32(n)),
+      fc.integer({ min: 0, max: 3 }).map((n) => new Double(n)),
+      fc.integer({ min: 0, max: 3 }).map((n) => Long.fromNumber(n)),
+      fc.integer({ min: 0, max: 3 }).map((n) => Decimal128.fromString(`${n}.0`)),
+      fc.constantFrom(1.5, 'a', 'b', null, true),
+      fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 2 }),
+      fc.record({ x: fc.integer({ min: 0, max: 2 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.option(metaArb, { nil: undefined }), { maxLength: 12 }),
+        fc.option(metaArb, { nil: undefined }),
+        async (metas, probe) => {
+          const storage = new MemoryStorage();
+          const docs: StoredBucket[] = metas.map((meta) =>
+            meta === undefined ? { _id: new ObjectId() } : { _id: new ObjectId(), meta },
+          );
+          for (const d of docs) await storage.insertOne('ns', d);
+          const filter = probe === undefined ? { meta: { $exists: false } } : { meta: probe };
+          const query = new BsonQuery(filter);
+          const expected = docs.filter((d) => query.test(d)).map((d) => (d._id as ObjectId).toHexString());
+          const actual = (await all(storage, { $and: [filter] })).map((d) =>
+            (d._id as ObjectId).toHexString(),
+          );
+          expect(actual.sort()).toEqual(expected.sort());
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('keeps the meta index right across meta updates, replaces and deletes', async () => {
+    const storage = new MemoryStorage();
+    const a = new ObjectId();
+    const b = new ObjectId();
+    await storage.insertOne('ns', { _id: a, meta: 'x' });
+    await storage.insertOne('ns', { _id: b, meta: 'y' });
+    await storage.updateMany('ns', { meta: 'x' }, { $set: { meta: 'z' } });
+    expect((await all(storage, { meta: 'x' })).length).toBe(0);
+    expect((await all(storage, { meta: 'z' })).map((d) => d._id)).toEqual([a]);
+    await storage.replaceOne('ns', { _id: b }, { _id: b, meta: 'z' });
+    expect((await all(storage, { meta: 'z' })).length).toBe(2);
+    await storage.deleteMany('ns', { meta: 'z' });
+    expect(await storage.countDocuments('ns')).toBe(0);
+    expect((await all(storage, { meta: 'z' })).length).toBe(0);
+  });
+});
