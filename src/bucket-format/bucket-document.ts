@@ -113,8 +113,80 @@ export type BucketUpdate = (
  * @returns the update, in operator form unless a field name forces the pipeline form.
  */
 export function makeBucketUpdate(input: BucketUpdateInput): BucketUpdate {
-  // Collect path → value in application order. New columns are built whole so that they appear after the
-  // existing ones, as in a document built whole.
+  // Fast path (every name path-safe, the usual case): write `$set` keys directly. The per-value work is one
+  // string concatenation and one property store; path arrays are only built on the slow path.
+  const $set: Record<string, unknown> = {};
+  let safe =
+    appendControlSets($set, 'control.min.', input.minUpdates) &&
+    appendControlSets($set, 'control.max.', input.maxUpdates);
+  const newColumns: Record<string, Record<string, unknown>> = {};
+  // Safety of each field name, decided once per commit rather than once per value.
+  const fieldIsSafe = new Map<string, boolean>();
+  const { measurements, metaField, existingColumns } = input;
+  for (let i = 0; i < measurements.length && safe; i++) {
+    const m = measurements[i] as Measurement;
+    const key = String(input.numPreviouslyCommittedMeasurements + i);
+    for (const field of Object.keys(m)) {
+      if (field === metaField) continue;
+      const value = m[field];
+      if (value === undefined) continue;
+      let ok = fieldIsSafe.get(field);
+      if (ok === undefined) {
+        ok = isPathSafeFieldName(field);
+        fieldIsSafe.set(field, ok);
+      }
+      if (!ok) {
+        safe = false;
+        break;
+      }
+      if (existingColumns.has(field)) {
+        $set[`data.${field}.${key}`] = value;
+        continue;
+      }
+      let column = newColumns[field];
+      if (column === undefined) {
+        column = {};
+        newColumns[field] = column;
+      }
+      column[key] = value;
+    }
+  }
+  // MongoDB applies the fields of one `$set` in name order: several new columns created out of name order
+  // would land in a different order than a document built whole, so such a commit uses the pipeline form.
+  if (safe && !isSortedByName(Object.keys(newColumns))) safe = false;
+  if (safe) {
+    // New columns are set whole, after the existing ones, as in a document built whole.
+    const created = Object.keys(newColumns);
+    for (const field of created) $set[`data.${field}`] = newColumns[field];
+    return { kind: 'operators', update: { $set }, newColumns: created };
+  }
+  return makePipelineUpdate(input);
+}
+
+function isSortedByName(names: ReadonlyArray<string>): boolean {
+  for (let i = 1; i < names.length; i++) if ((names[i - 1] as string) > (names[i] as string)) return false;
+  return true;
+}
+
+/** Add `$set` entries for min/max changes; `false` when a path segment is not path-safe. */
+function appendControlSets(
+  $set: Record<string, unknown>,
+  prefix: string,
+  ops: ReadonlyArray<SetOp>,
+): boolean {
+  for (const op of ops) {
+    if (op.path.length === 0) {
+      $set[prefix.slice(0, -1)] = op.value;
+      continue;
+    }
+    if (!op.path.every(isPathSafeFieldName)) return false;
+    $set[prefix + op.path.join('.')] = op.value;
+  }
+  return true;
+}
+
+/** The update as a `$setField` pipeline: for names that cannot appear in a dotted path. */
+function makePipelineUpdate(input: BucketUpdateInput): BucketUpdate {
   const ops: Array<{ readonly path: ReadonlyArray<string>; readonly value: unknown }> = [];
   for (const op of input.minUpdates) ops.push({ path: ['control', 'min', ...op.path], value: op.value });
   for (const op of input.maxUpdates) ops.push({ path: ['control', 'max', ...op.path], value: op.value });
@@ -131,12 +203,6 @@ export function makeBucketUpdate(input: BucketUpdateInput): BucketUpdate {
   );
   const created = Object.keys(newColumns);
   for (const field of created) ops.push({ path: ['data', field], value: getOwnField(newColumns, field) });
-
-  if (ops.every((op) => op.path.every(isPathSafeFieldName))) {
-    const $set: Record<string, unknown> = {};
-    for (const op of ops) $set[op.path.join('.')] = op.value;
-    return { kind: 'operators', update: { $set }, newColumns: created };
-  }
   return { kind: 'pipeline', update: ops.map(pipelineStageFor), newColumns: created };
 }
 

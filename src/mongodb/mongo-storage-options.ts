@@ -42,7 +42,7 @@ export interface MongoStorageRetryOptions {
   readonly initialDelayMs?: number;
   /**
    * Cap of the delay bound, in milliseconds.
-   * @defaultValue 2000
+   * @defaultValue 2000 (or `initialDelayMs`, if that is larger)
    */
   readonly maxDelayMs?: number;
   /**

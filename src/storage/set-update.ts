@@ -64,57 +64,60 @@ export function applySetUpdate(
   const $set = update.$set;
   if (typeof $set !== 'object' || $set === null) return false;
   const paths = Object.keys($set);
-  // Validate every path first so that a refused update changes nothing.
-  for (const path of paths) if (!isSettable(doc, path)) return false;
-  for (const path of paths) setPath(doc, path.split('.'), ($set as Record<string, unknown>)[path]);
+  // Validate every path first so that a refused update changes nothing. Paths are walked by index, not
+  // split: this runs once per value of every commit.
+  for (const path of paths) if (walk(doc, path, undefined) === 'refused') return false;
+  for (const path of paths) walk(doc, path, { value: ($set as Record<string, unknown>)[path] });
   return true;
 }
 
-function isSettable(doc: unknown, path: string): boolean {
-  let node = doc;
-  const segments = path.split('.');
-  for (let i = 0; i < segments.length - 1; i++) {
-    const segment = segments[i] as string;
-    if (Array.isArray(node)) {
-      if (!kIndex.test(segment)) return false;
-      node = node[Number(segment)];
-    } else if (typeof node === 'object' && node !== null) {
-      node = getOwnField(node, segment);
-    } else return false;
-    if (node === undefined) return true;
-  }
-  return (
-    typeof node === 'object' &&
-    node !== null &&
-    (!Array.isArray(node) || kIndex.test(segments.at(-1) as string))
-  );
-}
-
-function setPath(root: Record<string, unknown>, segments: ReadonlyArray<string>, value: unknown): void {
+/**
+ * Walk `path` from `root`. Without `assign`, only check that the path can be set (`'ok'`/`'refused'`); with
+ * it, create missing objects and store the value.
+ */
+function walk(
+  root: Record<string, unknown>,
+  path: string,
+  assign: { readonly value: unknown } | undefined,
+): 'ok' | 'refused' {
   let node: unknown = root;
-  for (let i = 0; i < segments.length; i++) {
-    const segment = segments[i] as string;
-    const last = i === segments.length - 1;
+  let start = 0;
+  for (;;) {
+    const dot = path.indexOf('.', start);
+    const segment = dot === -1 ? path.slice(start) : path.slice(start, dot);
+    const last = dot === -1;
     if (Array.isArray(node)) {
+      if (!kIndex.test(segment)) return 'refused';
       const index = Number(segment);
-      while (node.length < index) node.push(null);
-      if (last) node[index] = value;
-      else {
+      if (assign === undefined) {
+        if (last) return 'ok';
+        node = node[index];
+        if (node === undefined) return 'ok';
+      } else {
+        while (node.length < index) node.push(null);
+        if (last) {
+          node[index] = assign.value;
+          return 'ok';
+        }
         if (typeof node[index] !== 'object' || node[index] === null) node[index] = {};
         node = node[index];
       }
-      continue;
+    } else if (typeof node === 'object' && node !== null) {
+      const obj = node as Record<string, unknown>;
+      if (last) {
+        if (assign !== undefined) defineField(obj, segment, assign.value);
+        return 'ok';
+      }
+      let child = getOwnField(obj, segment);
+      if (child === undefined) {
+        if (assign === undefined) return 'ok';
+        child = {};
+        defineField(obj, segment, child);
+      }
+      node = child;
+    } else {
+      return 'refused';
     }
-    const obj = node as Record<string, unknown>;
-    if (last) {
-      defineField(obj, segment, value);
-      return;
-    }
-    let child = getOwnField(obj, segment);
-    if (typeof child !== 'object' || child === null) {
-      child = {};
-      defineField(obj, segment, child);
-    }
-    node = child;
+    start = dot + 1;
   }
 }

@@ -34,6 +34,7 @@ import type {
 } from 'bson';
 import { TimeseriesError } from '../errors.js';
 import { defineField } from './safe-record.js';
+import { wrapInt64 } from './int64.js';
 
 /**
  * BSON element type bytes (bsonspec.org). `minKey` is the byte `0xFF` (the server's signed `-1`).
@@ -342,7 +343,7 @@ function compareDoubles(x: number, y: number): number {
 
 /** int64 value of a Long / bigint as js-bson writes it (two's complement, 64 bits). */
 function int64Of(v: unknown): bigint {
-  if (typeof v === 'bigint') return BigInt.asIntN(64, v);
+  if (typeof v === 'bigint') return wrapInt64(v);
   const l = v as Long;
   return (BigInt(l.high) << 32n) | BigInt(l.low >>> 0);
 }
@@ -353,7 +354,7 @@ function int64Of(v: unknown): bigint {
  */
 function int64AsSafeNumber(v: unknown): number | undefined {
   if (typeof v === 'bigint') {
-    const n = BigInt.asIntN(64, v);
+    const n = wrapInt64(v);
     return n >= -9007199254740991n && n <= 9007199254740991n ? Number(n) : undefined;
   }
   const l = v as Long;

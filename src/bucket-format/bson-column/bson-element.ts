@@ -30,6 +30,7 @@ import { Binary, Decimal128, Double, Int32, Long, ObjectId, Timestamp, deseriali
 import { TimeseriesError } from '../../errors.js';
 import { defineField } from '../../util/safe-record.js';
 import { BsonType, invalidColumn } from './bsoncolumn-util.js';
+import { wrapInt64 } from '../../util/int64.js';
 
 const kInt32Min = -2147483648;
 const kInt32Max = 2147483647;
@@ -328,7 +329,7 @@ export class ElementWriter {
         return;
       case 'bigint':
         this.type = BsonType.int64;
-        this.view.setBigInt64(0, BigInt.asIntN(64, value), true);
+        this.view.setBigInt64(0, wrapInt64(value), true);
         this.end = 8;
         return;
       case 'string': {

@@ -23,6 +23,7 @@ import {
   unzigzag,
   writeUint128LE,
 } from './simple8b-type-util.js';
+import { wrapInt64 } from '../../util/int64.js';
 
 /** How a state turns a Simple-8b value into an entry; chosen once per literal, not per value. */
 const Scheme = {
@@ -211,18 +212,18 @@ export class DecodingState {
         if (d !== 0n) throw invalidColumn(`non-zero delta for BSON type 0x${this.type.toString(16)}`);
         return this.current();
       case Scheme.deltaOfDelta:
-        this.#prevDelta = BigInt.asIntN(64, this.#prevDelta + unzigzag(d));
-        this.#base = BigInt.asIntN(64, this.#base + this.#prevDelta);
+        this.#prevDelta = wrapInt64(this.#prevDelta + unzigzag(d));
+        this.#base = wrapInt64(this.#base + this.#prevDelta);
         this.#fromLiteral = false;
         return this.current();
       case Scheme.delta64:
         if (d === 0n) return this.current();
-        this.#base = BigInt.asIntN(64, this.#base + unzigzag(d));
+        this.#base = wrapInt64(this.#base + unzigzag(d));
         this.#fromLiteral = false;
         return this.current();
       case Scheme.double:
         if (d === 0n) return this.current();
-        this.#base = BigInt.asIntN(64, this.#base + unzigzag(d));
+        this.#base = wrapInt64(this.#base + unzigzag(d));
         this.#lastDouble = decodeDouble(this.#base, this.#scaleIndex);
         this.#fromLiteral = false;
         return this.current();

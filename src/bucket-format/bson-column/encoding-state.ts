@@ -24,6 +24,7 @@ import {
   zigzag128,
   zigzag64,
 } from './simple8b-type-util.js';
+import { wrapInt64 } from '../../util/int64.js';
 
 function uses128(type: number): boolean {
   return (
@@ -196,7 +197,7 @@ export class EncodingState implements Simple8bSink {
     this.#controlBlocks++;
     this.#controlEntries += entries;
     if (isDouble) {
-      this.#blockEndEncoded = BigInt.asIntN(64, this.#blockEndEncoded + deltaSum);
+      this.#blockEndEncoded = wrapInt64(this.#blockEndEncoded + deltaSum);
       this.#lastValueInPrevBlock = decodeDouble(this.#blockEndEncoded, this.#scaleIndex);
     }
     if (this.#controlBlocks === kMaxBlocksPerControl) this.#closeControl();
@@ -317,7 +318,7 @@ export class EncodingState implements Simple8bSink {
       case BsonType.int64:
       case BsonType.date:
       case BsonType.timestamp:
-        value = BigInt.asIntN(64, view.getBigInt64(start, true) - prevView.getBigInt64(0, true));
+        value = wrapInt64(view.getBigInt64(start, true) - prevView.getBigInt64(0, true));
         break;
       case BsonType.bool:
         value = BigInt((bytes[start] ?? 0) - (this.#prev[0] ?? 0));
@@ -326,7 +327,7 @@ export class EncodingState implements Simple8bSink {
         // The 5 process-unique bytes are not encoded: they must match the previous ObjectId.
         for (let i = 4; i < 9; i++) if (bytes[start + i] !== this.#prev[i]) return false;
         const cur = encodeObjectId(bytes, start);
-        value = BigInt.asIntN(64, cur - this.#prevEncoded64);
+        value = wrapInt64(cur - this.#prevEncoded64);
         this.#prevEncoded64 = cur;
         break;
       }
@@ -342,7 +343,7 @@ export class EncodingState implements Simple8bSink {
     }
     if (usesDeltaOfDelta(type)) {
       const current = value;
-      value = BigInt.asIntN(64, current - this.#prevDelta);
+      value = wrapInt64(current - this.#prevDelta);
       this.#prevDelta = current;
     }
     return this.#b64.append(zigzag64(value));
@@ -381,7 +382,7 @@ export class EncodingState implements Simple8bSink {
     }
     const builder = this.#b64;
     const before = builder.blocksWritten;
-    if (!builder.append(zigzag64(BigInt.asIntN(64, encoded - this.#prevEncoded64)))) return false;
+    if (!builder.append(zigzag64(wrapInt64(encoded - this.#prevEncoded64)))) return false;
     if (builder.blocksWritten === before) {
       this.#prevEncoded64 = encoded;
       return true;
@@ -417,7 +418,7 @@ export class EncodingState implements Simple8bSink {
         this.#b64.skip();
         continue;
       }
-      prevEncoded = BigInt.asIntN(64, prevEncoded + unzigzag(v));
+      prevEncoded = wrapInt64(prevEncoded + unzigzag(v));
       const val = decodeDouble(prevEncoded, prevScale);
       this.#appendDouble(val, prev);
       prev = val;
@@ -440,15 +441,13 @@ export class EncodingState implements Simple8bSink {
         trial.skip();
         continue;
       }
-      prev = BigInt.asIntN(64, prev + unzigzag(v));
+      prev = wrapInt64(prev + unzigzag(v));
       const rescaled = encodeDouble(decodeDouble(prev, this.#scaleIndex), newScale);
       if (rescaled === undefined) return undefined;
-      if (!trial.append(zigzag64(BigInt.asIntN(64, rescaled - prevRescaled))) || trialSink.wrote)
-        return undefined;
+      if (!trial.append(zigzag64(wrapInt64(rescaled - prevRescaled))) || trialSink.wrote) return undefined;
       prevRescaled = rescaled;
     }
-    if (!trial.append(zigzag64(BigInt.asIntN(64, encoded - prevRescaled))) || trialSink.wrote)
-      return undefined;
+    if (!trial.append(zigzag64(wrapInt64(encoded - prevRescaled))) || trialSink.wrote) return undefined;
     return trial;
   }
 }

@@ -17,6 +17,7 @@ import {
   kTrailingZeroMultiplier,
 } from './simple8b.js';
 import { unzigzag } from './simple8b-type-util.js';
+import { wrapUint64 } from '../../util/int64.js';
 
 /** Receives the blocks written by a {@link Simple8bBuilder}. */
 export interface Simple8bSink {
@@ -288,7 +289,7 @@ export class Simple8bBuilder {
     this.lastWritten = last;
     this.#lastForRle = last;
     this.blocksWritten++;
-    this.sink.writeBlock(BigInt.asUintN(64, word), entries, sum);
+    this.sink.writeBlock(wrapUint64(word), entries, sum);
   }
 
   #endRle(): void {

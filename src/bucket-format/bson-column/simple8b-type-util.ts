@@ -8,6 +8,8 @@
  * @packageDocumentation
  */
 
+import { wrapInt64, wrapUint64 } from '../../util/int64.js';
+
 /** 2^53: the scaled double range limit (`-2^53 <= y <= 2^53`). */
 const kMaxScaled = 9007199254740992;
 
@@ -28,7 +30,7 @@ const i64 = new BigInt64Array(f64.buffer);
  * @returns the unsigned zigzag value.
  */
 export function zigzag64(d: bigint): bigint {
-  return BigInt.asUintN(64, (d << 1n) ^ (d >> 63n));
+  return wrapUint64((d << 1n) ^ (d >> 63n));
 }
 
 /**
@@ -69,7 +71,7 @@ export function doubleToBits(x: number): bigint {
  * @returns the double.
  */
 export function bitsToDouble(bits: bigint): number {
-  i64[0] = BigInt.asIntN(64, bits);
+  i64[0] = wrapInt64(bits);
   return f64[0] ?? 0;
 }
 
@@ -103,7 +105,7 @@ export function encodeDouble(x: number, scaleIndex: number): bigint | undefined 
 export function decodeDouble(encoded: bigint, scaleIndex: number): number {
   if (scaleIndex === kMemoryAsInteger) return bitsToDouble(encoded);
   // Number() rounds to nearest like the server's int64 -> double conversion.
-  return Number(BigInt.asIntN(64, encoded)) / (kScaleMultipliers[scaleIndex] ?? 1);
+  return Number(wrapInt64(encoded)) / (kScaleMultipliers[scaleIndex] ?? 1);
 }
 
 /** Result slot of {@link scaleAndEncodeDouble}; reused, read it before the next call. */

@@ -8,6 +8,7 @@
  * @packageDocumentation
  */
 import { invalidColumn } from './bsoncolumn-util.js';
+import { wrapUint64 } from '../../util/int64.js';
 
 /** Marks a missing (skipped) slot. Slot values are unsigned, so -1 can never be a real value. */
 export const kMissing = -1n;
@@ -173,7 +174,7 @@ export class Simple8bReader {
         value = raw >> (kShift[tzBits] ?? 0n);
         value = this.wide
           ? BigInt.asUintN(128, value << (kShift[shift] ?? 0n))
-          : BigInt.asUintN(64, value << (kShift[shift] ?? 0n));
+          : wrapUint64(value << (kShift[shift] ?? 0n));
       }
     }
     this.prev = value;

@@ -1,0 +1,469 @@
+/**
+ * MongoStorage specifics over the driver fake: modes and namespaces, value representation, error
+ * translation, retries with backoff, ambiguous (lost-reply) writes, and the engine under injected faults.
+ */
+import { Double, Int32, Long, ObjectId } from 'bson';
+import {
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+} from 'mongodb';
+import type { Db } from 'mongodb';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+
+import { BucketEngine, BulkWriteError, TimeseriesError } from '../../src/index.js';
+import type { StoredBucket } from '../../src/index.js';
+import {
+  MongoStorage,
+  MongoStorageError,
+  backoffDelayMs,
+  isDuplicateKeyError,
+  isTransientMongoError,
+  resolveMongoStorageOptions,
+} from '../../src/mongodb/index.js';
+import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
+import { updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
+import { kInstantRetry } from './backends.js';
+import { allBuckets, multiplicity, storedMeasurements } from './storage-suite.js';
+import { FakeDb, serverError } from './support/fake-mongo.js';
+
+const t0 = Date.parse('2024-10-04T10:00:00Z');
+const at = (seconds: number): Date => new Date(t0 + seconds * 1000);
+const kTimeseries = {
+  timeField: 'ts',
+  metaField: 'sensor',
+  granularity: 'seconds',
+  bucketMaxSpanSeconds: 3600,
+} as const;
+const kParameters = { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 } as const;
+
+const network = () => new MongoNetworkError('connection 3 to 127.0.0.1:27017 closed');
+const notPrimary = () => serverError(10107, 'NotWritablePrimary', 'not primary', {}, ['RetryableWriteError']);
+const unauthorized = () =>
+  serverError(13, 'Unauthorized', 'not authorized on db to execute command { insert: ... }');
+
+function bucket(id: ObjectId, n: number, meta: unknown = 'a'): StoredBucket {
+  const ts: Record<string, Date> = {};
+  const v: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    ts[String(i)] = at(i);
+    v[String(i)] = i;
+  }
+  return {
+    _id: id,
+    control: { version: 1, min: { ts: at(0), v: 0 }, max: { ts: at(n - 1), v: n - 1 } },
+    meta,
+    data: { ts, v },
+  };
+}
+
+/** A storage over a fresh fake database, recording backoff delays. */
+function setup(mode: MongoStorageMode = 'buckets', maxRetries = 5) {
+  const db = new FakeDb('metrics');
+  const delays: number[] = [];
+  const storage = new MongoStorage(db, {
+    mode,
+    retry: {
+      maxRetries,
+      sleep: (ms) => {
+        delays.push(ms);
+        return Promise.resolve();
+      },
+      random: () => 0.5,
+    },
+  });
+  const ns = 'tsbuckets.system.buckets.weather';
+  const name = storage.bucketsCollectionName(ns);
+  return { db, storage, delays, ns, name };
+}
+
+describe('MongoStorage options', () => {
+  it('resolves defaults into a frozen config', () => {
+    const config = resolveMongoStorageOptions();
+    expect(config.mode).toBe('timeseries');
+    expect(config.retry).toMatchObject({ maxRetries: 5, initialDelayMs: 50, maxDelayMs: 2000 });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.retry)).toBe(true);
+    expect(new MongoStorage(new FakeDb(), { mode: 'buckets' }).mode).toBe('buckets');
+  });
+
+  it.each([
+    [{ mode: 'plain' as MongoStorageMode }, 'mode'],
+    [{ retry: { maxRetries: -1 } }, 'retry.maxRetries'],
+    [{ retry: { maxRetries: 1.5 } }, 'retry.maxRetries'],
+    [{ retry: { initialDelayMs: Number.NaN } }, 'retry.initialDelayMs'],
+    [{ retry: { maxDelayMs: -1 } }, 'retry.maxDelayMs'],
+    [{ retry: { initialDelayMs: 100, maxDelayMs: 10 } }, 'retry.initialDelayMs'],
+  ])('rejects %j naming the option', (options, field) => {
+    let error: unknown;
+    try {
+      resolveMongoStorageOptions(options);
+    } catch (e) {
+      error = e;
+    }
+    expect(TimeseriesError.isTimeseriesError(error)).toBe(true);
+    expect(error).toMatchObject({ codeName: 'BadValue', field });
+  });
+
+  it('bounds the backoff delay by initialDelayMs * 2^k and maxDelayMs, with jitter', () => {
+    const config = resolveMongoStorageOptions({
+      retry: { initialDelayMs: 100, maxDelayMs: 1000, random: () => 0.999 },
+    }).retry;
+    expect([0, 1, 2, 3, 4, 10].map((k) => backoffDelayMs(config, k))).toEqual([99, 199, 399, 799, 999, 999]);
+    const low = resolveMongoStorageOptions({ retry: { random: () => 0 } }).retry;
+    expect(backoffDelayMs(low, 3)).toBe(0);
+  });
+
+  it('accepts a driver Db', () => {
+    expectTypeOf<Db>().toExtend<MongoDbLike>();
+    expectTypeOf<FakeDb>().toExtend<MongoDbLike>();
+  });
+});
+
+describe('MongoStorage modes', () => {
+  it("mode 'timeseries' creates a native time-series collection and writes to system.buckets.<name>", async () => {
+    const { db, storage, ns, name } = setup('timeseries');
+    expect(name).toBe('system.buckets.weather');
+    await storage.createNamespace(ns, { timeseries: kTimeseries, expireAfterSeconds: 86400 });
+    const [info] = await db.listCollections({ name: 'weather' }, { nameOnly: false }).toArray();
+    expect(info).toMatchObject({
+      type: 'timeseries',
+      options: {
+        timeseries: { timeField: 'ts', metaField: 'sensor', granularity: 'seconds' },
+        expireAfterSeconds: 86400,
+      },
+    });
+    await storage.insertOne(ns, bucket(new ObjectId(), 1));
+    expect(db.rawDocuments('system.buckets.weather')).toHaveLength(1);
+    // Idempotent: the server answers NamespaceExists, the options are compared.
+    await storage.createNamespace(ns, { timeseries: kTimeseries, expireAfterSeconds: 86400 });
+  });
+
+  it("mode 'timeseries' sends custom bucketing without granularity", async () => {
+    const { db, storage, ns } = setup('timeseries');
+    const timeseries = { timeField: 'ts', bucketMaxSpanSeconds: 900, bucketRoundingSeconds: 900 };
+    await storage.createNamespace(ns, { timeseries });
+    const [info] = await db.listCollections({ name: 'weather' }, { nameOnly: false }).toArray();
+    expect(info?.options?.timeseries).toEqual(timeseries);
+    await storage.createNamespace(ns, { timeseries });
+  });
+
+  it('rejects an existing collection with other options with NamespaceExists', async () => {
+    const { storage, ns } = setup('timeseries');
+    await storage.createNamespace(ns, { timeseries: kTimeseries });
+    const error: unknown = await storage
+      .createNamespace(ns, { timeseries: { ...kTimeseries, metaField: 'other' } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TimeseriesError);
+    expect(error).toMatchObject({ codeName: 'NamespaceExists', code: 48 });
+    expect((error as Error).cause).toBeInstanceOf(MongoServerError);
+    const ttl: unknown = await storage
+      .createNamespace(ns, { timeseries: kTimeseries, expireAfterSeconds: 5 })
+      .catch((e: unknown) => e);
+    expect(ttl).toMatchObject({ codeName: 'NamespaceExists' });
+  });
+
+  it("mode 'buckets' creates <name>.buckets with the meta/time index", async () => {
+    const { db, storage, ns, name } = setup('buckets');
+    expect(name).toBe('weather.buckets');
+    await storage.createNamespace(ns, { timeseries: kTimeseries });
+    await storage.createNamespace(ns, { timeseries: kTimeseries });
+    expect(db.collectionNames()).toEqual(['weather.buckets']);
+    expect(await storage.listIndexes(ns)).toEqual([
+      {
+        name: 'sensor_1_ts_1',
+        key: { meta: 1, 'control.min.ts': 1, 'control.max.ts': 1 },
+        options: { originalSpec: { key: { sensor: 1, ts: 1 } } },
+      },
+    ]);
+    const plain = setup('buckets');
+    await plain.storage.createNamespace(plain.ns, { timeseries: { timeField: 'ts' } });
+    expect(await plain.storage.listIndexes(plain.ns)).toEqual([]);
+  });
+
+  it('rejects a namespace that is not a buckets namespace', () => {
+    const { storage } = setup();
+    expect(() => storage.bucketsCollectionName('db.weather')).toThrow(TimeseriesError);
+  });
+
+  it('treats missing collections and indexes as empty', async () => {
+    const { storage, ns } = setup();
+    expect(await storage.listIndexes(ns)).toEqual([]);
+    expect(await storage.dropIndex(ns, 'nope')).toBe(false);
+    expect(await storage.countDocuments(ns)).toBe(0);
+    expect(await storage.totalSize(ns)).toBe(0);
+    await storage.dropNamespace(ns);
+    await storage.close();
+  });
+});
+
+describe('MongoStorage values', () => {
+  it('reads int32 as number, integral double as Double, other doubles as number, int64 as Long', async () => {
+    const { storage, ns } = setup();
+    const id = new ObjectId();
+    await storage.insertOne(ns, {
+      _id: id,
+      a: new Int32(5),
+      b: new Double(2),
+      c: new Double(2.5),
+      d: Long.fromNumber(3),
+      e: 2 ** 31,
+      f: -0,
+      nested: { arr: [new Int32(1), new Double(1), 1.5] },
+    });
+    const [doc] = await allBuckets(storage, ns);
+    expect(doc).toStrictEqual({
+      _id: id,
+      a: 5,
+      b: new Double(2),
+      c: 2.5,
+      d: Long.fromNumber(3),
+      e: new Double(2 ** 31),
+      f: new Double(-0),
+      nested: { arr: [1, new Double(1), 1.5] },
+    });
+  });
+});
+
+describe('MongoStorage errors and retries', () => {
+  it('turns a driver duplicate key error into TimeseriesError DuplicateKey with the driver error as cause', async () => {
+    const { db, storage, ns, name } = setup();
+    const id = new ObjectId();
+    await storage.insertOne(ns, bucket(id, 1));
+    const error: unknown = await storage.insertOne(ns, bucket(id, 2)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TimeseriesError);
+    expect(error).toMatchObject({ code: 11000, codeName: 'DuplicateKey', bucketId: id.toHexString() });
+    const cause = (error as Error).cause;
+    expect(cause).toBeInstanceOf(MongoServerError);
+    expect(isDuplicateKeyError(cause)).toBe(true);
+    expect(db.calls.filter((c) => c === `insertOne:${name}`)).toHaveLength(2);
+  });
+
+  it('retries transient errors with exponential backoff and jitter', async () => {
+    const { db, storage, delays, ns, name } = setup();
+    db.faults.push(
+      { op: 'insertOne', when: 'before', error: network() },
+      { op: 'insertOne', when: 'before', error: notPrimary() },
+      {
+        op: 'insertOne',
+        when: 'before',
+        error: new MongoServerSelectionError('Server selection timed out', {} as never),
+      },
+    );
+    await storage.insertOne(ns, bucket(new ObjectId(), 1));
+    expect(delays).toEqual([25, 50, 100]);
+    expect(db.calls.filter((c) => c === `insertOne:${name}`)).toHaveLength(4);
+    expect(db.rawDocuments(name)).toHaveLength(1);
+  });
+
+  it('does not retry other errors and surfaces them with code, codeName and cause', async () => {
+    const { db, storage, delays, ns, name } = setup();
+    const driverError = unauthorized();
+    db.faults.push({ op: 'insertOne', when: 'before', error: driverError });
+    const error: unknown = await storage.insertOne(ns, bucket(new ObjectId(), 1)).catch((e: unknown) => e);
+    expect(MongoStorageError.isMongoStorageError(error)).toBe(true);
+    expect(TimeseriesError.isTimeseriesError(error)).toBe(true);
+    expect(error).toMatchObject({
+      code: 13,
+      codeName: 'Unauthorized',
+      operation: 'insertOne',
+      collection: name,
+      attempts: 1,
+    });
+    expect((error as Error).cause).toBe(driverError);
+    expect((error as Error).name).toBe('MongoStorageError');
+    expect(delays).toEqual([]);
+  });
+
+  it('rejects after maxRetries retries', async () => {
+    const { db, storage, ns } = setup('buckets', 2);
+    for (let i = 0; i < 3; i++)
+      db.faults.push({ op: 'find', when: 'before', error: new MongoNetworkTimeoutError('timed out') });
+    const error: unknown = await allBuckets(storage, ns).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 89, codeName: 'NetworkTimeout', operation: 'find', attempts: 3 });
+    db.faults.push({ op: 'countDocuments', when: 'before', error: network() });
+    db.faults.push({ op: 'countDocuments', when: 'before', error: network() });
+    db.faults.push({ op: 'countDocuments', when: 'before', error: network() });
+    expect(await storage.countDocuments(ns).catch((e: unknown) => e)).toMatchObject({
+      code: 6,
+      codeName: 'HostUnreachable',
+      attempts: 3,
+    });
+  });
+
+  it('recognises transient errors of another driver copy by name and labels', () => {
+    const foreign = Object.assign(new Error('closed'), { name: 'MongoNetworkError' });
+    expect(isTransientMongoError(foreign)).toBe(true);
+    const labelled = Object.assign(new Error('x'), {
+      name: 'MongoServerError',
+      code: 91,
+      errorLabels: ['RetryableWriteError'],
+    });
+    expect(isTransientMongoError(labelled)).toBe(true);
+    expect(isTransientMongoError(new Error('plain'))).toBe(false);
+    expect(isTransientMongoError(unauthorized())).toBe(false);
+  });
+
+  it('an insert whose reply was lost is not reported as a duplicate', async () => {
+    const { db, storage, ns, name } = setup();
+    const doc = bucket(new ObjectId(), 2);
+    db.faults.push({ op: 'insertOne', when: 'after', error: network() });
+    await storage.insertOne(ns, doc);
+    expect(db.calls.filter((c) => c === `insertOne:${name}`)).toHaveLength(2);
+    expect(await allBuckets(storage, ns)).toStrictEqual([bucket(doc._id as ObjectId, 2)]);
+  });
+
+  it('an insert whose _id another writer took meanwhile is still a duplicate', async () => {
+    const { db, storage, ns } = setup();
+    const id = new ObjectId();
+    db.faults.push({ op: 'insertOne', when: 'before', error: network() });
+    const other = new MongoStorage(db, { mode: 'buckets', retry: kInstantRetry });
+    const racing = new MongoStorage(db, {
+      mode: 'buckets',
+      retry: { random: () => 0, sleep: () => other.insertOne(ns, bucket(id, 1, 'other')) },
+    });
+    const error: unknown = await racing.insertOne(ns, bucket(id, 1)).catch((e: unknown) => e);
+    expect(error).toMatchObject({ codeName: 'DuplicateKey' });
+    expect((await allBuckets(storage, ns)).map((b) => b.meta)).toEqual(['other']);
+  });
+
+  it('a guarded update whose reply was lost is reported as updated, and applied once', async () => {
+    const { db, storage, ns } = setup();
+    const id = new ObjectId();
+    await storage.insertOne(ns, bucket(id, 2));
+    db.faults.push({ op: 'updateOne', when: 'after', error: notPrimary() });
+    const guard = { _id: id, 'data.ts.1': { $exists: true }, 'data.ts.2': { $exists: false } };
+    const update = {
+      $set: { 'data.ts.2': at(2), 'data.v.2': 2, 'control.max.ts': at(2), 'control.max.v': 2 },
+    };
+    expect(await storage.updateOne(ns, guard, update)).toEqual({ kind: 'updated' });
+    expect(await allBuckets(storage, ns)).toStrictEqual([bucket(id, 3)]);
+  });
+
+  it('a guarded update that lost to another writer during a retry is notMatched', async () => {
+    const { db, storage, ns } = setup();
+    const id = new ObjectId();
+    await storage.insertOne(ns, bucket(id, 2));
+    const other = new MongoStorage(db, { mode: 'buckets', retry: kInstantRetry });
+    const guard = { _id: id, 'data.ts.1': { $exists: true }, 'data.ts.2': { $exists: false } };
+    const theirs = { $set: { 'data.ts.2': at(2), 'data.v.2': 200 } };
+    const ours = { $set: { 'data.ts.2': at(2), 'data.v.2': 2 } };
+    const racing = new MongoStorage(db, {
+      mode: 'buckets',
+      retry: {
+        random: () => 0,
+        sleep: async () => {
+          await other.updateOne(ns, guard, theirs);
+        },
+      },
+    });
+    db.faults.push({ op: 'updateOne', when: 'before', error: network() });
+    expect(await racing.updateOne(ns, guard, ours)).toEqual({ kind: 'notMatched' });
+    const [stored] = await allBuckets(storage, ns);
+    expect((stored!.data as { v: Record<string, unknown> }).v['2']).toBe(200);
+  });
+
+  it('a replace whose reply was lost is reported as updated', async () => {
+    const { db, storage, ns } = setup();
+    const id = new ObjectId();
+    await storage.insertOne(ns, bucket(id, 2));
+    db.faults.push({ op: 'replaceOne', when: 'after', error: network() });
+    expect(await storage.replaceOne(ns, { _id: id, 'data.ts.2': { $exists: false } }, bucket(id, 3))).toEqual(
+      { kind: 'updated' },
+    );
+    expect(await allBuckets(storage, ns)).toStrictEqual([bucket(id, 3)]);
+  });
+
+  it('updateAlreadyApplied compares data cells, whole new columns cell by cell', () => {
+    const id = new ObjectId();
+    const stored = bucket(id, 3);
+    (stored.data as Record<string, unknown>).x = { '1': 'a', '2': 'b' };
+    expect(updateAlreadyApplied(stored, { $set: { 'data.ts.2': at(2), 'data.v.2': 2 } })).toBe(true);
+    expect(updateAlreadyApplied(stored, { $set: { 'data.ts.2': at(2), 'data.v.2': new Double(2) } })).toBe(
+      false,
+    );
+    expect(updateAlreadyApplied(stored, { $set: { 'data.x': { '1': 'a' } } })).toBe(true);
+    expect(updateAlreadyApplied(stored, { $set: { 'data.y': { '1': 'a' } } })).toBe(false);
+    expect(updateAlreadyApplied(stored, { $set: { meta: 'a' } })).toBe(true);
+    expect(updateAlreadyApplied(stored, { $set: { meta: 'b' } })).toBe(false);
+  });
+});
+
+describe('BucketEngine over MongoStorage with injected faults', () => {
+  async function engineSetup(maxRetries = 5) {
+    const db = new FakeDb('metrics');
+    const storage = new MongoStorage(db, { mode: 'timeseries', retry: { ...kInstantRetry, maxRetries } });
+    const engine = new BucketEngine({ storage, parameters: { ...kParameters, timeseriesBucketMaxCount: 5 } });
+    const coll = await engine.createCollection('weather', {
+      timeseries: { timeField: 'ts', metaField: 'sensor' },
+    });
+    return { db, storage, engine, coll };
+  }
+
+  const rows = (n: number, prefix: string) =>
+    Array.from({ length: n }, (_, i) => ({ ts: at(i), sensor: `s${i % 2}`, mid: `${prefix}${i}`, v: i }));
+
+  it('stores every measurement exactly once through transient errors and lost replies', async () => {
+    const { db, storage, engine, coll } = await engineSetup();
+    const name = 'system.buckets.weather';
+    db.faults.push(
+      { op: 'insertOne', when: 'before', error: network() },
+      { op: 'insertOne', when: 'after', error: network() },
+      { op: 'updateOne', when: 'before', error: notPrimary() },
+      { op: 'updateOne', when: 'after', error: network() },
+      { op: 'updateOne', when: 'after', error: notPrimary() },
+    );
+    for (let i = 0; i < 6; i++)
+      await coll.insertMany(rows(30, `b${i}-`).slice(i * 5, i * 5 + 5), { ordered: i % 2 === 0 });
+    expect(db.faults).toEqual([]);
+    const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+    const counts = multiplicity(stored, 'mid');
+    expect(counts.size).toBe(30);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expect(db.rawDocuments(name).length).toBe(6);
+    await engine.close();
+  });
+
+  it('retries an injected duplicate key on insert with a new bucket id', async () => {
+    const { db, storage, coll } = await engineSetup();
+    db.faults.push({
+      op: 'insertOne',
+      when: 'before',
+      error: serverError(11000, 'DuplicateKey', 'E11000 duplicate key error'),
+    });
+    await coll.insertOne({ ts: at(0), sensor: 'a', mid: 'only' });
+    expect(db.calls.filter((c) => c.startsWith('insertOne:'))).toHaveLength(2);
+    const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+    expect(stored.map((r) => r.mid)).toEqual(['only']);
+  });
+
+  it("a write that finally fails rejects exactly its batch's measurements", async () => {
+    const { db, storage, coll } = await engineSetup(1);
+    await coll.insertMany([{ ts: at(0), sensor: 'a', mid: 'first' }]);
+    db.faults.push(
+      { op: 'updateOne', when: 'before', error: network() },
+      { op: 'updateOne', when: 'before', error: network() },
+    );
+    const error: unknown = await coll
+      .insertMany(
+        [
+          { ts: at(1), sensor: 'a', mid: 'lost1' },
+          { ts: at(2), sensor: 'a', mid: 'lost2' },
+          { ts: at(3), sensor: 'b', mid: 'kept' },
+        ],
+        { ordered: false },
+      )
+      .catch((e: unknown) => e);
+    expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+    const bulk = error as BulkWriteError;
+    expect(bulk.insertedCount).toBe(1);
+    expect(bulk.writeErrors.map((e) => [e.index, e.code, e.codeName])).toEqual([
+      [0, 6, 'HostUnreachable'],
+      [1, 6, 'HostUnreachable'],
+    ]);
+    await coll.insertOne({ ts: at(4), sensor: 'a', mid: 'after' });
+    const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+    expect(stored.map((r) => r.mid).sort()).toEqual(['after', 'first', 'kept']);
+  });
+});

@@ -1,0 +1,589 @@
+/**
+ * A driver-shaped, in-memory MongoDB for tests without a server: `FakeDb` / `FakeCollection` implement the
+ * `Db` / `Collection` methods MongoStorage uses (`MongoDbLike`), typed with the driver's own option and
+ * result types, with MongoDB semantics from mingo.
+ *
+ * Fidelity choices:
+ * - documents are stored as BSON bytes (serialized like the driver does) and deserialized on every read
+ *   with the caller's BSON options (`promoteValues`, ...), so types, copies and field order behave as over
+ *   the wire;
+ * - filters, sorts and counts are evaluated on a promoted view (numbers as JS numbers), as the server
+ *   compares numbers across types; updates are applied to the unpromoted view, so untouched values keep
+ *   their BSON types;
+ * - errors are the driver's classes (`MongoServerError` with the server's code and codeName,
+ *   `MongoInvalidArgumentError`), and `create` of an existing namespace fails with `NamespaceExists` as
+ *   servers before 7.0 do;
+ * - faults can be queued per operation: fail `'before'` applying (nothing written) or `'after'` applying
+ *   (the write happened but its reply was lost).
+ */
+import { EJSON, ObjectId, calculateObjectSize, deserialize, serialize } from 'bson';
+import type { DeserializeOptions } from 'bson';
+import { Aggregator, Context, Query, updateMany as mingoUpdateMany } from 'mingo';
+import { evalExpr } from 'mingo/core';
+import type { PipelineStage } from 'mingo/updater';
+import { MongoInvalidArgumentError, MongoServerError } from 'mongodb';
+import type {
+  AggregateOptions,
+  CollectionInfo,
+  CreateCollectionOptions,
+  CreateIndexesOptions,
+  DeleteResult,
+  Document,
+  Filter,
+  FindOptions,
+  IndexSpecification,
+  InsertOneResult,
+  UpdateFilter,
+  UpdateResult,
+} from 'mongodb';
+
+import type { MongoCollectionLike, MongoCursorLike, MongoDbLike } from '../../../src/mongodb/index.js';
+
+/** Operations that can be made to fail. */
+export type FakeOperation =
+  | 'insertOne'
+  | 'updateOne'
+  | 'replaceOne'
+  | 'updateMany'
+  | 'find'
+  | 'deleteMany'
+  | 'countDocuments'
+  | 'aggregate'
+  | 'createIndex'
+  | 'listIndexes'
+  | 'dropIndex'
+  | 'createCollection'
+  | 'listCollections'
+  | 'dropCollection';
+
+/** A queued fault. */
+export interface FakeFault {
+  /** The operation it applies to. */
+  readonly op: FakeOperation;
+  /** Only for this collection (any when omitted). */
+  readonly collection?: string;
+  /** `'before'`: throw without applying; `'after'`: apply, then throw (a lost reply). */
+  readonly when: 'before' | 'after';
+  /** What to throw. */
+  readonly error: Error;
+}
+
+interface CollectionState {
+  readonly docs: Map<string, Uint8Array>;
+  readonly indexes: Map<string, Document>;
+}
+
+interface ViewState {
+  readonly info: CollectionInfo;
+}
+
+const kSerializeOptions = { checkKeys: false, ignoreUndefined: false, serializeFunctions: false } as const;
+const kPromoted: DeserializeOptions = { promoteValues: true, promoteLongs: true };
+const kUnpromoted: DeserializeOptions = { promoteValues: false };
+
+/** `$bsonSize`, which mingo lacks: the BSON size of the evaluated value (server 4.4+). */
+function bsonSize(obj: unknown, expr: unknown, options: unknown): unknown {
+  const v = evalExpr(obj, expr, options as Parameters<typeof evalExpr>[2]);
+  return v == null ? null : calculateObjectSize(v);
+}
+const kBsonSizeContext = Context.init({ expression: { $bsonSize: bsonSize } });
+
+const kGranularitySpans: Readonly<Record<string, number>> = { seconds: 3600, minutes: 86400, hours: 2592000 };
+
+/**
+ * An in-memory database with the driver `Db` shape.
+ */
+export class FakeDb implements MongoDbLike {
+  readonly databaseName: string;
+  /** Faults consumed in order by the first matching operation. */
+  readonly faults: FakeFault[] = [];
+  /** Every operation as `op:collection`, in call order. */
+  readonly calls: string[] = [];
+  readonly #collections = new Map<string, CollectionState>();
+  readonly #views = new Map<string, ViewState>();
+
+  constructor(databaseName = 'fakedb') {
+    this.databaseName = databaseName;
+  }
+
+  collection(name: string): FakeCollection {
+    return new FakeCollection(this, name);
+  }
+
+  /** Collection names (not views). */
+  collectionNames(): string[] {
+    return [...this.#collections.keys()];
+  }
+
+  /** Raw stored documents of a collection, deserialized with `options`. */
+  rawDocuments(name: string, options: DeserializeOptions = kUnpromoted): Document[] {
+    return [...(this.#collections.get(name)?.docs.values() ?? [])].map((b) => deserialize(b, options));
+  }
+
+  /** @internal state of a collection, created on first write like the server. */
+  state(name: string, create: 'create' | 'lookup'): CollectionState | undefined {
+    let s = this.#collections.get(name);
+    if (s === undefined && create === 'create') {
+      if (this.#views.has(name))
+        throw serverError(
+          166,
+          'CommandNotSupportedOnView',
+          `Namespace ${this.databaseName}.${name} is a view, not a collection`,
+        );
+      s = { docs: new Map(), indexes: new Map() };
+      this.#collections.set(name, s);
+    }
+    return s;
+  }
+
+  /** @internal consume a matching fault at a point of an operation. */
+  async fault(op: FakeOperation, collection: string, when: 'before' | 'after'): Promise<void> {
+    if (when === 'before') {
+      this.calls.push(`${op}:${collection}`);
+      // Let other writers run between operations, as over a network.
+      await Promise.resolve();
+      await Promise.resolve();
+    }
+    const i = this.faults.findIndex(
+      (f) => f.op === op && f.when === when && (f.collection === undefined || f.collection === collection),
+    );
+    if (i < 0) return;
+    const [f] = this.faults.splice(i, 1);
+    throw f!.error;
+  }
+
+  async createCollection(name: string, options: CreateCollectionOptions = {}): Promise<FakeCollection> {
+    await this.fault('createCollection', name, 'before');
+    if (this.#collections.has(name) || this.#views.has(name)) {
+      throw serverError(48, 'NamespaceExists', `Collection ${this.databaseName}.${name} already exists.`);
+    }
+    const { timeseries, expireAfterSeconds } = options;
+    if (timeseries !== undefined) {
+      const ts: Document = { ...timeseries };
+      if (ts.granularity === undefined && ts.bucketMaxSpanSeconds === undefined) ts.granularity = 'seconds';
+      if (typeof ts.granularity === 'string') ts.bucketMaxSpanSeconds = kGranularitySpans[ts.granularity];
+      this.#views.set(name, {
+        info: {
+          name,
+          type: 'timeseries',
+          options: { timeseries: ts, ...(expireAfterSeconds === undefined ? {} : { expireAfterSeconds }) },
+          info: { readOnly: false },
+        },
+      });
+      const buckets = this.state(`system.buckets.${name}`, 'create')!;
+      // MongoDB 6.3+ creates the {meta, control.min.<time>, control.max.<time>} index for a metaField.
+      if (typeof timeseries.metaField === 'string') {
+        const t = timeseries.timeField;
+        const indexName = `${timeseries.metaField}_1_${t}_1`;
+        buckets.indexes.set(indexName, {
+          v: 2,
+          key: { meta: 1, [`control.min.${t}`]: 1, [`control.max.${t}`]: 1 },
+          name: indexName,
+          originalSpec: { key: { [timeseries.metaField]: 1, [t]: 1 }, name: indexName, v: 2 },
+        });
+      }
+    } else {
+      this.state(name, 'create');
+    }
+    await this.fault('createCollection', name, 'after');
+    return this.collection(name);
+  }
+
+  listCollections(filter: Document, _options: { nameOnly: false }): MongoCursorLike<CollectionInfo> {
+    return new FakeCursor(async () => {
+      await this.fault('listCollections', '', 'before');
+      const infos: CollectionInfo[] = [...this.#views.values()].map((v) => v.info);
+      for (const name of this.#collections.keys()) infos.push({ name, type: 'collection', options: {} });
+      const query = new Query(filter);
+      return infos.filter((i) => query.test(i));
+    });
+  }
+
+  async dropCollection(name: string): Promise<boolean> {
+    await this.fault('dropCollection', name, 'before');
+    const view = this.#views.delete(name);
+    if (view) this.#collections.delete(`system.buckets.${name}`);
+    return this.#collections.delete(name) || view;
+  }
+}
+
+/** A collection handle with the driver `Collection` shape. */
+export class FakeCollection implements MongoCollectionLike {
+  readonly collectionName: string;
+  readonly #db: FakeDb;
+
+  constructor(db: FakeDb, name: string) {
+    this.#db = db;
+    this.collectionName = name;
+  }
+
+  get #ns(): string {
+    return `${this.#db.databaseName}.${this.collectionName}`;
+  }
+
+  async insertOne(doc: Document): Promise<InsertOneResult> {
+    await this.#db.fault('insertOne', this.collectionName, 'before');
+    // The driver adds an _id to the caller's document when it has none.
+    if (!('_id' in doc)) doc._id = new ObjectId();
+    const state = this.#db.state(this.collectionName, 'create')!;
+    const key = idKey(doc._id);
+    if (state.docs.has(key)) {
+      throw serverError(
+        11000,
+        'DuplicateKey',
+        `E11000 duplicate key error collection: ${this.#ns} index: _id_ dup key: { _id: ${EJSON.stringify(doc._id)} }`,
+        {
+          keyPattern: { _id: 1 },
+          keyValue: { _id: doc._id as unknown },
+        },
+      );
+    }
+    state.docs.set(key, serialize(doc, kSerializeOptions));
+    await this.#db.fault('insertOne', this.collectionName, 'after');
+    return { acknowledged: true, insertedId: doc._id as ObjectId };
+  }
+
+  async updateOne(
+    filter: Filter<Document>,
+    update: UpdateFilter<Document> | Document[],
+  ): Promise<UpdateResult> {
+    await this.#db.fault('updateOne', this.collectionName, 'before');
+    checkUpdate(update);
+    const result = this.#update(filter, update, 'one');
+    await this.#db.fault('updateOne', this.collectionName, 'after');
+    return result;
+  }
+
+  async updateMany(
+    filter: Filter<Document>,
+    update: UpdateFilter<Document> | Document[],
+  ): Promise<UpdateResult> {
+    await this.#db.fault('updateMany', this.collectionName, 'before');
+    checkUpdate(update);
+    const result = this.#update(filter, update, 'many');
+    await this.#db.fault('updateMany', this.collectionName, 'after');
+    return result;
+  }
+
+  async replaceOne(filter: Filter<Document>, replacement: Document): Promise<UpdateResult> {
+    await this.#db.fault('replaceOne', this.collectionName, 'before');
+    if (Object.keys(replacement).some((k) => k.startsWith('$'))) {
+      throw new MongoInvalidArgumentError('Replacement document must not contain atomic operators');
+    }
+    const [key] = this.#matching(filter, 'one');
+    let matchedCount = 0;
+    let modifiedCount = 0;
+    if (key !== undefined) {
+      const state = this.#db.state(this.collectionName, 'lookup')!;
+      const old = deserialize(state.docs.get(key)!, kUnpromoted);
+      if ('_id' in replacement && idKey(replacement._id) !== key) {
+        throw serverError(
+          66,
+          'ImmutableField',
+          "After applying the update, the (immutable) field '_id' was found to have been altered",
+        );
+      }
+      const bytes = serialize({ _id: old._id as unknown, ...replacement }, kSerializeOptions);
+      matchedCount = 1;
+      if (!Buffer.from(bytes).equals(state.docs.get(key)!)) modifiedCount = 1;
+      state.docs.set(key, bytes);
+    }
+    await this.#db.fault('replaceOne', this.collectionName, 'after');
+    return { acknowledged: true, matchedCount, modifiedCount, upsertedCount: 0, upsertedId: null };
+  }
+
+  find(filter: Filter<Document>, options: FindOptions = {}): MongoCursorLike<Document> {
+    return new FakeCursor(async () => {
+      await this.#db.fault('find', this.collectionName, 'before');
+      const state = this.#db.state(this.collectionName, 'lookup');
+      if (state === undefined) return [];
+      let keys = this.#matching(filter, 'many');
+      if (options.sort !== undefined) {
+        const byObject = new Map<object, string>();
+        const promoted = keys.map((k) => {
+          const d = deserialize(state.docs.get(k)!, kPromoted);
+          byObject.set(d, k);
+          return d;
+        });
+        const sorted = new Query({})
+          .find<Document>(promoted)
+          .sort(options.sort as Record<string, 1 | -1>)
+          .all();
+        keys = sorted.map((d) => byObject.get(d)!);
+      }
+      if (options.limit !== undefined && options.limit !== 0) keys = keys.slice(0, Math.abs(options.limit));
+      const readOptions = bsonReadOptions(options);
+      return keys.map((k) => {
+        const doc = deserialize(state.docs.get(k)!, readOptions);
+        return options.projection === undefined ? doc : project(doc, options.projection);
+      });
+    });
+  }
+
+  async deleteMany(filter: Filter<Document>): Promise<DeleteResult> {
+    await this.#db.fault('deleteMany', this.collectionName, 'before');
+    const state = this.#db.state(this.collectionName, 'lookup');
+    const keys = state === undefined ? [] : this.#matching(filter, 'many');
+    for (const k of keys) state?.docs.delete(k);
+    await this.#db.fault('deleteMany', this.collectionName, 'after');
+    return { acknowledged: true, deletedCount: keys.length };
+  }
+
+  async countDocuments(filter: Filter<Document> = {}): Promise<number> {
+    await this.#db.fault('countDocuments', this.collectionName, 'before');
+    return this.#db.state(this.collectionName, 'lookup') === undefined
+      ? 0
+      : this.#matching(filter, 'many').length;
+  }
+
+  /** Runs the pipeline with mingo on the unpromoted documents (exact `$bsonSize`). */
+  aggregate(pipeline: Document[], options: AggregateOptions = {}): MongoCursorLike<Document> {
+    return new FakeCursor(async () => {
+      await this.#db.fault('aggregate', this.collectionName, 'before');
+      const docs = this.#db.rawDocuments(this.collectionName, kUnpromoted);
+      const out = new Aggregator(pipeline, { context: kBsonSizeContext }).run<Document>(docs);
+      // Round-trip through BSON like a reply from the server.
+      return out.map((d) => deserialize(serialize(d, kSerializeOptions), bsonReadOptions(options)));
+    });
+  }
+
+  async createIndex(indexSpec: IndexSpecification, options: CreateIndexesOptions = {}): Promise<string> {
+    await this.#db.fault('createIndex', this.collectionName, 'before');
+    const key = indexSpec as Document;
+    const name =
+      options.name ??
+      Object.entries(key)
+        .map(([k, v]) => `${k}_${String(v)}`)
+        .join('_');
+    const state = this.#db.state(this.collectionName, 'create')!;
+    const existing = state.indexes.get(name);
+    const { name: _name, ...rest } = options;
+    const spec: Document = { v: 2, key, name, ...rest };
+    if (existing !== undefined) {
+      if (EJSON.stringify(existing.key) !== EJSON.stringify(spec.key)) {
+        throw serverError(
+          86,
+          'IndexKeySpecsConflict',
+          `An existing index has the same name but a different key: ${name}`,
+        );
+      }
+      if (EJSON.stringify(existing) !== EJSON.stringify(spec)) {
+        throw serverError(
+          85,
+          'IndexOptionsConflict',
+          `An existing index has the same name as the requested index: ${name}`,
+        );
+      }
+    } else {
+      state.indexes.set(name, spec);
+    }
+    await this.#db.fault('createIndex', this.collectionName, 'after');
+    return name;
+  }
+
+  listIndexes(): MongoCursorLike<Document> {
+    return new FakeCursor(async () => {
+      await this.#db.fault('listIndexes', this.collectionName, 'before');
+      const state = this.#db.state(this.collectionName, 'lookup');
+      if (state === undefined) throw serverError(26, 'NamespaceNotFound', `ns does not exist: ${this.#ns}`);
+      return [{ v: 2, key: { _id: 1 }, name: '_id_' }, ...state.indexes.values()].map((d) =>
+        deserialize(serialize(d)),
+      );
+    });
+  }
+
+  async dropIndex(indexName: string): Promise<Document> {
+    await this.#db.fault('dropIndex', this.collectionName, 'before');
+    const state = this.#db.state(this.collectionName, 'lookup');
+    if (state === undefined) throw serverError(26, 'NamespaceNotFound', `ns not found ${this.#ns}`);
+    if (!state.indexes.delete(indexName)) {
+      throw serverError(27, 'IndexNotFound', `index not found with name [${indexName}]`);
+    }
+    await this.#db.fault('dropIndex', this.collectionName, 'after');
+    return { nIndexesWas: state.indexes.size + 2, ok: 1 };
+  }
+
+  /** Keys of matching documents in natural (insertion) order. */
+  #matching(filter: Filter<Document>, which: 'one' | 'many'): string[] {
+    const state = this.#db.state(this.collectionName, 'lookup');
+    if (state === undefined) return [];
+    const query = new Query(filter);
+    const out: string[] = [];
+    // A filter pinning `_id` to an ObjectId is answered by the _id index.
+    const id: unknown = (filter as Document)._id;
+    if (id instanceof ObjectId) {
+      const bytes = state.docs.get(id.toHexString());
+      return bytes !== undefined && query.test(deserialize(bytes, kPromoted)) ? [id.toHexString()] : [];
+    }
+    for (const [k, bytes] of state.docs) {
+      if (query.test(deserialize(bytes, kPromoted))) {
+        out.push(k);
+        if (which === 'one') break;
+      }
+    }
+    return out;
+  }
+
+  #update(
+    filter: Filter<Document>,
+    update: UpdateFilter<Document> | Document[],
+    which: 'one' | 'many',
+  ): UpdateResult {
+    const state = this.#db.state(this.collectionName, 'lookup');
+    const keys = this.#matching(filter, which);
+    let modifiedCount = 0;
+    for (const k of keys) {
+      const before = state!.docs.get(k)!;
+      const docs = [deserialize(before, kUnpromoted)];
+      // mingo's root updater has every expression operator. cloneMode 'none': the document is serialized
+      // right away, nothing keeps references to the update.
+      mingoUpdateMany(docs, {}, update as PipelineStage[], { cloneMode: 'none' });
+      const after = serialize(docs[0]!, kSerializeOptions);
+      if (!Buffer.from(after).equals(before)) modifiedCount++;
+      state!.docs.set(k, after);
+    }
+    return {
+      acknowledged: true,
+      matchedCount: keys.length,
+      modifiedCount,
+      upsertedCount: 0,
+      upsertedId: null,
+    };
+  }
+}
+
+/** A cursor computing its documents on first use, like a driver cursor's first `getMore`. */
+export class FakeCursor<T> implements MongoCursorLike<T> {
+  readonly #load: () => Promise<T[]>;
+  #docs: T[] | undefined;
+  #closed = false;
+  closeCount = 0;
+
+  constructor(load: () => Promise<T[]>) {
+    this.#load = load;
+  }
+
+  async toArray(): Promise<T[]> {
+    const out: T[] = [];
+    for await (const d of this) out.push(d);
+    return out;
+  }
+
+  close(): Promise<void> {
+    this.#closed = true;
+    this.closeCount++;
+    return Promise.resolve();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<T> {
+    this.#docs ??= await this.#load();
+    try {
+      while (!this.#closed) {
+        const next = this.#docs.shift();
+        if (next === undefined) return;
+        yield next;
+      }
+    } finally {
+      this.#closed = true;
+    }
+  }
+}
+
+/** A `MongoServerError` as the driver builds it from a server reply. */
+export function serverError(
+  code: number,
+  codeName: string,
+  errmsg: string,
+  extra: Document = {},
+  errorLabels: string[] = [],
+): MongoServerError {
+  return new MongoServerError({
+    ok: 0,
+    errmsg,
+    code,
+    codeName,
+    ...extra,
+    ...(errorLabels.length > 0 ? { errorLabels } : {}),
+  });
+}
+
+function idKey(id: unknown): string {
+  return id instanceof ObjectId ? id.toHexString() : EJSON.stringify({ v: id }, { relaxed: false });
+}
+
+function checkUpdate(update: UpdateFilter<Document> | Document[]): void {
+  if (Array.isArray(update)) return;
+  const keys = Object.keys(update);
+  if (keys.length === 0 || !keys.every((k) => k.startsWith('$'))) {
+    throw new MongoInvalidArgumentError('Update document requires atomic operators');
+  }
+}
+
+function bsonReadOptions(options: DeserializeOptions): DeserializeOptions {
+  const out: DeserializeOptions = {};
+  if (options.promoteValues !== undefined) out.promoteValues = options.promoteValues;
+  if (options.promoteLongs !== undefined) out.promoteLongs = options.promoteLongs;
+  if (options.promoteBuffers !== undefined) out.promoteBuffers = options.promoteBuffers;
+  if (options.bsonRegExp !== undefined) out.bsonRegExp = options.bsonRegExp;
+  if (options.useBigInt64 !== undefined) out.useBigInt64 = options.useBigInt64;
+  return out;
+}
+
+type ProjectionTree = Map<string, ProjectionTree | true>;
+
+/** MongoDB inclusion/exclusion projection over dotted paths; output keeps the document's field order. */
+function project(doc: Document, projection: Document): Document {
+  const entries = Object.entries(projection);
+  const inclusion = entries.some(([k, v]) => k !== '_id' && (v === 1 || v === true));
+  const tree: ProjectionTree = new Map();
+  for (const [path, v] of entries) {
+    if (path === '_id') continue;
+    const on = v === 1 || v === true;
+    if (on !== inclusion) continue;
+    let node = tree;
+    const parts = path.split('.');
+    parts.forEach((part, i) => {
+      if (i === parts.length - 1) node.set(part, true);
+      else {
+        let child = node.get(part);
+        if (child === undefined || child === true) {
+          child = new Map();
+          node.set(part, child);
+        }
+        node = child;
+      }
+    });
+  }
+  const idOn = projection._id === undefined ? true : projection._id === 1 || projection._id === true;
+  const out = inclusion ? include(doc, tree) : exclude(doc, tree);
+  if (!idOn) delete out._id;
+  else if (inclusion && '_id' in doc) return { _id: doc._id as unknown, ...out };
+  return out;
+}
+
+function include(doc: Document, tree: ProjectionTree): Document {
+  const out: Document = {};
+  for (const [k, v] of Object.entries(doc) as Array<[string, unknown]>) {
+    const node = tree.get(k);
+    if (node === undefined) continue;
+    if (node === true) out[k] = v;
+    else if (isObject(v)) out[k] = include(v, node);
+  }
+  return out;
+}
+
+function exclude(doc: Document, tree: ProjectionTree): Document {
+  const out: Document = {};
+  for (const [k, v] of Object.entries(doc) as Array<[string, unknown]>) {
+    const node = tree.get(k);
+    if (node === true) continue;
+    out[k] = node !== undefined && isObject(v) ? exclude(v, node) : v;
+  }
+  return out;
+}
+
+function isObject(v: unknown): v is Document {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
