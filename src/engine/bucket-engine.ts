@@ -112,7 +112,13 @@ export class BucketEngine {
         timeseriesIdleBucketExpiryMaxCountPerAttempt: parameters.timeseriesIdleBucketExpiryMaxCountPerAttempt,
       },
       reopening: options.reopening ?? 'enabled',
-      ...(compressor === undefined ? {} : { onBucketClosed: (ns, oid) => { compressor.enqueue(ns, oid); } }),
+      ...(compressor === undefined
+        ? {}
+        : {
+            onBucketClosed: (ns, oid) => {
+              compressor.enqueue(ns, oid);
+            },
+          }),
     });
     this.#compressor = compressor;
   }
