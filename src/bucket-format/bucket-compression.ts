@@ -77,7 +77,14 @@ function columnBinary(values: ReadonlyArray<unknown>): Binary {
 }
 
 function sameBson(a: unknown, b: unknown): boolean {
-  // Compare through BSON bytes: that is what "equal" means for stored values.
+  // Fast paths for the values that make up most columns: JS numbers (same BSON type iff same number,
+  // -0 included), strings, booleans, null and dates serialize identically exactly when these hold.
+  const type = typeof a;
+  if (type === typeof b && (type === 'number' || type === 'string' || type === 'boolean'))
+    return Object.is(a, b);
+  if (a === null || b === null) return a === b;
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  // Otherwise compare through BSON bytes: that is what "equal" means for stored values.
   const x = serialize({ v: a });
   const y = serialize({ v: b });
   return x.length === y.length && x.every((byte, i) => byte === y[i]);

@@ -212,8 +212,15 @@ export class MemoryStorage implements Storage {
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
       return;
     }
-    // A commit's $set never touches meta: the meta index stays valid without re-filing.
-    if (cloneMode === 'none' && !touchesMeta(update) && applySetUpdate(doc, update)) return;
+    if (cloneMode === 'none') {
+      const outcome = applySetUpdate(doc, update);
+      // A commit's $set does not touch meta: the meta index stays valid without re-filing.
+      if (outcome === 'applied') return;
+      if (outcome === 'appliedToMeta') {
+        indexMeta(this.#ns(ns), idKey(doc._id), doc);
+        return;
+      }
+    }
     applyUpdate(doc, update, undefined, undefined, { cloneMode });
     indexMeta(this.#ns(ns), idKey(doc._id), doc);
   }
@@ -361,14 +368,6 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
   const proto: unknown = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
-}
-
-function touchesMeta(update: Readonly<Record<string, unknown>>): boolean {
-  for (const fields of Object.values(update)) {
-    if (typeof fields !== 'object' || fields === null) return true;
-    for (const path of Object.keys(fields)) if (path === 'meta' || path.startsWith('meta.')) return true;
-  }
-  return false;
 }
 
 function isPipeline(

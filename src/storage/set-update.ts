@@ -4,7 +4,7 @@
  *
  * Both are what mingo does for these shapes, without compiling a query or an update per commit (the
  * profile of an ingest showed mingo's compilation as the largest cost after garbage collection). Any
- * other shape returns `undefined` / `false` and the caller falls back to mingo.
+ * other shape is refused (`undefined` / `'refused'`) and the caller falls back to mingo.
  *
  * @packageDocumentation
  */
@@ -52,24 +52,31 @@ export function matchExistsFilter(
  *
  * @param doc - the document, mutated.
  * @param update - the update.
- * @returns `true` if applied; `false` (nothing changed) when the update has another shape or a path
- *   crosses a scalar.
+ * @returns `'refused'` (nothing changed) when the update has another shape or a path crosses a scalar;
+ *   else whether a `meta` path was set.
  */
 export function applySetUpdate(
   doc: Record<string, unknown>,
   update: Readonly<Record<string, unknown>>,
-): boolean {
+): SetUpdateOutcome {
   const keys = Object.keys(update);
-  if (keys.length !== 1 || keys[0] !== '$set') return false;
+  if (keys.length !== 1 || keys[0] !== '$set') return 'refused';
   const $set = update.$set;
-  if (typeof $set !== 'object' || $set === null) return false;
+  if (typeof $set !== 'object' || $set === null) return 'refused';
   const paths = Object.keys($set);
   // Validate every path first so that a refused update changes nothing. Paths are walked by index, not
   // split: this runs once per value of every commit.
-  for (const path of paths) if (walk(doc, path, undefined) === 'refused') return false;
+  let touchesMeta = false;
+  for (const path of paths) {
+    if (walk(doc, path, undefined) === 'refused') return 'refused';
+    if (path.startsWith('meta') && (path.length === 4 || path.charCodeAt(4) === 46)) touchesMeta = true;
+  }
   for (const path of paths) walk(doc, path, { value: ($set as Record<string, unknown>)[path] });
-  return true;
+  return touchesMeta ? 'appliedToMeta' : 'applied';
 }
+
+/** Outcome of {@link applySetUpdate}: refused (nothing changed), or applied and whether `meta` changed. */
+export type SetUpdateOutcome = 'refused' | 'applied' | 'appliedToMeta';
 
 /**
  * Walk `path` from `root`. Without `assign`, only check that the path can be set (`'ok'`/`'refused'`); with
@@ -108,7 +115,8 @@ function walk(
         if (assign !== undefined) defineField(obj, segment, assign.value);
         return 'ok';
       }
-      let child = getOwnField(obj, segment);
+      // Own properties only: `__proto__` and inherited names are ordinary missing fields here.
+      let child = Object.hasOwn(obj, segment) ? obj[segment] : undefined;
       if (child === undefined) {
         if (assign === undefined) return 'ok';
         child = {};
