@@ -10,22 +10,11 @@ import { ObjectId, calculateObjectSize } from 'bson';
 
 import { BSONColumn } from '../src/bucket-format/bson-column/bson-column.js';
 import { compressBucket } from '../src/bucket-format/bucket-compression.js';
+import { kCpuMetrics, prng } from './datasets.js';
 
 const kIntervalMs = 10_000;
 // Granularity "seconds": a bucket spans at most 3600 s, so 360 measurements at a 10 s interval.
 const kPerBucket = 360;
-
-/** Deterministic PRNG (mulberry32) so runs are comparable. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Dataset {
   readonly name: string;
@@ -35,28 +24,15 @@ interface Dataset {
   readonly columns: ReadonlyMap<string, unknown[]>;
 }
 
-const cpuFields = [
-  'usage_user',
-  'usage_system',
-  'usage_idle',
-  'usage_nice',
-  'usage_iowait',
-  'usage_irq',
-  'usage_softirq',
-  'usage_steal',
-  'usage_guest',
-  'usage_guest_nice',
-];
-
 function times(n: number, start: number): Date[] {
   return Array.from({ length: n }, (_, i) => new Date(start + i * kIntervalMs));
 }
 
 /** TSBS cpu-only: host tags as meta; 10 percentages as a bounded random walk with 1–2 decimals. */
 function cpuOnly(seed: number): Dataset {
-  const r = rng(seed);
+  const r = prng(seed);
   const columns = new Map<string, unknown[]>();
-  for (const [k, field] of cpuFields.entries()) {
+  for (const [k, field] of kCpuMetrics.entries()) {
     const decimals = k % 2 === 0 ? 100 : 10;
     let v = r() * 100;
     columns.set(
@@ -89,7 +65,7 @@ function cpuOnly(seed: number): Dataset {
 
 /** 10 monotonically increasing integer counters (bytes, packets, errors...). */
 function counters(seed: number): Dataset {
-  const r = rng(seed);
+  const r = prng(seed);
   const columns = new Map<string, unknown[]>();
   for (let k = 0; k < 10; k++) {
     let v = Math.floor(r() * 1e6);

@@ -9,7 +9,8 @@
 /** A measurement document. */
 export type Doc = Record<string, unknown>;
 
-const kMetrics = [
+/** The 10 metrics of the TSBS cpu-only use case. */
+export const kCpuMetrics: ReadonlyArray<string> = [
   'usage_user',
   'usage_system',
   'usage_idle',
@@ -20,7 +21,7 @@ const kMetrics = [
   'usage_steal',
   'usage_guest',
   'usage_guest_nice',
-] as const;
+];
 
 /** Deterministic pseudo-random numbers (mulberry32) so every run sees the same data. */
 export function prng(seed: number): () => number {
@@ -47,7 +48,7 @@ export function tsbsCpuOnly(hosts: number, count: number): Doc[] {
     region: `region_${h % 9}`,
     datacenter: `dc_${h % 27}`,
   }));
-  const values = Array.from({ length: hosts }, () => kMetrics.map(() => random() * 100));
+  const values = Array.from({ length: hosts }, () => kCpuMetrics.map(() => random() * 100));
   const start = Date.UTC(2026, 0, 1);
   const docs: Doc[] = new Array<Doc>(count);
   for (let i = 0; i < count; i++) {
@@ -55,10 +56,10 @@ export function tsbsCpuOnly(hosts: number, count: number): Doc[] {
     const tick = Math.floor(i / hosts);
     const doc: Doc = { ts: new Date(start + tick * 10_000), tags: metas[h] };
     const v = values[h] as number[];
-    for (let m = 0; m < kMetrics.length; m++) {
+    for (let m = 0; m < kCpuMetrics.length; m++) {
       // A random walk with two decimals, as TSBS generates.
       v[m] = Math.min(100, Math.max(0, (v[m] as number) + (random() - 0.5) * 2));
-      doc[kMetrics[m] as string] = Math.round((v[m] as number) * 100) / 100;
+      doc[kCpuMetrics[m] as string] = Math.round((v[m] as number) * 100) / 100;
     }
     docs[i] = doc;
   }
