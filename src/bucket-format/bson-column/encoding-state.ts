@@ -97,6 +97,26 @@ export class EncodingState implements Simple8bSink {
     this.#b128 = new Simple8bBuilder(this, true);
   }
 
+  /**
+   * Idle 64-bit builders for reuse: restarting a double stream after a block and trying a re-scaling each
+   * need a fresh builder, and allocating one (64 pending slots and width tables) per block dominated the
+   * encoder's profile. A builder is released only once nothing reads it any more.
+   */
+  readonly #spare64: Simple8bBuilder[] = [];
+
+  /** Give back a trial builder that was not used; always `undefined`, for `return this.#release(b)`. */
+  #release(builder: Simple8bBuilder): undefined {
+    this.#spare64.push(builder);
+    return undefined;
+  }
+
+  #acquire64(
+    sink: Simple8bSink,
+    from: { readonly trackSum: boolean; readonly lastWritten: bigint; readonly blocksWritten: number },
+  ): Simple8bBuilder {
+    return (this.#spare64.pop() ?? new Simple8bBuilder(sink, false)).reset(sink, from);
+  }
+
   /** BSON type of the previous element, 0 if none. */
   get previousType(): number {
     return this.#prevType;
@@ -361,6 +381,7 @@ export class EncodingState implements Simple8bSink {
       if (rescaled !== undefined) {
         rescaled.sink = this;
         rescaled.trackSum = true;
+        this.#spare64.push(this.#b64);
         this.#b64 = rescaled;
         this.#prevEncoded64 = encoded;
         this.#scaleIndex = scale;
@@ -402,11 +423,11 @@ export class EncodingState implements Simple8bSink {
     this.#prevEncoded64 = s.encoded;
     this.#scaleIndex = s.scaleIndex;
     const old = this.#b64;
-    const fresh = new Simple8bBuilder(this, false);
-    fresh.trackSum = true;
-    fresh.lastWritten = old.lastWritten;
-    fresh.blocksWritten = old.blocksWritten;
-    this.#b64 = fresh;
+    this.#b64 = this.#acquire64(this, {
+      trackSum: true,
+      lastWritten: old.lastWritten,
+      blocksWritten: old.blocksWritten,
+    });
     let prev = this.#lastValueInPrevBlock;
     let prevEncoded = encodeDouble(prev, prevScale);
     if (prevEncoded === undefined)
@@ -423,6 +444,7 @@ export class EncodingState implements Simple8bSink {
       this.#appendDouble(val, prev);
       prev = val;
     }
+    this.#spare64.push(old);
   }
 
   #tryRescalePending(encoded: bigint, newScale: number): Simple8bBuilder | undefined {
@@ -431,9 +453,11 @@ export class EncodingState implements Simple8bSink {
     let prevRescaled = encodeDouble(this.#lastValueInPrevBlock, newScale);
     if (prev === undefined || prevRescaled === undefined) return undefined;
     trialSink.reset();
-    const trial = new Simple8bBuilder(trialSink, false);
-    trial.lastWritten = old.lastWritten;
-    trial.blocksWritten = old.blocksWritten;
+    const trial = this.#acquire64(trialSink, {
+      trackSum: false,
+      lastWritten: old.lastWritten,
+      blocksWritten: old.blocksWritten,
+    });
     const n = old.pendingCount + old.rleCount;
     for (let i = 0; i < n; i++) {
       const v = i < old.pendingCount ? old.pendingAt(i) : old.lastForRle;
@@ -443,11 +467,13 @@ export class EncodingState implements Simple8bSink {
       }
       prev = wrapInt64(prev + unzigzag(v));
       const rescaled = encodeDouble(decodeDouble(prev, this.#scaleIndex), newScale);
-      if (rescaled === undefined) return undefined;
-      if (!trial.append(zigzag64(wrapInt64(rescaled - prevRescaled))) || trialSink.wrote) return undefined;
+      if (rescaled === undefined) return this.#release(trial);
+      if (!trial.append(zigzag64(wrapInt64(rescaled - prevRescaled))) || trialSink.wrote)
+        return this.#release(trial);
       prevRescaled = rescaled;
     }
-    if (!trial.append(zigzag64(wrapInt64(encoded - prevRescaled))) || trialSink.wrote) return undefined;
+    if (!trial.append(zigzag64(wrapInt64(encoded - prevRescaled))) || trialSink.wrote)
+      return this.#release(trial);
     return trial;
   }
 }

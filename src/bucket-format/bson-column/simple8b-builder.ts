@@ -112,6 +112,30 @@ export class Simple8bBuilder {
     this.#resetWidths();
   }
 
+  /**
+   * Make this builder empty again, for reuse instead of allocating a new one (the encoder restarts a
+   * stream after every block of doubles whose scale drops, and tries re-scalings on a scratch builder).
+   *
+   * @param sink - receives the blocks.
+   * @param from - `trackSum`, and the stream position to continue from.
+   * @returns this builder.
+   */
+  reset(
+    sink: Simple8bSink,
+    from: { readonly trackSum: boolean; readonly lastWritten: bigint; readonly blocksWritten: number },
+  ): this {
+    this.sink = sink;
+    this.trackSum = from.trackSum;
+    this.lastWritten = from.lastWritten;
+    this.blocksWritten = from.blocksWritten;
+    this.#count = 0;
+    this.#lastValidType = 0;
+    this.#rleCount = 0;
+    this.#lastForRle = 0n;
+    this.#resetWidths();
+    return this;
+  }
+
   /** Number of pending values (not counting RLE repeats). */
   get pendingCount(): number {
     return this.#count;
