@@ -104,12 +104,6 @@ export class EncodingState implements Simple8bSink {
    */
   readonly #spare64: Simple8bBuilder[] = [];
 
-  /** Give back a trial builder that was not used; always `undefined`, for `return this.#release(b)`. */
-  #release(builder: Simple8bBuilder): undefined {
-    this.#spare64.push(builder);
-    return undefined;
-  }
-
   #acquire64(
     sink: Simple8bSink,
     from: { readonly trackSum: boolean; readonly lastWritten: bigint; readonly blocksWritten: number },
@@ -449,8 +443,8 @@ export class EncodingState implements Simple8bSink {
 
   #tryRescalePending(encoded: bigint, newScale: number): Simple8bBuilder | undefined {
     const old = this.#b64;
-    let prev = encodeDouble(this.#lastValueInPrevBlock, this.#scaleIndex);
-    let prevRescaled = encodeDouble(this.#lastValueInPrevBlock, newScale);
+    const prev = encodeDouble(this.#lastValueInPrevBlock, this.#scaleIndex);
+    const prevRescaled = encodeDouble(this.#lastValueInPrevBlock, newScale);
     if (prev === undefined || prevRescaled === undefined) return undefined;
     trialSink.reset();
     const trial = this.#acquire64(trialSink, {
@@ -458,6 +452,22 @@ export class EncodingState implements Simple8bSink {
       lastWritten: old.lastWritten,
       blocksWritten: old.blocksWritten,
     });
+    if (this.#rescaleInto(trial, old, encoded, newScale, prev, prevRescaled)) return trial;
+    this.#spare64.push(trial);
+    return undefined;
+  }
+
+  /** Append `old`'s pending values and `encoded` re-scaled to `newScale`; `false` if that does not fit. */
+  #rescaleInto(
+    trial: Simple8bBuilder,
+    old: Simple8bBuilder,
+    encoded: bigint,
+    newScale: number,
+    prevAtOldScale: bigint,
+    prevAtNewScale: bigint,
+  ): boolean {
+    let prev = prevAtOldScale;
+    let prevRescaled = prevAtNewScale;
     const n = old.pendingCount + old.rleCount;
     for (let i = 0; i < n; i++) {
       const v = i < old.pendingCount ? old.pendingAt(i) : old.lastForRle;
@@ -467,13 +477,10 @@ export class EncodingState implements Simple8bSink {
       }
       prev = wrapInt64(prev + unzigzag(v));
       const rescaled = encodeDouble(decodeDouble(prev, this.#scaleIndex), newScale);
-      if (rescaled === undefined) return this.#release(trial);
-      if (!trial.append(zigzag64(wrapInt64(rescaled - prevRescaled))) || trialSink.wrote)
-        return this.#release(trial);
+      if (rescaled === undefined) return false;
+      if (!trial.append(zigzag64(wrapInt64(rescaled - prevRescaled))) || trialSink.wrote) return false;
       prevRescaled = rescaled;
     }
-    if (!trial.append(zigzag64(wrapInt64(encoded - prevRescaled))) || trialSink.wrote)
-      return this.#release(trial);
-    return trial;
+    return trial.append(zigzag64(wrapInt64(encoded - prevRescaled))) && !trialSink.wrote;
   }
 }
