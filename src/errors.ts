@@ -12,12 +12,15 @@
  */
 export const ErrorCodes = {
   BadValue: 2,
+  FailedToParse: 9,
   TypeMismatch: 14,
   InvalidOptions: 72,
   NamespaceExists: 48,
   NamespaceNotFound: 26,
   IndexNotFound: 27,
   IndexOptionsConflict: 85,
+  IndexKeySpecsConflict: 86,
+  CannotCreateIndex: 67,
   InvalidIdField: 103,
   WriteConflict: 112,
   DuplicateKey: 11000,

@@ -6,7 +6,7 @@
  * @packageDocumentation
  */
 export { BucketEngine } from './engine/bucket-engine.js';
-export type { BucketEngineOptions, ServerStatus } from './engine/bucket-engine.js';
+export type { BucketEngineOptions, ServerStatus, TTLPassResult } from './engine/bucket-engine.js';
 export { TimeseriesCollection } from './engine/timeseries-collection.js';
 export type {
   BucketsView,
@@ -15,6 +15,13 @@ export type {
   InsertManyResult,
   InsertOneResult,
 } from './engine/timeseries-collection.js';
+export type { UpdateManyOptions, UpdateResult } from './engine/timeseries-update.js';
+export type { DeleteResult } from './engine/timeseries-delete.js';
+export type {
+  CreateIndexOptions,
+  IndexKeySpec,
+  TimeseriesIndexDescription,
+} from './engine/index-translation.js';
 export { Cursor } from './engine/cursor.js';
 export { ReaderCursor } from './reader/reader.js';
 export type { ExplainResult, FindOptions, MeasurementDocument, PipelineStage } from './reader/reader.js';
@@ -29,6 +36,7 @@ export type {
   CatalogParameters,
   CombineWithInsertsFromOtherClients,
   CommitInfo,
+  DirectWriteTarget,
   InsertItem,
   PreparedCommit,
   StageResult,

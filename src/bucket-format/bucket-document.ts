@@ -65,7 +65,7 @@ export interface NewBucketDocumentInput {
  */
 export function makeNewBucketDocument(input: NewBucketDocumentInput): BucketDocumentV1 {
   const data: Record<string, Record<string, unknown>> = {};
-  appendColumns(data, input.measurements, 0, input.metaField, undefined);
+  appendColumns(data, input.measurements, 0, input.metaField);
   const doc: Record<string, unknown> = {
     _id: input.id,
     control: { version: 1, min: input.min, max: input.max },
@@ -92,16 +92,57 @@ export interface BucketUpdateInput {
 }
 
 /**
+ * A later commit's changes in structured form: the cells appended to each column, and the `control.min` /
+ * `control.max` paths to set. It is what the update document says, kept so that an embedded storage can
+ * apply it with one property store per value instead of parsing dotted paths.
+ */
+export interface BucketDelta {
+  /** Index of the first appended measurement. */
+  readonly firstIndex: number;
+  /** Number of appended measurements. */
+  readonly count: number;
+  /** Touched columns; existing ones first (in first-appearance order), then the new ones. */
+  readonly columns: ReadonlyArray<DeltaColumn>;
+  /** Changes to `control.min` (paths relative to it; `[]` replaces it whole). */
+  readonly min: ReadonlyArray<SetOp>;
+  /** Changes to `control.max`. */
+  readonly max: ReadonlyArray<SetOp>;
+}
+
+/** The cells one commit appends to one column. */
+export interface DeltaColumn {
+  /** The field name. */
+  readonly field: string;
+  /** Whether the column is new to the stored document (then it is set whole, after the existing ones). */
+  readonly created: boolean;
+  /** Values by offset from `firstIndex`; `undefined` where a measurement lacks the field. */
+  readonly values: ReadonlyArray<unknown>;
+}
+
+/**
+ * The property under which a commit's update document carries its {@link BucketDelta}. A symbol: it is
+ * not part of the MongoDB document (drivers and mingo ignore it), only a storage that knows it reads it.
+ */
+export const kBucketDelta: unique symbol = Symbol('tsbuckets.bucketDelta');
+
+/** A commit's update document, with its structured form attached under {@link kBucketDelta}. */
+export type BucketUpdateDocumentWithDelta = Readonly<Record<string, unknown>> & {
+  readonly [kBucketDelta]: BucketDelta;
+};
+
+/**
  * A MongoDB update for a later commit: either update operators (`{ $set: {...} }`) or, when a field name
- * cannot be written as a dotted path (it contains `.`, starts with `$`, ...), an aggregation pipeline that
- * sets such fields with `$setField`.
+ * cannot be written as a dotted path (it contains `.`, starts with `$`, ...) or several new fields would
+ * land out of order, an aggregation pipeline that sets fields with `$setField`.
  */
 export type BucketUpdate = (
-  | { readonly kind: 'operators'; readonly update: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'operators'; readonly update: BucketUpdateDocumentWithDelta }
   | { readonly kind: 'pipeline'; readonly update: ReadonlyArray<Readonly<Record<string, unknown>>> }
 ) & {
   /** Columns this update creates (absent from the stored document before it). */
   readonly newColumns: ReadonlyArray<string>;
+  /** The same changes in structured form. */
+  readonly delta: BucketDelta;
 };
 
 /**
@@ -109,58 +150,145 @@ export type BucketUpdate = (
  * appended: `$set` of `data.<field>.<index>` for existing columns, of `data.<field>` (the whole new column)
  * for new ones, and of each changed `control.min`/`control.max` path.
  *
+ * The operator form's `$set` object is built when first read: an embedded storage applies the attached
+ * {@link BucketDelta} instead and never pays for a hundred dotted keys per commit.
+ *
  * @param input - the commit's measurements, the stored state and the min/max changes.
- * @returns the update, in operator form unless a field name forces the pipeline form.
+ * @returns the update, in operator form unless a field name or field order forces the pipeline form.
  */
 export function makeBucketUpdate(input: BucketUpdateInput): BucketUpdate {
-  // Fast path (every name path-safe, the usual case): write `$set` keys directly. The per-value work is one
-  // string concatenation and one property store; path arrays are only built on the slow path.
-  const $set: Record<string, unknown> = {};
-  let safe =
-    appendControlSets($set, 'control.min.', input.minUpdates) &&
-    appendControlSets($set, 'control.max.', input.maxUpdates);
-  const newColumns: Record<string, Record<string, unknown>> = {};
-  // Safety of each field name, decided once per commit rather than once per value.
-  const fieldIsSafe = new Map<string, boolean>();
+  const delta = makeBucketDelta(input);
+  const newColumns = delta.columns.filter((c) => c.created).map((c) => c.field);
+  // MongoDB applies the fields of one `$set` in name order: several new columns created out of name order
+  // would land in a different order than a document built whole, so such a commit uses the pipeline form.
+  const operators =
+    isSortedByName(newColumns) &&
+    delta.columns.every((c) => isPathSafeFieldName(c.field)) &&
+    [...delta.min, ...delta.max].every((op) => op.path.every(isPathSafeFieldName));
+  if (!operators) return { kind: 'pipeline', update: pipelineFor(delta), newColumns, delta };
+  let $set: Record<string, unknown> | undefined;
+  const update = Object.defineProperty({}, '$set', {
+    enumerable: true,
+    get: () => ($set ??= setDocumentFor(delta)),
+  }) as Record<string, unknown>;
+  Object.defineProperty(update, kBucketDelta, { value: delta });
+  return { kind: 'operators', update: update as BucketUpdateDocumentWithDelta, newColumns, delta };
+}
+
+/** Gather a commit's cells by column. */
+function makeBucketDelta(input: BucketUpdateInput): BucketDelta {
   const { measurements, metaField, existingColumns } = input;
-  for (let i = 0; i < measurements.length && safe; i++) {
+  const n = measurements.length;
+  const existing = new Map<string, unknown[]>();
+  const created = new Map<string, unknown[]>();
+  for (let i = 0; i < n; i++) {
     const m = measurements[i] as Measurement;
-    const key = String(input.numPreviouslyCommittedMeasurements + i);
     for (const field of Object.keys(m)) {
       if (field === metaField) continue;
       const value = m[field];
       if (value === undefined) continue;
-      let ok = fieldIsSafe.get(field);
-      if (ok === undefined) {
-        ok = isPathSafeFieldName(field);
-        fieldIsSafe.set(field, ok);
+      const target = existingColumns.has(field) ? existing : created;
+      let values = target.get(field);
+      if (values === undefined) {
+        values = new Array<unknown>(n);
+        target.set(field, values);
       }
-      if (!ok) {
-        safe = false;
-        break;
-      }
-      if (existingColumns.has(field)) {
-        $set[`data.${field}.${key}`] = value;
-        continue;
-      }
-      let column = newColumns[field];
-      if (column === undefined) {
-        column = {};
-        newColumns[field] = column;
-      }
-      column[key] = value;
+      values[i] = value;
     }
   }
-  // MongoDB applies the fields of one `$set` in name order: several new columns created out of name order
-  // would land in a different order than a document built whole, so such a commit uses the pipeline form.
-  if (safe && !isSortedByName(Object.keys(newColumns))) safe = false;
-  if (safe) {
-    // New columns are set whole, after the existing ones, as in a document built whole.
-    const created = Object.keys(newColumns);
-    for (const field of created) $set[`data.${field}`] = newColumns[field];
-    return { kind: 'operators', update: { $set }, newColumns: created };
+  const columns: DeltaColumn[] = [];
+  for (const [field, values] of existing) columns.push({ field, created: false, values });
+  for (const [field, values] of created) columns.push({ field, created: true, values });
+  return {
+    firstIndex: input.numPreviouslyCommittedMeasurements,
+    count: n,
+    columns,
+    min: input.minUpdates,
+    max: input.maxUpdates,
+  };
+}
+
+/** The `$set` document of a delta whose names are all path-safe. */
+function setDocumentFor(delta: BucketDelta): Record<string, unknown> {
+  const $set: Record<string, unknown> = {};
+  for (const op of delta.min)
+    $set[op.path.length === 0 ? 'control.min' : `control.min.${op.path.join('.')}`] = op.value;
+  for (const op of delta.max)
+    $set[op.path.length === 0 ? 'control.max' : `control.max.${op.path.join('.')}`] = op.value;
+  for (const column of delta.columns) {
+    if (column.created) {
+      $set[`data.${column.field}`] = columnObject(delta.firstIndex, column.values);
+      continue;
+    }
+    const prefix = `data.${column.field}.`;
+    column.values.forEach((value, i) => {
+      $set[prefix + String(delta.firstIndex + i)] = value;
+    });
   }
-  return makePipelineUpdate(input);
+  return $set;
+}
+
+/** A column's cells as the object stored in `data` (`{"<index>": value}`; holes skipped). */
+function columnObject(firstIndex: number, values: ReadonlyArray<unknown>): Record<string, unknown> {
+  const column: Record<string, unknown> = {};
+  values.forEach((value, i) => {
+    column[String(firstIndex + i)] = value;
+  });
+  return column;
+}
+
+/**
+ * Apply a delta to a stored version-1 document in place: the same result as its update document, at the
+ * cost of one property store per value.
+ *
+ * @param doc - the stored document (it matched the commit's guard).
+ * @param delta - the commit's changes.
+ */
+export function applyBucketDelta(doc: Record<string, unknown>, delta: BucketDelta): void {
+  const control = doc.control as Record<string, unknown>;
+  applyControlSets(control, 'min', delta.min);
+  applyControlSets(control, 'max', delta.max);
+  const data = doc.data as Record<string, unknown>;
+  for (const column of delta.columns) {
+    if (column.created) {
+      defineField(data, column.field, columnObject(delta.firstIndex, column.values));
+      continue;
+    }
+    const stored = getOwnField(data, column.field) as Record<string, unknown>;
+    column.values.forEach((value, i) => {
+      stored[String(delta.firstIndex + i)] = value;
+    });
+  }
+}
+
+function applyControlSets(
+  control: Record<string, unknown>,
+  side: 'min' | 'max',
+  ops: ReadonlyArray<SetOp>,
+): void {
+  for (const op of ops) {
+    if (op.path.length === 0) {
+      defineField(control, side, op.value);
+      continue;
+    }
+    let node = getOwnField(control, side) as Record<string, unknown> | unknown[];
+    for (let d = 0; d < op.path.length - 1; d++) {
+      const segment = op.path[d] as string;
+      let child = Array.isArray(node) ? node[Number(segment)] : getOwnField(node, segment);
+      if (typeof child !== 'object' || child === null) {
+        child = {};
+        if (Array.isArray(node)) node[Number(segment)] = child;
+        else defineField(node, segment, child);
+      }
+      node = child as Record<string, unknown> | unknown[];
+    }
+    const last = op.path[op.path.length - 1] as string;
+    if (Array.isArray(node)) {
+      const index = Number(last);
+      while (node.length < index) node.push(null);
+      node[index] = op.value;
+    } else defineField(node, last, op.value);
+  }
 }
 
 function isSortedByName(names: ReadonlyArray<string>): boolean {
@@ -168,57 +296,29 @@ function isSortedByName(names: ReadonlyArray<string>): boolean {
   return true;
 }
 
-/** Add `$set` entries for min/max changes; `false` when a path segment is not path-safe. */
-function appendControlSets(
-  $set: Record<string, unknown>,
-  prefix: string,
-  ops: ReadonlyArray<SetOp>,
-): boolean {
-  for (const op of ops) {
-    if (op.path.length === 0) {
-      $set[prefix.slice(0, -1)] = op.value;
+/** The update as a `$setField` pipeline: for names that cannot appear in a dotted path. */
+function pipelineFor(delta: BucketDelta): ReadonlyArray<Readonly<Record<string, unknown>>> {
+  const ops: Array<{ readonly path: ReadonlyArray<string>; readonly value: unknown }> = [];
+  for (const op of delta.min) ops.push({ path: ['control', 'min', ...op.path], value: op.value });
+  for (const op of delta.max) ops.push({ path: ['control', 'max', ...op.path], value: op.value });
+  for (const column of delta.columns) {
+    if (column.created) {
+      ops.push({ path: ['data', column.field], value: columnObject(delta.firstIndex, column.values) });
       continue;
     }
-    if (!op.path.every(isPathSafeFieldName)) return false;
-    $set[prefix + op.path.join('.')] = op.value;
+    column.values.forEach((value, i) => {
+      ops.push({ path: ['data', column.field, String(delta.firstIndex + i)], value });
+    });
   }
-  return true;
+  return ops.map(pipelineStageFor);
 }
 
-/** The update as a `$setField` pipeline: for names that cannot appear in a dotted path. */
-function makePipelineUpdate(input: BucketUpdateInput): BucketUpdate {
-  const ops: Array<{ readonly path: ReadonlyArray<string>; readonly value: unknown }> = [];
-  for (const op of input.minUpdates) ops.push({ path: ['control', 'min', ...op.path], value: op.value });
-  for (const op of input.maxUpdates) ops.push({ path: ['control', 'max', ...op.path], value: op.value });
-  const newColumns: Record<string, Record<string, unknown>> = {};
-  appendColumns(
-    newColumns,
-    input.measurements,
-    input.numPreviouslyCommittedMeasurements,
-    input.metaField,
-    (field, key, value) => {
-      ops.push({ path: ['data', field, key], value });
-    },
-    input.existingColumns,
-  );
-  const created = Object.keys(newColumns);
-  for (const field of created) ops.push({ path: ['data', field], value: getOwnField(newColumns, field) });
-  return { kind: 'pipeline', update: ops.map(pipelineStageFor), newColumns: created };
-}
-
-/**
- * Append the columns of `measurements` (indices starting at `firstIndex`) to `columns`.
- *
- * With `existing` given, values of fields in `existing` are reported to `onExisting` instead of being
- * added to `columns` (a later commit writes them one by one).
- */
+/** Append the columns of `measurements` (indices from `firstIndex`) to `columns`, in first-appearance order. */
 function appendColumns(
   columns: Record<string, Record<string, unknown>>,
   measurements: ReadonlyArray<Measurement>,
   firstIndex: number,
   metaField: string | undefined,
-  onExisting: ((field: string, key: string, value: unknown) => void) | undefined,
-  existing?: ReadonlySet<string>,
 ): void {
   for (let i = 0; i < measurements.length; i++) {
     const m = measurements[i] as Measurement;
@@ -227,10 +327,6 @@ function appendColumns(
       if (field === metaField) continue;
       const value = m[field];
       if (value === undefined) continue;
-      if (onExisting !== undefined && existing?.has(field) === true) {
-        onExisting(field, key, value);
-        continue;
-      }
       let column = getOwnField(columns, field) as Record<string, unknown> | undefined;
       if (column === undefined) {
         column = {};

@@ -14,7 +14,7 @@ import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError } from '../errors.js';
 import { defineField } from '../util/safe-record.js';
-import { calculateBucketFieldsAndSizeChange } from './bucket.js';
+import { calculateBucketFieldsAndSizeChange, makeOpenBucket } from './bucket.js';
 import type { Bucket, BucketSizeChange } from './bucket.js';
 import { makeBucketId, makeBucketKey, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
@@ -135,56 +135,63 @@ export function stripeFor(state: CatalogState, key: BucketKey): Stripe {
   return state.stripes[stripeNumber(key)] as Stripe;
 }
 
+/** One series' share of an insert call, staged by {@link stageSeries}. */
+export interface SeriesStaging {
+  /** The collection. */
+  readonly coll: CollectionState;
+  /** Its bucketing options. */
+  readonly options: BucketingOptions;
+  /** The series. */
+  readonly key: BucketKey;
+  /** The series' measurements, sorted by time (stable). */
+  readonly items: ReadonlyArray<InsertItem>;
+  /** Where each item's result goes in `out` (the item's index in the caller's array). */
+  readonly positions: ReadonlyArray<number>;
+  /** Receives one result per item. */
+  readonly out: StageResult[];
+  /** Batch key and writer opId. */
+  readonly op: StagingOp;
+  /** `'allowed'` when the caller can read storage to reopen buckets. */
+  readonly reopening: 'allowed' | 'done';
+}
+
 /**
  * Stage the measurements of one series (already sorted by time) into batches, under the stripe lock.
  *
  * @param state - the catalog.
  * @param lock - the series' stripe, held.
- * @param coll - the collection.
- * @param options - its bucketing options.
- * @param key - the series.
- * @param items - the series' measurements, sorted by time (stable).
- * @param op - `batchKey`: 0 to share batches with other unordered writers, else the caller's opId;
- *   `writer`: the caller's opId.
- * @param out - receives one result per item, at the item's position in `positions`.
- * @param positions - where each item's result goes in `out`.
- * @param reopening - `'allowed'` when the caller can read storage to reopen buckets.
+ * @param series - the series' measurements and where their results go.
  * @param resume - where to resume after a pause.
  * @returns where staging stopped to reopen a bucket, or `undefined` when every item was handled.
  */
 export function stageSeries(
   state: CatalogState,
   lock: StripeLock,
-  coll: CollectionState,
-  options: BucketingOptions,
-  key: BucketKey,
-  items: ReadonlyArray<InsertItem>,
-  op: StagingOp,
-  out: StageResult[],
-  positions: ReadonlyArray<number>,
-  reopening: 'allowed' | 'done',
+  series: SeriesStaging,
   resume?: StageResume,
 ): StagePause | undefined {
+  const { coll, options, key, items, positions, out, op, reopening } = series;
   // Consecutive measurements go to the same bucket until one needs a rollover (INTERNALS §5.6, newest).
   let current: Bucket | undefined;
   for (let i = resume?.index ?? 0; i < items.length; i++) {
     const item = items[i] as InsertItem;
     const position = positions[i] as number;
     let chosen: EligibleBucket | undefined;
-    if (current?.state === 'normal' && lock.stripe.openBucketsById.get(current.id.hex) === current) {
-      const check = determineRolloverReason(state, coll, options, current, item);
-      if (check.kind === 'fits') chosen = { kind: 'found', bucket: current, change: check.change };
-      else if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
+    try {
+      if (current?.state === 'normal' && lock.stripe.openBucketsById.get(current.id.hex) === current) {
+        const check = determineRolloverReason(state, coll, options, current, item);
+        if (check.kind === 'fits') chosen = { kind: 'found', bucket: current, change: check.change };
+        else if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
+      }
+      const attempt = resume?.index === i ? resume : { index: i, reopening, why: undefined };
+      chosen ??= findEligibleBucket(state, lock, coll, options, key, item, attempt);
+    } catch (error) {
+      // A value BSON cannot hold (a symbol, a function) is found while sizing the measurement, before
+      // anything is staged or rolled over for it: reject this measurement only.
+      if (!TimeseriesError.isTimeseriesError(error)) throw error;
+      out[position] = { kind: 'error', error };
+      continue;
     }
-    chosen ??= findEligibleBucket(
-      state,
-      lock,
-      coll,
-      options,
-      key,
-      item,
-      resume?.index === i ? resume : { index: i, reopening, why: undefined },
-    );
     if (chosen.kind === 'reopen') return { index: i, request: chosen.request, why: chosen.why };
     if (chosen.kind === 'error') {
       out[position] = chosen;
@@ -392,7 +399,7 @@ function allocateBucket(
   updateMinMax(minMax, seed, { skipField: undefined });
   const schema = createSchema();
   updateSchema(schema, item.measurement, { skipField: options.metaField });
-  const bucket: Bucket = {
+  const bucket = makeOpenBucket({
     id: makeBucketId(key.ns, oid),
     key,
     hasMeta: item.metadata.normalizedMeta !== undefined,
@@ -402,20 +409,9 @@ function allocateBucket(
     minMax,
     schema,
     size: 0,
-    numMeasurements: 0,
-    numCommittedMeasurements: 0,
-    fieldNames: new Set(),
-    uncommittedFieldNames: new Set(),
-    batches: new Set(),
-    openBatches: new Map(),
-    preparedBatch: undefined,
-    rolloverAction: 'none',
-    rolloverReason: 'none',
-    keptOpenDueToLargeMeasurements: false,
-    state: 'normal',
-    memoryUsage: 0,
-    pendingOpenedDueToMetadata: false,
-  };
+    committedMeasurements: 0,
+    fieldNames: [],
+  });
   const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
   if (change.sizeToBeAdded > kBSONObjMaxUserSize) {
     return {

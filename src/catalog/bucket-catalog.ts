@@ -32,10 +32,21 @@ import type {
   CatalogState,
   CollectionState,
   InsertItem,
+  SeriesStaging,
   StagePause,
   StageResult,
 } from './bucket-catalog-internal.js';
 import type { Bucket } from './bucket.js';
+import { makeBucketMetadata } from './bucket-metadata.js';
+import {
+  clearBucketForDirectWrite,
+  isSafeToReopen,
+  makeBucketStateRegistry,
+  registerDirectWriteFinish,
+  registerDirectWriteStart,
+  stripeHoldsBucket,
+} from './bucket-state-registry.js';
+import type { BucketStateRegistry } from './bucket-state-registry.js';
 import { kNumberOfStripes, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
 import { ExecutionStatsController, makeExecutionStats, snapshotExecutionStats } from './execution-stats.js';
@@ -92,6 +103,14 @@ export type BucketCatalogServerStatus = Readonly<
   } & Omit<ExecutionStatsSnapshot, 'numActiveBuckets'>
 >;
 
+/** The bucket a direct write is about: its `_id`, and its `meta` as stored (absent when it has none). */
+export interface DirectWriteTarget {
+  /** The bucket's `_id`. */
+  readonly _id: ObjectId;
+  /** The bucket's stored meta value; an own `meta` property, absent for a bucket without meta. */
+  readonly meta?: unknown;
+}
+
 /** Options of {@link BucketCatalog}. */
 export interface BucketCatalogOptions {
   /** Resolved server parameters. */
@@ -126,6 +145,8 @@ export interface BucketCatalogOptions {
  */
 export class BucketCatalog {
   readonly #state: CatalogState;
+  /** Pending direct writes and the era (INTERNALS §8). */
+  readonly #registry: BucketStateRegistry = makeBucketStateRegistry();
 
   /**
    * @param options - parameters, id generator and close hook.
@@ -231,56 +252,32 @@ export class BucketCatalog {
       const stripe = this.#state.stripes[n] as Stripe;
       // Stage synchronously; a series that needs a bucket from storage pauses and is finished below.
       const paused = await withStripeSync(stripe, (lock) => {
-        const waiting: Array<{
-          key: BucketKey;
-          sorted: InsertItem[];
-          positions: number[];
-          pause: StagePause;
-        }> = [];
+        const waiting: Array<{ series: SeriesStaging; pause: StagePause }> = [];
         for (const { key, positions } of stripeGroups) {
           // Array.prototype.sort is stable: equal times keep their input order.
           if (positions.length > 1) {
             positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
           }
           const sorted = positions.map((p) => items[p] as InsertItem);
-          const pause = stageSeries(
-            this.#state,
-            lock,
-            coll,
-            options,
-            key,
-            sorted,
-            op,
-            out,
-            positions,
-            reopening,
-          );
-          if (pause !== undefined) waiting.push({ key, sorted, positions, pause });
+          const series = { coll, options, key, items: sorted, positions, out, op, reopening } as const;
+          const pause = stageSeries(this.#state, lock, series);
+          if (pause !== undefined) waiting.push({ series, pause });
         }
         return waiting;
       });
-      for (const { key, sorted, positions, pause } of paused) {
+      for (const { series, pause } of paused) {
         // The stripe stays locked while storage is read, so no other writer opens a second copy of the
         // bucket or another bucket for the series meanwhile.
         await withStripe(stripe, async (lock) => {
           let next: StagePause | undefined = pause;
           while (next !== undefined && source !== undefined) {
-            const reopened = await this.#reopen(lock, coll, options, key, source, next.request);
+            const reopened = await this.#reopen(lock, coll, options, series.key, source, next.request);
             if (reopened !== undefined) installReopenedBucket(this.#state, lock, coll, reopened);
-            const resume = { index: next.index, reopening: 'done' as const, why: next.why };
-            next = stageSeries(
-              this.#state,
-              lock,
-              coll,
-              options,
-              key,
-              sorted,
-              op,
-              out,
-              positions,
-              reopening,
-              resume,
-            );
+            next = stageSeries(this.#state, lock, series, {
+              index: next.index,
+              reopening: 'done',
+              why: next.why,
+            });
           }
         });
       }
@@ -485,6 +482,83 @@ export class BucketCatalog {
   getWriteBatchResult(batch: WriteBatch): Promise<CommitInfo> {
     if (batch.result.state === 'pending') batch.stats.inc('numWaits');
     return batch.result.promise;
+  }
+
+  /**
+   * Announce a write to a bucket document that does not come from the catalog (update, delete, TTL, raw
+   * bucket write; INTERNALS §8, MongoDB's `directWriteStart`). The catalog forgets the bucket: batches not
+   * yet prepared fail with `TimeseriesBucketCleared` (their writers re-stage them elsewhere), a prepared
+   * batch is waited for (its write lands before the caller reads the document), an archived record is
+   * dropped, and the bucket is not reopened until {@link BucketCatalog.directWriteFinish}.
+   *
+   * Call it before reading the document to rewrite, and call `directWriteFinish` afterwards whatever
+   * happened.
+   *
+   * @param ns - namespace of the time-series collection.
+   * @param bucket - the bucket's `_id` and stored `meta` (which locates its stripe).
+   * @example
+   * ```ts
+   * await catalog.directWriteStart(ns, bucket);
+   * try { await storage.deleteMany(bucketsNs, { _id: bucket._id }); }
+   * finally { catalog.directWriteFinish(bucket._id); }
+   * ```
+   */
+  async directWriteStart(ns: string, bucket: DirectWriteTarget): Promise<void> {
+    const id = bucket._id;
+    registerDirectWriteStart(this.#registry, id);
+    try {
+      const meta = Object.prototype.hasOwnProperty.call(bucket, 'meta') ? bucket.meta : undefined;
+      const home = stripeFor(this.#state, keyFor(ns, makeBucketMetadata(meta)));
+      // The stripe of the stored meta, plus any other stripe holding the id (a meta changed meanwhile).
+      const stripes = [home, ...this.#state.stripes.filter((s) => s !== home && stripeHoldsBucket(s, id))];
+      for (const stripe of stripes) {
+        for (;;) {
+          const step = await withStripeSync(stripe, (lock) =>
+            clearBucketForDirectWrite(this.#state, lock, id),
+          );
+          if (step.kind === 'cleared') break;
+          await step.prepared.result.promise.then(
+            () => undefined,
+            () => undefined,
+          );
+        }
+      }
+    } catch (error) {
+      registerDirectWriteFinish(this.#registry, id);
+      throw error;
+    }
+  }
+
+  /**
+   * End a direct write announced with {@link BucketCatalog.directWriteStart} (MongoDB's
+   * `directWriteFinish`), whether it wrote or not.
+   *
+   * @param bucketId - the bucket's `_id`.
+   */
+  directWriteFinish(bucketId: ObjectId): void {
+    registerDirectWriteFinish(this.#registry, bucketId);
+  }
+
+  /**
+   * The current era: capture it before reading a bucket document to reopen, and check the document
+   * with {@link BucketCatalog.isSafeToReopen} after the read.
+   *
+   * @returns the era counter.
+   */
+  currentEra(): number {
+    return this.#registry.currentEra;
+  }
+
+  /**
+   * Whether a bucket document read since `eraBeforeRead` may be reopened: no direct write is pending on
+   * it and none started or finished meanwhile (MongoDB: "Bucket is from an earlier era, may be outdated").
+   *
+   * @param bucketId - the bucket read.
+   * @param eraBeforeRead - {@link BucketCatalog.currentEra} before the read.
+   * @returns `true` when the document is current.
+   */
+  isSafeToReopen(bucketId: ObjectId, eraBeforeRead: number): boolean {
+    return isSafeToReopen(this.#registry, bucketId, eraBeforeRead);
   }
 
   /**

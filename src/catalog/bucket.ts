@@ -7,7 +7,7 @@
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { MinMax } from '../bucket-format/min-max.js';
 import type { Schema } from '../bucket-format/schema.js';
-import { bsonElementSize } from '../util/bson-value.js';
+import { bsonValueSize } from '../util/bson-value.js';
 import type { BucketId, BucketKey } from './bucket-identifiers.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
 import type { WriteBatch } from './write-batch.js';
@@ -70,6 +70,50 @@ export interface Bucket {
   pendingOpenedDueToMetadata: boolean;
 }
 
+/** What distinguishes one new open bucket from another; everything else starts empty. */
+export type BucketInit = Pick<
+  Bucket,
+  'id' | 'key' | 'hasMeta' | 'normalizedMeta' | 'startMs' | 'maxSpanSeconds' | 'minMax' | 'schema' | 'size'
+> & {
+  /** Measurements already in the stored document (a reopened bucket), 0 for a new one. */
+  readonly committedMeasurements: number;
+  /** Columns of the stored document. */
+  readonly fieldNames: Iterable<string>;
+};
+
+/**
+ * A bucket open for inserts: no batches, no pending rollover.
+ *
+ * @param init - identity, window, min/max, schema, size and what is already stored.
+ * @returns the bucket.
+ */
+export function makeOpenBucket(init: BucketInit): Bucket {
+  return {
+    id: init.id,
+    key: init.key,
+    hasMeta: init.hasMeta,
+    normalizedMeta: init.normalizedMeta,
+    startMs: init.startMs,
+    maxSpanSeconds: init.maxSpanSeconds,
+    minMax: init.minMax,
+    schema: init.schema,
+    size: init.size,
+    numMeasurements: init.committedMeasurements,
+    numCommittedMeasurements: init.committedMeasurements,
+    fieldNames: new Set(init.fieldNames),
+    uncommittedFieldNames: new Set(),
+    batches: new Set(),
+    openBatches: new Map(),
+    preparedBatch: undefined,
+    rolloverAction: 'none',
+    rolloverReason: 'none',
+    keptOpenDueToLargeMeasurements: false,
+    state: 'normal',
+    memoryUsage: 0,
+    pendingOpenedDueToMetadata: false,
+  };
+}
+
 /**
  * Number of decimal digits MongoDB counts for the key of measurement `n` (`numDigits`): 0 for 0.
  *
@@ -116,14 +160,15 @@ export function calculateBucketFieldsAndSizeChange(
     if (field === metaField) continue;
     const value = measurement[field];
     if (value === undefined) continue;
-    const elementSize = bsonElementSize(field, value);
-    // MongoDB's fieldNameSize() counts the terminating NUL.
-    const fieldNameSize = Buffer.byteLength(field, 'utf8') + 1;
+    // element size − name size (with its NUL) = type byte + value; the name's own length cancels out, so
+    // it is only computed for a field new to the bucket.
+    const valueSize = bsonValueSize(value);
     if (!bucket.fieldNames.has(field) && !bucket.uncommittedFieldNames.has(field)) {
       (newFieldNames ??= []).push(field);
-      size += 12 + fieldNameSize - 1 + 2 * elementSize;
+      const nameSize = Buffer.byteLength(field, 'utf8');
+      size += 12 + nameSize + 2 * (2 + nameSize + valueSize);
     }
-    size += elementSize - fieldNameSize + digits + 1;
+    size += 1 + valueSize + digits + 1;
   }
   return { sizeToBeAdded: size, newFieldNames: newFieldNames ?? kNoFields };
 }

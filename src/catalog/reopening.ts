@@ -24,6 +24,7 @@ import { minMaxFromDocuments } from '../bucket-format/min-max.js';
 import { schemaFromDocuments } from '../bucket-format/schema.js';
 import type { StoredBucket } from '../storage/storage.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
+import { makeOpenBucket } from './bucket.js';
 import type { Bucket } from './bucket.js';
 import type { BucketingOptions, CatalogState, CollectionState } from './bucket-catalog-internal.js';
 import { closeOpenBucket } from './bucket-catalog-internal.js';
@@ -249,7 +250,7 @@ export function rehydrateBucket(
   const schema = schemaFromDocuments(min, max);
   if (schema.kind !== 'ok') return { kind: 'failed', reason: 'mixed-schema bucket' };
   const count = Object.keys(timeColumn).length;
-  const bucket: Bucket = {
+  const bucket = makeOpenBucket({
     id: makeBucketId(key.ns, id),
     key,
     hasMeta,
@@ -259,20 +260,9 @@ export function rehydrateBucket(
     minMax: minMaxFromDocuments(min, max),
     schema: schema.schema,
     size: calculateObjectSize(doc),
-    numMeasurements: count,
-    numCommittedMeasurements: count,
-    fieldNames: new Set(Object.keys(data as object)),
-    uncommittedFieldNames: new Set(),
-    batches: new Set(),
-    openBatches: new Map(),
-    preparedBatch: undefined,
-    rolloverAction: 'none',
-    rolloverReason: 'none',
-    keptOpenDueToLargeMeasurements: false,
-    state: 'normal',
-    memoryUsage: 0,
-    pendingOpenedDueToMetadata: false,
-  };
+    committedMeasurements: count,
+    fieldNames: Object.keys(data as object),
+  });
   return { kind: 'ok', bucket };
 }
 

@@ -15,6 +15,7 @@ import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
 import { ClosedBucketCompressor } from './closed-bucket-compression.js';
 import { TimeseriesCollection } from './timeseries-collection.js';
+import { deleteExpiredBuckets, TTLMonitor } from './ttl-monitor.js';
 
 /** Options of {@link BucketEngine}. */
 export interface BucketEngineOptions {
@@ -47,6 +48,24 @@ export interface BucketEngineOptions {
    * @defaultValue `'enabled'`
    */
   readonly reopening?: 'enabled' | 'disabled';
+  /**
+   * `'enabled'`: a background TTL monitor runs {@link BucketEngine.runTTLMonitor} every
+   * `ttlMonitorSleepSecs` (its timer never keeps the process alive; `close()` stops it); `'disabled'`:
+   * expired buckets are deleted only by explicit `runTTLMonitor()` calls.
+   * @defaultValue 'enabled'
+   */
+  readonly ttlMonitor?: 'enabled' | 'disabled';
+  /**
+   * Seconds between background TTL passes (MongoDB's `ttlMonitorSleepSecs`); a positive number.
+   * @defaultValue 60
+   */
+  readonly ttlMonitorSleepSecs?: number;
+}
+
+/** Result of {@link BucketEngine.runTTLMonitor}. */
+export interface TTLPassResult {
+  /** Bucket documents deleted by the pass. */
+  readonly deletedBuckets: number;
 }
 
 /** `engine.serverStatus()`. */
@@ -78,14 +97,23 @@ export class BucketEngine {
   readonly dbName: string;
   readonly #collections = new Map<string, TimeseriesCollection>();
   readonly #compressor: ClosedBucketCompressor | undefined;
+  readonly #ttlMonitor: TTLMonitor | undefined;
   #closed = false;
 
   /**
-   * @param options - storage, server parameters, clock.
-   * @throws {@link TimeseriesError} for an invalid server parameter.
+   * @param options - storage, server parameters, clock, TTL monitor.
+   * @throws {@link TimeseriesError} for an invalid server parameter or `ttlMonitorSleepSecs`.
    */
   constructor(options: BucketEngineOptions = {}) {
     const parameters = resolveServerParameters(options.parameters ?? {});
+    const sleepSecs = options.ttlMonitorSleepSecs ?? 60;
+    if (typeof sleepSecs !== 'number' || !Number.isFinite(sleepSecs) || sleepSecs <= 0) {
+      throw new TimeseriesError(
+        'BadValue',
+        `Invalid value for ttlMonitorSleepSecs: ${String(sleepSecs)} is not a positive number`,
+        { field: 'ttlMonitorSleepSecs' },
+      );
+    }
     this.storage = options.storage ?? new MemoryStorage();
     this.clock = options.clock ?? systemClock;
     this.dbName = options.dbName ?? 'tsbuckets';
@@ -121,6 +149,10 @@ export class BucketEngine {
           }),
     });
     this.#compressor = compressor;
+    this.#ttlMonitor =
+      (options.ttlMonitor ?? 'enabled') === 'enabled'
+        ? new TTLMonitor(sleepSecs * 1000, () => this.runTTLMonitor())
+        : undefined;
   }
 
   #assertOpen = (): void => {
@@ -152,6 +184,7 @@ export class BucketEngine {
         storage: this.storage,
         assertOpen: this.#assertOpen,
         afterWrite: () => this.#compressor?.drain() ?? Promise.resolve(),
+        clock: this.clock,
       },
       this.dbName,
       name,
@@ -196,10 +229,46 @@ export class BucketEngine {
     return bucketCatalog === undefined ? {} : { bucketCatalog };
   }
 
-  /** Stop accepting work and release the storage. */
+  /**
+   * One TTL pass now (INTERNALS §13): in every collection with `expireAfterSeconds`, delete the buckets
+   * whose start (the `_id` time, the rounded `control.min.<time>`) is older than `now −
+   * expireAfterSeconds − bucketMaxSpanSeconds` by the engine's clock. Buckets outside the 32-bit `_id`
+   * range are judged by their real start. Each deletion clears the bucket in the catalog first.
+   *
+   * @returns the number of buckets deleted.
+   * @example
+   * ```ts
+   * const { deletedBuckets } = await engine.runTTLMonitor();
+   * ```
+   */
+  async runTTLMonitor(): Promise<TTLPassResult> {
+    this.#assertOpen();
+    const now = this.clock();
+    let deletedBuckets = 0;
+    for (const coll of this.#collections.values()) {
+      const { expireAfterSeconds, timeField, bucketMaxSpanSeconds } = coll.options;
+      if (expireAfterSeconds === undefined) continue;
+      deletedBuckets += await deleteExpiredBuckets(
+        this.catalog,
+        this.storage,
+        {
+          ns: coll.namespace,
+          bucketsNs: coll.bucketsNamespace,
+          timeField,
+          expireAfterSeconds,
+          bucketMaxSpanSeconds,
+        },
+        now,
+      );
+    }
+    return { deletedBuckets };
+  }
+
+  /** Stop accepting work, stop the TTL monitor (waiting for a pass in progress) and release the storage. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.#ttlMonitor?.stop();
     await this.storage.close();
   }
 }

@@ -14,6 +14,7 @@ import type { ObjectId } from 'bson';
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import { compressBucket } from '../bucket-format/bucket-compression.js';
 import type { Storage } from '../storage/storage.js';
+import { bucketStateGuard } from './direct-write.js';
 
 /** A bucket closed by the catalog, waiting to be compressed. */
 export interface ClosedBucket {
@@ -88,11 +89,11 @@ export class ClosedBucketCompressor {
     const catalog = this.#catalog();
     switch (result.kind) {
       case 'compressed': {
-        const count = (result.doc.control as { count: number }).count;
         const replaced = await this.#storage
           .replaceOne(
             target.bucketsNs,
-            { _id: oid, 'control.version': 1, [`data.${target.timeField}.${count}`]: { $exists: false } },
+            // Exactly the document read: a direct write (delete, meta update) in between wins.
+            bucketStateGuard(doc, target.timeField),
             result.doc,
           )
           .catch(() => ({ kind: 'notMatched' as const }));

@@ -3,6 +3,8 @@
  *
  * @packageDocumentation
  */
+import { ObjectId } from 'bson';
+
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
 import { makeBucketMetadata } from '../catalog/bucket-metadata.js';
@@ -11,7 +13,8 @@ import type { ExecutionStatsSnapshot } from '../catalog/execution-stats.js';
 import { makeExecutionStats, snapshotExecutionStats } from '../catalog/execution-stats.js';
 import { BulkWriteError, TimeseriesError } from '../errors.js';
 import type { WriteError } from '../errors.js';
-import type { ResolvedCollectionOptions } from '../options.js';
+import { resolveCollMod } from '../options.js';
+import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
@@ -21,7 +24,18 @@ import {
 } from '../reader/reader.js';
 import type { FindOptions, PipelineStage, ReaderContext, ReaderCursor } from '../reader/reader.js';
 import type { QueryFilter } from '../util/bson-query.js';
+import type { Clock } from '../util/clock.js';
 import { Cursor } from './cursor.js';
+import { metaGuard } from './direct-write.js';
+import type { WriteContext } from './direct-write.js';
+import { reopeningIndexStatus } from './index-translation.js';
+import type { CreateIndexOptions, IndexKeySpec, TimeseriesIndexDescription } from './index-translation.js';
+import { deleteMany } from './timeseries-delete.js';
+import type { DeleteResult } from './timeseries-delete.js';
+import { createIndex, dropIndex, listIndexes } from './timeseries-indexes.js';
+import type { IndexContext } from './timeseries-indexes.js';
+import { updateMany } from './timeseries-update.js';
+import type { UpdateManyOptions, UpdateResult } from './timeseries-update.js';
 import { commitMeasurements } from './write-commit.js';
 
 /** Result of `insertOne`. */
@@ -94,6 +108,8 @@ export interface CollectionContext {
   readonly assertOpen: () => void;
   /** Finishes work an insert triggered (compressing the buckets it closed) before the insert returns. */
   readonly afterWrite: () => Promise<void>;
+  /** The engine's clock (collMod's TTL bound). */
+  readonly clock: Clock;
 }
 
 /**
@@ -109,6 +125,11 @@ export class TimeseriesCollection {
   readonly bucketsNamespace: string;
   readonly #ctx: CollectionContext;
   #options: ResolvedCollectionOptions;
+  /**
+   * Whether an index supports query-based reopening; the `{meta, time}` index is created with every
+   * collection that has a metaField (MongoDB 6.3+), and index creation and drops recompute this.
+   */
+  #reopeningIndex: 'present' | 'absent';
 
   /**
    * @param ctx - catalog, storage and open check of the engine.
@@ -123,19 +144,33 @@ export class TimeseriesCollection {
     this.namespace = `${dbName}.${name}`;
     this.bucketsNamespace = `${dbName}.system.buckets.${name}`;
     this.#options = options;
+    this.#reopeningIndex = options.metaField === undefined ? 'absent' : 'present';
   }
 
-  /** Reads buckets from storage for the catalog's reopening. */
+  /**
+   * Reads buckets from storage for the catalog's reopening. A document read while a direct write on it
+   * was pending, started or finished is not handed to the catalog (INTERNALS §8 eras), and the
+   * uncompressed rewrite is guarded on the meta it read.
+   */
   readonly #reopeningSource: ReopeningSource = {
     fetchBucket: async (id) => {
+      const era = this.#ctx.catalog.currentEra();
       for await (const doc of this.#ctx.storage.find(this.bucketsNamespace, { _id: id }, { limit: 1 }))
-        return doc;
+        return this.#ctx.catalog.isSafeToReopen(id, era) ? doc : undefined;
       return undefined;
     },
-    queryBuckets: (filter) => this.#ctx.storage.find(this.bucketsNamespace, filter),
+    queryBuckets: (filter) => this.#reopenableBuckets(filter),
     replaceBucket: async (filter, doc) =>
-      (await this.#ctx.storage.replaceOne(this.bucketsNamespace, filter, doc)).kind === 'updated',
+      (await this.#ctx.storage.replaceOne(this.bucketsNamespace, { ...filter, ...metaGuard(doc) }, doc))
+        .kind === 'updated',
   };
+
+  async *#reopenableBuckets(filter: BucketFilter): AsyncIterable<StoredBucket> {
+    const era = this.#ctx.catalog.currentEra();
+    for await (const doc of this.#ctx.storage.find(this.bucketsNamespace, filter)) {
+      if (doc._id instanceof ObjectId && this.#ctx.catalog.isSafeToReopen(doc._id, era)) yield doc;
+    }
+  }
 
   /** The collection's resolved options. */
   get options(): ResolvedCollectionOptions {
@@ -149,8 +184,7 @@ export class TimeseriesCollection {
       metaField: o.metaField,
       bucketMaxSpanSeconds: o.bucketMaxSpanSeconds,
       bucketRoundingSeconds: o.bucketRoundingSeconds,
-      // The {meta, time} index is created with every collection that has a metaField (MongoDB 6.3+).
-      reopeningIndex: o.metaField === undefined ? 'absent' : 'present',
+      reopeningIndex: this.#reopeningIndex,
     };
   }
 
@@ -324,6 +358,132 @@ export class TimeseriesCollection {
       ns: this.namespace,
       timeseries: Object.freeze({ ...timeseries, ...exec }) as CollectionStats['timeseries'],
     };
+  }
+
+  #writeContext(): WriteContext {
+    this.#ctx.assertOpen();
+    const o = this.#options;
+    return {
+      catalog: this.#ctx.catalog,
+      storage: this.#ctx.storage,
+      ns: this.namespace,
+      bucketsNs: this.bucketsNamespace,
+      timeField: o.timeField,
+      metaField: o.metaField,
+      bucketMaxSpanSeconds: o.bucketMaxSpanSeconds,
+    };
+  }
+
+  /**
+   * Update the metaField of whole buckets (SPEC §9, INTERNALS §12.2): the query and every updated path
+   * must be on the metaField; only update operators are accepted (no replacement, no pipeline, no
+   * upsert). The new meta is normalised (object fields sorted), as a series is its normalised meta.
+   *
+   * @param filter - a query on the metaField only (`$expr` and `$where` are refused).
+   * @param update - update operators on the metaField only.
+   * @param options - `upsert` must not be `true`.
+   * @returns bucket counts, as MongoDB reports them for these updates: `matchedCount` buckets matched,
+   *   `modifiedCount` of them changed.
+   * @throws {@link TimeseriesError} `InvalidOptions` (or `FailedToParse` for a malformed operator) with
+   *   MongoDB's message for each refusal.
+   * @example
+   * ```ts
+   * await coll.updateMany({ 'sensor.site': 'north' }, { $set: { 'sensor.site': 'N' } });
+   * ```
+   */
+  async updateMany(
+    filter: QueryFilter,
+    update: Readonly<Record<string, unknown>>,
+    options: UpdateManyOptions = {},
+  ): Promise<UpdateResult> {
+    return await updateMany(this.#writeContext(), filter, update, options);
+  }
+
+  /**
+   * Delete measurements (SPEC §9, INTERNALS §12.1, MongoDB 7.0+): a metaField-only filter deletes whole
+   * buckets; any other filter unpacks the candidate buckets, removes the matching measurements and
+   * rewrites each bucket under the same `_id` (or deletes it when empty).
+   *
+   * @param filter - a MongoDB query over measurements (`{}` deletes everything).
+   * @returns the number of measurements deleted.
+   * @example
+   * ```ts
+   * await coll.deleteMany({ sensor: 'a', ts: { $lt: new Date('2024-01-01') } });
+   * ```
+   */
+  async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
+    return await deleteMany(this.#writeContext(), filter);
+  }
+
+  #indexContext(): IndexContext {
+    this.#ctx.assertOpen();
+    return { storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace, options: this.#options };
+  }
+
+  async #refreshReopeningIndex(): Promise<void> {
+    const indexes = await this.#ctx.storage.listIndexes(this.bucketsNamespace);
+    this.#reopeningIndex = reopeningIndexStatus(this.#options, indexes);
+  }
+
+  /**
+   * Create an index over measurement fields, translated to bucket fields (INTERNALS §12.3). An index
+   * starting with the metaField then the time field re-enables query-based reopening.
+   *
+   * @param key - the key pattern (`{ sensor: 1, ts: -1 }`, `{ 'sensor.loc': '2dsphere' }`...).
+   * @param options - index options (`name`, `sparse`, metaField-only `partialFilterExpression`...).
+   * @returns the index name.
+   * @throws {@link TimeseriesError} with MongoDB's code and message for a refused spec or a conflict.
+   * @example
+   * ```ts
+   * await coll.createIndex({ temp: -1 }); // { 'control.max.temp': -1, 'control.min.temp': -1 } on buckets
+   * ```
+   */
+  async createIndex(key: IndexKeySpec, options: CreateIndexOptions = {}): Promise<string> {
+    const name = await createIndex(this.#indexContext(), key, options);
+    await this.#refreshReopeningIndex();
+    return name;
+  }
+
+  /**
+   * The collection's indexes as created (their `originalSpec`), including the default `{meta, time}`
+   * index of a collection with a metaField.
+   *
+   * @returns `{ v: 2, key, name, ...options }` per index.
+   */
+  async listIndexes(): Promise<TimeseriesIndexDescription[]> {
+    return await listIndexes(this.#indexContext());
+  }
+
+  /**
+   * Drop an index by name or key pattern. Dropping the last index that supports query-based reopening
+   * (the default `{meta, time}` index) switches that reopening off, as in MongoDB.
+   *
+   * @param nameOrKey - the index name, or its key pattern over measurement fields.
+   * @throws {@link TimeseriesError} `IndexNotFound`.
+   */
+  async dropIndex(nameOrKey: string | IndexKeySpec): Promise<void> {
+    await dropIndex(this.#indexContext(), nameOrKey);
+    await this.#refreshReopeningIndex();
+  }
+
+  /**
+   * collMod (INTERNALS §2.6): raise the granularity or the custom bucketing seconds, or set, change or
+   * remove (`'off'`) `expireAfterSeconds`. Open buckets keep their start and span; buckets opened later
+   * use the new rounding.
+   *
+   * @param mod - the changes.
+   * @throws {@link TimeseriesError} with MongoDB's code and message for an invalid transition.
+   * @example
+   * ```ts
+   * await coll.collMod({ granularity: 'minutes', expireAfterSeconds: 86400 });
+   * ```
+   */
+  collMod(mod: CollModOptions): Promise<void> {
+    // A refusal is a rejection, like every other failure of this API.
+    return Promise.resolve().then(() => {
+      this.#ctx.assertOpen();
+      this.#options = resolveCollMod(this.#options, mod, this.#ctx.clock);
+    });
   }
 
   /**

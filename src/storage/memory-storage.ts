@@ -5,6 +5,8 @@ import { Query } from 'mingo';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
+import { applyBucketDelta, kBucketDelta } from '../bucket-format/bucket-document.js';
+import type { BucketUpdateDocumentWithDelta } from '../bucket-format/bucket-document.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
@@ -210,6 +212,12 @@ export class MemoryStorage implements Storage {
       const replaced = docs[0] as StoredBucket;
       this.#ns(ns).docs.set(idKey(doc._id), replaced);
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
+      return;
+    }
+    // A commit of the catalog carries its changes in structured form: one property store per value.
+    const delta = (update as Partial<BucketUpdateDocumentWithDelta>)[kBucketDelta];
+    if (cloneMode === 'none' && delta !== undefined) {
+      applyBucketDelta(doc, delta);
       return;
     }
     if (cloneMode === 'none') {

@@ -6,6 +6,7 @@
  */
 import { Decimal128, Double, Int32, Long, ObjectId, serialize } from 'bson';
 import fc from 'fast-check';
+import { update as applyUpdate } from 'mingo/updater';
 import { describe, expect, it } from 'vitest';
 
 import { makeBucketUpdate, makeNewBucketDocument } from '../../src/bucket-format/bucket-document.js';
@@ -19,6 +20,7 @@ import {
 } from '../../src/bucket-format/min-max.js';
 import { roundTimestampBySeconds } from '../../src/bucket-format/time-rounding.js';
 import { MemoryStorage } from '../../src/storage/memory-storage.js';
+import { applySetFieldPipeline } from '../../src/storage/set-field-pipeline.js';
 
 const scalar = fc.oneof(
   fc.integer({ min: -1000, max: 1000 }).map((n) => new Int32(n)),
@@ -109,6 +111,17 @@ describe('version-1 bucket document', () => {
             metaField: undefined,
           });
           await storage.insertOne('ns', firstDoc as unknown as Record<string, unknown>);
+          // The same commits applied to a second copy through the update documents themselves (mingo's
+          // updater for $set, the $setField evaluator for pipelines), as another storage would.
+          const viaDocuments = makeNewBucketDocument({
+            id,
+            hasMeta: true,
+            normalizedMeta: 'm',
+            min: minDocument(mm),
+            max: maxDocument(mm),
+            measurements: first,
+            metaField: undefined,
+          }) as unknown as Record<string, unknown>;
           const columns = new Set(Object.keys(firstDoc.data));
           let committed = first.length;
           for (const part of parts.slice(1)) {
@@ -124,6 +137,20 @@ describe('version-1 bucket document', () => {
             });
             const result = await storage.updateOne('ns', { _id: id }, update.update);
             expect(result.kind).toBe('updated');
+            if (update.kind === 'operators') {
+              applyUpdate(
+                viaDocuments,
+                { $set: update.update.$set as Record<string, unknown> },
+                undefined,
+                undefined,
+                {
+                  // mingo's copying drops own `__proto__` keys inside values; the values are not mutated.
+                  cloneMode: 'none',
+                },
+              );
+            } else {
+              applySetFieldPipeline(viaDocuments, update.update);
+            }
             for (const c of update.newColumns) columns.add(c);
             committed += part.length;
           }
@@ -134,9 +161,11 @@ describe('version-1 bucket document', () => {
           })();
 
           // Assert
-          expect(Buffer.from(serialize(stored!)).toString('hex')).toBe(
-            Buffer.from(serialize(expected as unknown as Record<string, unknown>)).toString('hex'),
+          const expectedHex = Buffer.from(serialize(expected as unknown as Record<string, unknown>)).toString(
+            'hex',
           );
+          expect(Buffer.from(serialize(stored!)).toString('hex')).toBe(expectedHex);
+          expect(Buffer.from(serialize(viaDocuments)).toString('hex')).toBe(expectedHex);
           expect(Object.getPrototypeOf(stored!.data)).toBe(Object.prototype);
           expect(({} as Record<string, unknown>).p).toBeUndefined();
         },

@@ -1,0 +1,116 @@
+/**
+ * Direct writes from the facade (INTERNALS §8): every write to a bucket document that does not come from
+ * the catalog is announced to the catalog before the document is read and after it is written, and a
+ * read-modify-write is guarded on the state it read.
+ *
+ * The announcement keeps the catalog from appending to, or reopening, a bucket whose document changes
+ * under it. The guard keeps two direct writers from overwriting each other: without MongoDB's storage
+ * transactions, a rewrite matches only the document it was computed from (its format version, measurement
+ * count and meta), and a writer whose guard fails reads the document again.
+ *
+ * @packageDocumentation
+ */
+import { ObjectId } from 'bson';
+
+import type { BucketCatalog, DirectWriteTarget } from '../catalog/bucket-catalog.js';
+import { TimeseriesError } from '../errors.js';
+import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
+import { isPlainObject } from '../util/bson-value.js';
+import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
+
+/** What an update or delete needs from its collection. */
+export interface WriteContext {
+  /** The engine's catalog. */
+  readonly catalog: BucketCatalog;
+  /** The storage. */
+  readonly storage: Storage;
+  /** Namespace of the time-series collection. */
+  readonly ns: string;
+  /** Namespace of its buckets collection. */
+  readonly bucketsNs: string;
+  /** The time field. */
+  readonly timeField: string;
+  /** The metaField, if any. */
+  readonly metaField: string | undefined;
+  /** `bucketMaxSpanSeconds`. */
+  readonly bucketMaxSpanSeconds: number;
+}
+
+/** How often one bucket is re-read after another direct writer changed it under a guarded write. */
+export const kMaxDirectWriteAttempts = 16;
+
+/**
+ * The `_id` and `meta` of a bucket document read from storage, checked.
+ *
+ * @param doc - a stored bucket document (or its `{_id, meta}` projection).
+ * @returns the target of a direct write.
+ * @throws {@link TimeseriesError} `BadValue` when `_id` is not an ObjectId.
+ */
+export function directWriteTarget(doc: StoredBucket): DirectWriteTarget {
+  const id = doc._id;
+  if (!(id instanceof ObjectId)) {
+    throw new TimeseriesError('BadValue', 'bucket documents must have an ObjectId _id', { field: '_id' });
+  }
+  return hasOwnField(doc, 'meta') ? { _id: id, meta: doc.meta } : { _id: id };
+}
+
+/**
+ * Run a direct write on one bucket between `directWriteStart` and `directWriteFinish`.
+ *
+ * @param catalog - the engine's catalog.
+ * @param ns - namespace of the time-series collection.
+ * @param bucket - the bucket's `_id` and stored `meta`.
+ * @param write - reads and writes the bucket document; runs after the catalog forgot the bucket.
+ * @returns what `write` returns.
+ */
+export async function withDirectWrite<T>(
+  catalog: BucketCatalog,
+  ns: string,
+  bucket: DirectWriteTarget,
+  write: () => Promise<T>,
+): Promise<T> {
+  await catalog.directWriteStart(ns, bucket);
+  try {
+    return await write();
+  } finally {
+    catalog.directWriteFinish(bucket._id);
+  }
+}
+
+/**
+ * The condition a stored meta value must still meet: BSON-equal to `doc`'s meta, `null` only as `null`
+ * (not as a missing field), absent when `doc` has none.
+ *
+ * @param doc - a bucket document as read.
+ * @returns a condition on the bucket field `meta`.
+ */
+export function metaGuard(doc: StoredBucket): BucketFilter {
+  if (!hasOwnField(doc, 'meta')) return { meta: { $exists: false } };
+  const meta = doc.meta;
+  return meta === null ? { meta: { $type: 'null' } } : { meta: { $eq: meta } };
+}
+
+/**
+ * A filter matching the bucket document only while it is as read: same `_id`, format version,
+ * measurement count and meta.
+ *
+ * @param doc - a bucket document as read.
+ * @param timeField - the collection's time field.
+ * @returns the guard filter.
+ */
+export function bucketStateGuard(doc: StoredBucket, timeField: string): BucketFilter {
+  const guard: Record<string, unknown> = { _id: doc._id };
+  const control = getOwnField(doc, 'control');
+  const version = isPlainObject(control) ? getOwnField(control, 'version') : undefined;
+  if (version !== undefined) guard['control.version'] = version;
+  if (version === 1) {
+    const data = getOwnField(doc, 'data');
+    const column = isPlainObject(data) ? getOwnField(data, timeField) : undefined;
+    const n = isPlainObject(column) ? Object.keys(column).length : 0;
+    if (n > 0) defineField(guard, `data.${timeField}.${n - 1}`, { $exists: true });
+    defineField(guard, `data.${timeField}.${n}`, { $exists: false });
+  } else if (isPlainObject(control) && hasOwnField(control, 'count')) {
+    guard['control.count'] = getOwnField(control, 'count');
+  }
+  return { ...guard, ...metaGuard(doc) };
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+
+import { BucketEngine, TimeseriesError } from '../../../src/index.js';
+
+const iso = (s: string) => new Date(s);
+
+describe('collMod', () => {
+  it('open buckets keep their start; buckets opened later use the new rounding (bucket_timestamp_rounding.js)', async () => {
+    // Arrange
+    const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('t', { timeseries: { timeField: 'time', metaField: 'm' } });
+    await coll.insertOne({ time: iso('2024-10-04T10:14:33Z'), m: 'a' });
+    // Act
+    await coll.collMod({ granularity: 'hours' });
+    await coll.insertOne({ time: iso('2024-10-04T10:20:00Z'), m: 'a' });
+    await coll.insertOne({ time: iso('2024-10-04T10:20:00Z'), m: 'b' });
+    // Assert
+    const starts = (
+      await coll.buckets.find({}, { projection: { meta: 1, 'control.min.time': 1 } }).toArray()
+    ).map((b) => [b.meta, (b.control as { min: { time: Date } }).min.time]);
+    expect(starts).toStrictEqual([
+      ['a', iso('2024-10-04T10:14:00Z')],
+      ['b', iso('2024-10-04T00:00:00Z')],
+    ]);
+    expect(coll.options.storedOptions).toStrictEqual({
+      timeseries: { timeField: 'time', metaField: 'm', granularity: 'hours', bucketMaxSpanSeconds: 2592000 },
+    });
+  });
+
+  it('refuses a granularity decrease with MongoDB message and leaves the options unchanged', async () => {
+    const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('t', {
+      timeseries: { timeField: 'time', granularity: 'minutes' },
+    });
+    const error = await coll.collMod({ granularity: 'seconds' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(TimeseriesError.isTimeseriesError(error) && [error.codeName, error.message]).toEqual([
+      'InvalidOptions',
+      "Invalid transition for timeseries.granularity. Can only transition from 'seconds' to 'minutes' or 'minutes' to 'hours'.",
+    ]);
+    expect(coll.options.granularity).toBe('minutes');
+  });
+
+  it('sets, changes and removes expireAfterSeconds', async () => {
+    const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('t', { timeseries: { timeField: 'time' } });
+    await coll.collMod({ expireAfterSeconds: 10 });
+    expect(coll.options.expireAfterSeconds).toBe(10);
+    await coll.collMod({ expireAfterSeconds: 20, bucketMaxSpanSeconds: 7200, bucketRoundingSeconds: 7200 });
+    expect([
+      coll.options.expireAfterSeconds,
+      coll.options.bucketMaxSpanSeconds,
+      coll.options.granularity,
+    ]).toEqual([20, 7200, undefined]);
+    await coll.collMod({ expireAfterSeconds: 'off' });
+    expect(coll.options.expireAfterSeconds).toBeUndefined();
+  });
+});

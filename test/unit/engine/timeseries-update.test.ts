@@ -1,0 +1,208 @@
+import type { ObjectId } from 'bson';
+import { describe, expect, it } from 'vitest';
+
+import { BucketEngine, TimeseriesError } from '../../../src/index.js';
+import { updatedMeta } from '../../../src/engine/timeseries-update.js';
+import { Deferred } from '../../../src/util/deferred.js';
+import { FaultyStorage } from '../../support/faulty-storage.js';
+
+const iso = (s: string) => new Date(s);
+
+async function setup(metaField: 'tag' | 'none' = 'tag') {
+  const storage = new FaultyStorage();
+  const engine = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+  const coll = await engine.createCollection('t', {
+    timeseries: metaField === 'none' ? { timeField: 'time' } : { timeField: 'time', metaField },
+  });
+  return { engine, coll, storage };
+}
+
+async function refusal(promise: Promise<unknown>): Promise<[string, string]> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!TimeseriesError.isTimeseriesError(error))
+    throw new Error(`expected a TimeseriesError, got ${String(error)}`);
+  return [error.codeName, error.message];
+}
+
+describe('updateMany', () => {
+  it('rewrites the meta of whole buckets, normalised, and reports bucket counts', async () => {
+    // Arrange: two buckets of series {a, b} (two hours apart) and one of series {c}; commits go in id order.
+    const { coll } = await setup();
+    await coll.insertMany([
+      { _id: 1, time: iso('2021-07-12T16:00:00Z'), tag: { b: 'B', a: 'A' }, x: 1 },
+      { _id: 2, time: iso('2021-07-12T16:00:05Z'), tag: { a: 'A', b: 'B' }, x: 2 },
+      { _id: 3, time: iso('2021-07-12T18:00:00Z'), tag: { a: 'A', b: 'B' }, x: 3 },
+      { _id: 4, time: iso('2021-07-12T16:00:00Z'), tag: { c: 'C' }, x: 4 },
+    ]);
+    const before = await coll.buckets.find().toArray();
+    // Act
+    const result = await coll.updateMany(
+      { 'tag.a': 'A' },
+      { $set: { 'tag.z': 0, 'tag.c': 'C' }, $unset: { 'tag.b': '' } },
+    );
+    // Assert
+    expect(result).toStrictEqual({ acknowledged: true, matchedCount: 2, modifiedCount: 2 });
+    const after = await coll.buckets.find().toArray();
+    expect(after).toStrictEqual([
+      {
+        _id: before[0]!._id,
+        control: {
+          version: 1,
+          min: { _id: 1, time: iso('2021-07-12T16:00:00Z'), x: 1 },
+          max: { _id: 2, time: iso('2021-07-12T16:00:05Z'), x: 2 },
+        },
+        meta: { a: 'A', c: 'C', z: 0 },
+        data: {
+          _id: { '0': 1, '1': 2 },
+          time: { '0': iso('2021-07-12T16:00:00Z'), '1': iso('2021-07-12T16:00:05Z') },
+          x: { '0': 1, '1': 2 },
+        },
+      },
+      before[1],
+      {
+        _id: before[2]!._id,
+        control: {
+          version: 1,
+          min: { _id: 3, time: iso('2021-07-12T18:00:00Z'), x: 3 },
+          max: { _id: 3, time: iso('2021-07-12T18:00:00Z'), x: 3 },
+        },
+        meta: { a: 'A', c: 'C', z: 0 },
+        data: { _id: { '0': 3 }, time: { '0': iso('2021-07-12T18:00:00Z') }, x: { '0': 3 } },
+      },
+    ]);
+    expect(Object.keys(after[2]!.meta as object)).toEqual(['a', 'c', 'z']);
+    expect(await coll.find({ _id: 1 }).toArray()).toStrictEqual([
+      { time: iso('2021-07-12T16:00:00Z'), tag: { a: 'A', c: 'C', z: 0 }, _id: 1, x: 1 },
+    ]);
+  });
+
+  it('counts a matched bucket whose meta does not change as not modified', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: { a: 'A', b: 'B' } });
+    // $set of the same fields in another order: the normalised meta is unchanged.
+    expect(
+      await coll.updateMany({ tag: { a: 'A', b: 'B' } }, { $set: { tag: { b: 'B', a: 'A' } } }),
+    ).toStrictEqual({
+      acknowledged: true,
+      matchedCount: 1,
+      modifiedCount: 0,
+    });
+    expect(await coll.updateMany({ tag: 'nothing' }, { $set: { tag: 1 } })).toStrictEqual({
+      acknowledged: true,
+      matchedCount: 0,
+      modifiedCount: 0,
+    });
+  });
+
+  it('$unset of the metaField leaves buckets without meta', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: 'A', x: 1 });
+    await coll.updateMany({}, { $unset: { tag: '' } });
+    const [bucket] = await coll.buckets.find().toArray();
+    expect(Object.keys(bucket!)).toEqual(['_id', 'control', 'data']);
+    expect(await coll.find().toArray()).toStrictEqual([{ time: iso('2021-07-12T16:00:00Z'), x: 1 }]);
+  });
+
+  it('applies $inc and $rename inside the metaField (the jstest vector { c: "C", d: 2 } + 6)', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({
+      _id: 2,
+      time: iso('2021-07-12T16:00:00Z'),
+      tag: { c: 'C', d: 2 },
+      f: [{ k: 'K', v: 'V' }],
+    });
+    await coll.updateMany({ tag: { c: 'C', d: 2 } }, { $inc: { 'tag.d': 6 } });
+    await coll.updateMany({ 'tag.d': 8 }, { $rename: { 'tag.c': 'tag.e' } });
+    expect(await coll.find().toArray()).toStrictEqual([
+      { time: iso('2021-07-12T16:00:00Z'), tag: { d: 8, e: 'C' }, _id: 2, f: [{ k: 'K', v: 'V' }] },
+    ]);
+  });
+
+  it('refuses upserts, replacements, pipelines, non-meta paths and collections without metaField', async () => {
+    const { coll } = await setup();
+    expect(await refusal(coll.updateMany({ tag: 'Z' }, { $set: { tag: 5 } }, { upsert: true }))).toEqual([
+      'InvalidOptions',
+      'Cannot perform an upsert on a time-series collection',
+    ]);
+    expect(await refusal(coll.updateMany({ tag: 'A' }, { f2: 1 }))).toEqual([
+      'InvalidOptions',
+      'Cannot perform an update on a time-series collection using a replacement document',
+    ]);
+    expect(
+      await refusal(coll.updateMany({}, [{ $set: { tag: 1 } }] as unknown as Record<string, unknown>)),
+    ).toEqual([
+      'InvalidOptions',
+      'Cannot perform an update on a time-series collection using a pipeline update',
+    ]);
+    expect(await refusal(coll.updateMany({ measurement: 'cpu' }, { $set: { tag: 1 } }))).toEqual([
+      'InvalidOptions',
+      "Cannot perform an update or delete on a time-series collection when querying on a field that is not the metaField 'tag'",
+    ]);
+    const { coll: noMeta } = await setup('none');
+    expect(await refusal(noMeta.updateMany({}, { $set: { f: 'FF' } }))).toEqual([
+      'InvalidOptions',
+      'Cannot perform an update on a time-series collection that does not have a metaField',
+    ]);
+  });
+
+  it('clears the updated bucket in the catalog: the old series opens a new bucket, the new series reopens it', async () => {
+    // Arrange: bucket B of series 'A' is open in the catalog.
+    const { coll } = await setup();
+    await coll.insertOne({ _id: 1, time: iso('2021-07-12T16:00:00Z'), tag: 'A' });
+    const [b] = await coll.buckets.find().toArray();
+    // Act
+    await coll.updateMany({ tag: 'A' }, { $set: { tag: 'B' } });
+    await coll.insertOne({ _id: 2, time: iso('2021-07-12T16:00:01Z'), tag: 'A' });
+    await coll.insertOne({ _id: 3, time: iso('2021-07-12T16:00:02Z'), tag: 'B' });
+    // Assert: 'A' did not go into B (now series 'B'); 'B' reopened B by query.
+    const buckets = await coll.buckets.find({}, { projection: { meta: 1, 'data._id': 1 } }).toArray();
+    expect(buckets).toStrictEqual([
+      { _id: b!._id, meta: 'B', data: { _id: { '0': 1, '1': 3 } } },
+      { _id: buckets[1]!._id, meta: 'A', data: { _id: { '0': 2 } } },
+    ]);
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketsReopened).toBe(1);
+  });
+
+  it('waits for a prepared batch in flight; the acknowledged measurement is updated with its bucket', async () => {
+    // Arrange: the second commit to bucket B is held in storage (prepared, write in flight).
+    const { coll, storage } = await setup();
+    await coll.insertOne({ _id: 1, time: iso('2021-07-12T16:00:00Z'), tag: 'A' });
+    const gate = new Deferred<void>();
+    storage.faults.push({ kind: 'block', gate: gate.promise });
+    const insert = coll.insertOne({ _id: 2, time: iso('2021-07-12T16:00:01Z'), tag: 'A' });
+    await new Promise((r) => setImmediate(r));
+    // Act
+    let updated = false;
+    const update = coll.updateMany({ tag: 'A' }, { $set: { tag: 'B' } }).then((r) => {
+      updated = true;
+      return r;
+    });
+    await new Promise((r) => setImmediate(r));
+    // Assert: the update waits for the prepared batch.
+    expect(updated).toBe(false);
+    gate.resolve();
+    await insert;
+    expect(await update).toStrictEqual({ acknowledged: true, matchedCount: 1, modifiedCount: 1 });
+    expect(await coll.find({}, { projection: { _id: 1, tag: 1 } }).toArray()).toStrictEqual([
+      { tag: 'B', _id: 1 },
+      { tag: 'B', _id: 2 },
+    ]);
+  });
+});
+
+describe('updatedMeta', () => {
+  it('does not mutate the stored meta and normalises nested objects', () => {
+    const doc = { _id: 1 as unknown as ObjectId, meta: { b: { y: 1, x: 2 }, a: 1 } };
+    expect(updatedMeta(doc, { $set: { 'meta.b.w': 0 } })).toStrictEqual({
+      kind: 'present',
+      meta: { a: 1, b: { w: 0, x: 2, y: 1 } },
+    });
+    expect(doc.meta).toStrictEqual({ b: { y: 1, x: 2 }, a: 1 });
+    expect(updatedMeta({ meta: 1 }, { $unset: { meta: '' } })).toStrictEqual({ kind: 'absent' });
+    expect(updatedMeta({}, { $set: { 'meta.a': 1 } })).toStrictEqual({ kind: 'present', meta: { a: 1 } });
+  });
+});
