@@ -13,6 +13,7 @@ import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError } from '../errors.js';
+import { kBSONObjMaxUserSize } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 import { calculateBucketFieldsAndSizeChange, makeOpenBucket } from './bucket.js';
 import type { Bucket, BucketSizeChange } from './bucket.js';
@@ -31,9 +32,6 @@ import type { WriteBatch } from './write-batch.js';
 
 /** The largest bucket a few large measurements may grow to (`kLargeMeasurementsMaxBucketSize`). */
 export const kLargeMeasurementsMaxBucketSize: number = 16 * 1024 * 1024 - 4 * 1024 * 1024;
-
-/** MongoDB's maximum user document size (`BSONObjMaxUserSize`). */
-export const kBSONObjMaxUserSize: number = 16 * 1024 * 1024;
 
 /** Server parameters the catalog reads, resolved once by the engine. */
 export interface CatalogParameters {

@@ -73,7 +73,7 @@ export function registerDirectWriteStart(registry: BucketStateRegistry, bucketId
 export function registerDirectWriteFinish(registry: BucketStateRegistry, bucketId: ObjectId): void {
   const hex = bucketId.toHexString();
   const pending = registry.directWrites.get(hex) ?? 0;
-  invariant(pending > 0, 2101, `direct write finish without start on bucket ${hex}`);
+  invariant(pending > 0, 2301, `direct write finish without start on bucket ${hex}`);
   if (pending === 1) {
     registry.directWrites.delete(hex);
     registry.currentEra++;

@@ -185,6 +185,9 @@ export class BucketEngine {
         assertOpen: this.#assertOpen,
         afterWrite: () => this.#compressor?.drain() ?? Promise.resolve(),
         clock: this.clock,
+        onDrop: (dropped) => {
+          if (this.#collections.get(dropped) === coll) this.#collections.delete(dropped);
+        },
       },
       this.dbName,
       name,

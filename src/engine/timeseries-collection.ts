@@ -16,6 +16,7 @@ import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
 import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
+import { bsonValueSize, kBSONObjMaxUserSize } from '../util/bson-value.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
@@ -110,6 +111,8 @@ export interface CollectionContext {
   readonly afterWrite: () => Promise<void>;
   /** The engine's clock (collMod's TTL bound). */
   readonly clock: Clock;
+  /** Forgets the collection in the engine once it is dropped. */
+  readonly onDrop: (name: string) => void;
 }
 
 /**
@@ -229,27 +232,34 @@ export class TimeseriesCollection {
       const doc: unknown = docs[i];
       const timeValue = doc !== null && typeof doc === 'object' ? getOwnField(doc, timeField) : undefined;
       if (!(timeValue instanceof Date) || Number.isNaN(timeValue.getTime())) {
-        writeErrors.push(
-          toWriteError(
-            i,
-            new TimeseriesError(
-              'BadValue',
-              `'${timeField}' must be present and contain a valid BSON UTC datetime value`,
-              {
-                field: timeField,
-              },
-            ),
-          ),
-        );
+        const message = `'${timeField}' must be present and contain a valid BSON UTC datetime value`;
+        writeErrors.push(toWriteError(i, new TimeseriesError('BadValue', message, { field: timeField })));
         if (ordered) break;
         continue;
       }
       const measurement = doc as Readonly<Record<string, unknown>>;
+      // An ordered insert stops at the first bad measurement, so everything that can reject one is checked
+      // before anything is staged (unordered inserts let staging reject measurements one by one).
+      const invalid = ordered ? checkStorable(measurement) : undefined;
+      if (invalid !== undefined) {
+        writeErrors.push(toWriteError(i, invalid));
+        break;
+      }
       const meta =
         metaField !== undefined && hasOwnField(measurement, metaField) ? measurement[metaField] : undefined;
       let metadata = typeof meta === 'object' && meta !== null ? metaCache.get(meta) : undefined;
       if (metadata === undefined) {
-        metadata = makeBucketMetadata(meta);
+        try {
+          metadata = makeBucketMetadata(meta);
+        } catch (cause) {
+          const error = new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
+            ...(metaField === undefined ? {} : { field: metaField }),
+            cause,
+          });
+          writeErrors.push(toWriteError(i, error));
+          if (ordered) break;
+          continue;
+        }
         if (typeof meta === 'object' && meta !== null) metaCache.set(meta, metadata);
       }
       items.push({ measurement, timeMs: timeValue.getTime(), metadata });
@@ -321,6 +331,21 @@ export class TimeseriesCollection {
    */
   countDocuments(filter: QueryFilter = {}): Promise<number> {
     return readerCount(this.#reader(), filter);
+  }
+
+  /**
+   * Drop the collection: its open buckets are forgotten by the catalog, its buckets collection and
+   * indexes are removed from storage, and the engine no longer lists it. This object must not be used
+   * afterwards.
+   *
+   * @returns `true`.
+   */
+  async drop(): Promise<boolean> {
+    this.#ctx.assertOpen();
+    await this.#ctx.catalog.drop(this.namespace);
+    await this.#ctx.storage.dropNamespace(this.bucketsNamespace);
+    this.#ctx.onDrop(this.name);
+    return true;
   }
 
   /** Raw access to the buckets collection. */
@@ -495,6 +520,28 @@ export class TimeseriesCollection {
   setOptions(options: ResolvedCollectionOptions): void {
     this.#options = options;
   }
+}
+
+/**
+ * Why a measurement cannot be stored, if it cannot: a value BSON cannot hold, or a document over
+ * MongoDB's 16 MiB limit.
+ */
+function checkStorable(measurement: Readonly<Record<string, unknown>>): TimeseriesError | undefined {
+  let size: number;
+  try {
+    size = bsonValueSize(measurement);
+  } catch (error) {
+    return TimeseriesError.isTimeseriesError(error)
+      ? error
+      : new TimeseriesError('BadValue', 'measurement cannot be stored as BSON', { cause: error });
+  }
+  if (size > kBSONObjMaxUserSize) {
+    return new TimeseriesError(
+      'BSONObjectTooLarge',
+      `BSONObj size: ${size} is invalid. Size must be between 0 and ${kBSONObjMaxUserSize}(16MB)`,
+    );
+  }
+  return undefined;
 }
 
 function toWriteError(index: number, error: unknown): WriteError {

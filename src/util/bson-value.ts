@@ -36,6 +36,9 @@ import { TimeseriesError } from '../errors.js';
 import { defineField } from './safe-record.js';
 import { wrapInt64 } from './int64.js';
 
+/** MongoDB's maximum size of a user document (`BSONObjMaxUserSize`): 16 MiB. */
+export const kBSONObjMaxUserSize: number = 16 * 1024 * 1024;
+
 /**
  * BSON element type bytes (bsonspec.org). `minKey` is the byte `0xFF` (the server's signed `-1`).
  */

@@ -280,6 +280,37 @@ describe('insertMany semantics', () => {
     expect((await coll.stats()).timeseries.numMeasurementsCommitted).toBe(2);
   });
 
+  it('ordered: stops at a measurement BSON cannot store, before staging anything after it', async () => {
+    const { coll } = await setup();
+    const error = (await coll
+      .insertMany([good(0), { ...good(1), bad: Symbol('x') }, good(2)])
+      .catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(1);
+    expect(error.writeErrors.map((w) => [w.index, w.codeName])).toEqual([[1, 'BadValue']]);
+    await coll.insertOne(good(3));
+    // Nothing of the failed call but its first measurement was stored, even after later inserts.
+    const [bucket] = await coll.buckets.find().toArray();
+    expect((bucket!.data as { i: Record<string, number> }).i).toEqual({ '0': 0, '1': 3 });
+  });
+
+  it('ordered: stops at a measurement over 16 MiB with BSONObjectTooLarge', async () => {
+    const { coll } = await setup();
+    const huge = { ...good(0), blob: 'x'.repeat(16 * 1024 * 1024) };
+    const error = (await coll.insertMany([huge, good(1)]).catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(0);
+    expect(error.writeErrors.map((w) => [w.index, w.code])).toEqual([[0, 10334]]);
+    expect(await coll.buckets.countDocuments()).toBe(0);
+  });
+
+  it('unordered: a measurement BSON cannot store fails alone', async () => {
+    const { coll } = await setup();
+    const error = (await coll
+      .insertMany([good(0), { ...good(1), bad: () => 1 }, good(2)], { ordered: false })
+      .catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(2);
+    expect(error.writeErrors.map((w) => w.index)).toEqual([1]);
+  });
+
   it('returns the inserted count', async () => {
     const { coll } = await setup();
     expect(await coll.insertMany([good(0), good(1)], { ordered: false })).toEqual({
@@ -306,6 +337,21 @@ describe('insertMany semantics', () => {
     });
     expect(data['a.b']).toEqual({ '0': 4, '1': 4 });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('drop', () => {
+  it('forgets the collection, its buckets and its open buckets', async () => {
+    const { engine, coll } = await setup();
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 1 });
+    expect(await coll.drop()).toBe(true);
+    expect(engine.collection('weather')).toBeUndefined();
+    expect(await engine.storage.countDocuments(coll.bucketsNamespace)).toBe(0);
+    expect(engine.serverStatus().bucketCatalog?.numOpenBuckets).toBe(0);
+    // The name can be used again, with other options.
+    const again = await engine.createCollection('weather', { timeseries: { timeField: 't' } });
+    await again.insertOne({ t: iso('2024-01-01T00:00:00Z') });
+    expect(await again.buckets.countDocuments()).toBe(1);
   });
 });
 
