@@ -353,9 +353,24 @@ function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): void {
     case 'array':
       take = dir * (canonicalTypeOf(value) - CanonicalType.array) > 0;
       break;
-    case 'value':
-      take = dir * compareBsonValues(value, slot.value) > 0;
+    case 'value': {
+      const current = slot.value;
+      // Fast paths for the usual measurement values; both agree with compareBsonValues (NaN excluded: it
+      // sorts below every number there).
+      if (
+        typeof value === 'number' &&
+        typeof current === 'number' &&
+        value === value &&
+        current === current
+      ) {
+        take = dir > 0 ? value > current : value < current;
+      } else if (value instanceof Date && current instanceof Date) {
+        take = dir > 0 ? value.getTime() > current.getTime() : value.getTime() < current.getTime();
+      } else {
+        take = dir * compareBsonValues(value, current) > 0;
+      }
       break;
+    }
   }
   if (take) {
     slot.kind = 'value';
