@@ -5,6 +5,7 @@
 import { runBsonColumnBench } from './bson-column.bench.js';
 import { runIngestBench } from './ingest.bench.js';
 import { runReaderBench } from './reader.bench.js';
+import { runReopeningBench } from './reopening.bench.js';
 
 const quick = process.argv.includes('--quick');
 const t = performance.now();
@@ -12,6 +13,7 @@ console.log(
   `tsbuckets benchmarks (${quick ? 'quick' : 'full'}), node ${process.version}, ${new Date().toISOString()}`,
 );
 await runIngestBench(quick);
+await runReopeningBench(quick);
 await runReaderBench(quick);
 await runBsonColumnBench(quick);
 console.log(`\ntotal ${((performance.now() - t) / 1000).toFixed(1)} s`);
