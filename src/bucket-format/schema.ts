@@ -105,16 +105,6 @@ export function updateSchema(
   return updateObject(schema.root, measurement, options.skipField) ? 'compatible' : 'incompatible';
 }
 
-/**
- * Alias of {@link updateSchema}.
- *
- * @param schema - the bucket's schema.
- * @param measurement - a measurement document.
- * @param options - `skipField`.
- * @returns `'compatible'` or `'incompatible'`.
- */
-export const schemaUpdate: typeof updateSchema = updateSchema;
-
 /** Returns `false` at the first incompatible path (the server stops there too). */
 function updateObject(
   node: SchemaNode,

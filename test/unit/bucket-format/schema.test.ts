@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import {
   createSchema,
   schemaFromDocuments,
-  schemaUpdate,
   updateSchema,
   type Schema,
 } from '../../../src/bucket-format/schema.js';
@@ -111,10 +110,6 @@ describe('updateSchema (INTERNALS §4)', () => {
     expect(check(first, second)).toBe('incompatible');
     expect(check(first, { constructor: { x: 2 } })).toBe('compatible');
     expect(({} as Record<string, unknown>).x).toBeUndefined();
-  });
-
-  it('exposes schemaUpdate as an alias', () => {
-    expect(schemaUpdate).toBe(updateSchema);
   });
 });
 
