@@ -164,6 +164,18 @@ export function elementValueSize(
  * @returns the string.
  */
 export function decodeUtf8(bytes: Uint8Array, start: number, end: number): string {
+  // Short ASCII strings (tags, host names, units) are decoded by hand: TextDecoder's call overhead is
+  // several times the work for a few bytes. Any byte >= 0x80 (including a BOM) takes the decoder.
+  if (end - start <= 24) {
+    let s = '';
+    let i = start;
+    for (; i < end; i++) {
+      const b = bytes[i] ?? 0;
+      if (b >= 0x80) break;
+      s += String.fromCharCode(b);
+    }
+    if (i === end) return s;
+  }
   try {
     return utf8Decoder.decode(bytes.subarray(start, end));
   } catch (cause) {
@@ -335,7 +347,18 @@ export class ElementWriter {
       case 'string': {
         // UTF-8 needs at most 3 bytes per UTF-16 unit.
         this.#reserve(value.length * 3 + 5);
-        const { written } = utf8Encoder.encodeInto(value, this.bytes.subarray(4));
+        const bytes = this.bytes;
+        // Short ASCII strings are copied by hand: encodeInto's call and the subarray cost more than the
+        // copy. Anything else is left to the encoder, which rewrites the bytes from the start.
+        let written = 0;
+        if (value.length <= 24) {
+          while (written < value.length) {
+            const c = value.charCodeAt(written);
+            if (c >= 0x80) break;
+            bytes[4 + written++] = c;
+          }
+        }
+        if (written !== value.length) written = utf8Encoder.encodeInto(value, bytes.subarray(4)).written;
         this.type = BsonType.string;
         this.view.setInt32(0, written + 1, true);
         this.bytes[4 + written] = 0;
@@ -351,7 +374,15 @@ export class ElementWriter {
         if (value instanceof Date) {
           this.type = BsonType.date;
           const ms = value.getTime();
-          this.view.setBigInt64(0, Number.isNaN(ms) ? 0n : BigInt(ms), true);
+          // Two 32-bit stores instead of `BigInt(ms)`, which allocated a bigint per date. A valid time
+          // is an integer with |ms| <= 8.64e15, so both halves are exact; an invalid date is written as 0.
+          if (Number.isNaN(ms)) {
+            this.view.setUint32(0, 0, true);
+            this.view.setUint32(4, 0, true);
+          } else {
+            this.view.setUint32(0, ms >>> 0, true);
+            this.view.setUint32(4, Math.floor(ms / 4294967296) >>> 0, true);
+          }
           this.end = 8;
           return;
         }

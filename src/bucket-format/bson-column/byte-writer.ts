@@ -52,13 +52,16 @@ export class ByteWriter {
   }
 
   /**
-   * Append a little-endian uint64.
+   * Append a little-endian uint64 given as two 32-bit halves (the 64-bit encoder's representation, see
+   * `Int64Halves`): two 32-bit stores, no bigint.
    *
-   * @param v - value in [0, 2^64).
+   * @param lo - bits 0..31.
+   * @param hi - bits 32..63.
    */
-  u64(v: bigint): void {
+  u64Halves(lo: number, hi: number): void {
     this.#reserve(8);
-    this.#view.setBigUint64(this.length, v, true);
+    this.#view.setUint32(this.length, lo, true);
+    this.#view.setUint32(this.length + 4, hi, true);
     this.length += 8;
   }
 

@@ -13,7 +13,7 @@ import {
   kInterleavedStartArray,
 } from './bsoncolumn-util.js';
 import { elementValueSize } from './bson-element.js';
-import { DecodingState } from './decoding-state.js';
+import { DecodingState, tooManyEntries } from './decoding-state.js';
 import { buildEntry, parseReference } from './interleaved-schema.js';
 
 /** Options of {@link decodeColumn}. */
@@ -30,12 +30,12 @@ export interface DecodeOptions {
 /** Output collector: entries plus the limit check, kept in one place. */
 class Output {
   readonly values: unknown[] = [];
-  readonly #max: number;
+  readonly max: number;
   constructor(max: number) {
-    this.#max = max;
+    this.max = max;
   }
   push(v: unknown): void {
-    if (this.values.length >= this.#max) throw invalidColumn(`more than ${this.#max} entries`);
+    if (this.values.length >= this.max) throw tooManyEntries(this.max);
     this.values.push(v);
   }
 }
@@ -76,7 +76,7 @@ export function decodeColumn(bytes: Uint8Array, options: DecodeOptions = {}): un
   const state = new DecodingState();
   let pos = 0;
   for (;;) {
-    while (state.hasNext()) out.push(state.next());
+    state.drainInto(out.values, out.max);
     if (pos >= end) throw invalidColumn('missing final EOO');
     const b = bytes[pos] ?? 0;
     if (b === 0) {

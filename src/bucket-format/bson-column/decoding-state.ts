@@ -10,7 +10,7 @@ import { Binary, Code, Decimal128, Long, ObjectId, Timestamp } from 'bson';
 
 import { BsonType, invalidColumn, scaleIndexForControlByte } from './bsoncolumn-util.js';
 import { canonicalDouble, cloneCanonical, decodeUtf8, readCanonicalValue } from './bson-element.js';
-import { Simple8bReader, kMissing } from './simple8b.js';
+import { Simple8bReader } from './simple8b.js';
 import {
   decodeDouble,
   decodeObjectId,
@@ -21,9 +21,21 @@ import {
   kMemoryAsInteger,
   readUint128LE,
   unzigzag,
+  unzigzag64,
   writeUint128LE,
 } from './simple8b-type-util.js';
-import { wrapInt64 } from '../../util/int64.js';
+import type { Int64Halves } from '../../util/int64.js';
+import { add64, int64ToNumber } from '../../util/int64.js';
+
+/**
+ * The error for a column that decodes to more entries than allowed.
+ *
+ * @param max - the limit.
+ * @returns the error to throw.
+ */
+export function tooManyEntries(max: number): Error {
+  return invalidColumn(`more than ${max} entries`);
+}
 
 /** How a state turns a Simple-8b value into an entry; chosen once per literal, not per value. */
 const Scheme = {
@@ -64,15 +76,25 @@ function schemeFor(type: number): Scheme {
   }
 }
 
-/** Decoding state of one stream. Plain mutable data, reused for the whole column. */
+/**
+ * Decoding state of one stream. Plain mutable data, reused for the whole column.
+ *
+ * The base integer of 64-bit types and the previous delta are two 32-bit halves (see `Int64Halves`), so
+ * decoding doubles, integers and dates does no bigint arithmetic; 128-bit types keep a `bigint` base.
+ */
 export class DecodingState {
   /** Reader over the blocks of the current control. */
   readonly reader: Simple8bReader = new Simple8bReader();
   /** BSON type of the last value; 0 before the first value. */
   type = 0;
   #scheme: Scheme = Scheme.none;
-  #base = 0n;
-  #prevDelta = 0n;
+  #baseLo = 0;
+  #baseHi = 0;
+  #base128 = 0n;
+  #prevDeltaLo = 0;
+  #prevDeltaHi = 0;
+  // Scratch for the halves helpers; read into fields right after each call.
+  readonly #t: Int64Halves = { lo: 0, hi: 0 };
   #scaleIndex = kMemoryAsInteger;
   #lastDouble = 0;
   // While `true`, the last value is the literal itself (a repeat re-reads it): literal-only types, strings
@@ -105,44 +127,54 @@ export class DecodingState {
     this.#litView = view;
     this.#litPos = pos;
     this.#litSize = size;
-    this.#prevDelta = 0n;
+    this.#prevDeltaLo = 0;
+    this.#prevDeltaHi = 0;
     this.#scaleIndex = kMemoryAsInteger;
-    this.reader.prev = 0n;
+    this.reader.resetPrevious();
     this.reader.wide = this.#scheme === Scheme.delta128;
+    this.#baseLo = 0;
+    this.#baseHi = 0;
+    this.#base128 = 0n;
     switch (type) {
       case BsonType.double:
         this.#lastDouble = view.getFloat64(pos, true);
         break;
-      case BsonType.int32:
-        this.#base = BigInt(view.getInt32(pos, true));
+      case BsonType.int32: {
+        const v = view.getInt32(pos, true);
+        this.#baseLo = v >>> 0;
+        this.#baseHi = v < 0 ? 0xffffffff : 0;
         break;
+      }
       case BsonType.int64:
       case BsonType.date:
       case BsonType.timestamp:
-        this.#base = view.getBigInt64(pos, true);
+        this.#baseLo = view.getUint32(pos, true);
+        this.#baseHi = view.getUint32(pos + 4, true);
         break;
       case BsonType.bool:
-        this.#base = bytes[pos] === 0 ? 0n : 1n;
+        this.#baseLo = bytes[pos] === 0 ? 0 : 1;
         break;
       case BsonType.objectId:
-        this.#base = encodeObjectId(bytes, pos);
+        encodeObjectId(bytes, pos, this.#t);
+        this.#baseLo = this.#t.lo;
+        this.#baseHi = this.#t.hi;
         this.#oidUnique.set(bytes.subarray(pos + 4, pos + 9));
         break;
       case BsonType.string:
       case BsonType.code:
         // A string that cannot be encoded gives base 0 (§3.4).
-        this.#base = encodeString(bytes, pos + 4, size - 5) ?? 0n;
+        this.#base128 = encodeString(bytes, pos + 4, size - 5) ?? 0n;
         break;
       case BsonType.binData:
         this.#binLength = size - 5;
         this.#binSubtype = bytes[pos + 4] ?? 0;
-        this.#base = this.#binLength <= 16 ? readUint128LE(bytes, pos + 5, this.#binLength) : 0n;
+        this.#base128 = this.#binLength <= 16 ? readUint128LE(bytes, pos + 5, this.#binLength) : 0n;
         break;
       case BsonType.decimal128:
-        this.#base = readUint128LE(bytes, pos, 16);
+        this.#base128 = readUint128LE(bytes, pos, 16);
         break;
       default:
-        this.#base = 0n;
+        break;
     }
   }
 
@@ -157,9 +189,10 @@ export class DecodingState {
     this.#scheme = obj === undefined ? Scheme.none : Scheme.literalOnly;
     this.#fromLiteral = false;
     this.#lastObject = obj;
-    this.#prevDelta = 0n;
+    this.#prevDeltaLo = 0;
+    this.#prevDeltaHi = 0;
     this.#scaleIndex = kMemoryAsInteger;
-    this.reader.prev = 0n;
+    this.reader.resetPrevious();
     this.reader.wide = false;
   }
 
@@ -179,10 +212,10 @@ export class DecodingState {
     const scale = scaleIndexForControlByte(control);
     if (pos + 1 + blocks * 8 > end) throw invalidColumn(`Simple-8b blocks truncated at offset ${pos}`);
     if (this.#scheme === Scheme.double) {
-      const base = encodeDouble(this.#lastDouble, scale);
-      if (base === undefined)
+      if (!encodeDouble(this.#lastDouble, scale, this.#t))
         throw invalidColumn(`scale index ${scale} cannot encode the last double (offset ${pos})`);
-      this.#base = base;
+      this.#baseLo = this.#t.lo;
+      this.#baseHi = this.#t.hi;
     } else if (scale !== kMemoryAsInteger) {
       throw invalidColumn(`scaled control byte 0x${control.toString(16)} for a non-double at offset ${pos}`);
     }
@@ -203,39 +236,168 @@ export class DecodingState {
    * @throws TimeseriesError for a non-zero delta that the last value's type cannot take.
    */
   next(): unknown {
-    const d = this.reader.next();
-    if (d === kMissing) return undefined;
+    const r = this.reader;
+    if (!r.next()) return undefined;
+    const t = this.#t;
     switch (this.#scheme) {
       case Scheme.none:
         return undefined;
       case Scheme.literalOnly:
-        if (d !== 0n) throw invalidColumn(`non-zero delta for BSON type 0x${this.type.toString(16)}`);
+        if (r.lo !== 0 || r.hi !== 0)
+          throw invalidColumn(`non-zero delta for BSON type 0x${this.type.toString(16)}`);
         return this.current();
       case Scheme.deltaOfDelta:
-        this.#prevDelta = wrapInt64(this.#prevDelta + unzigzag(d));
-        this.#base = wrapInt64(this.#base + this.#prevDelta);
+        unzigzag64(r.lo, r.hi, t);
+        add64(this.#prevDeltaLo, this.#prevDeltaHi, t.lo, t.hi, t);
+        this.#prevDeltaLo = t.lo;
+        this.#prevDeltaHi = t.hi;
+        add64(this.#baseLo, this.#baseHi, t.lo, t.hi, t);
+        this.#baseLo = t.lo;
+        this.#baseHi = t.hi;
         this.#fromLiteral = false;
         return this.current();
       case Scheme.delta64:
-        if (d === 0n) return this.current();
-        this.#base = wrapInt64(this.#base + unzigzag(d));
+        if (r.lo === 0 && r.hi === 0) return this.current();
+        unzigzag64(r.lo, r.hi, t);
+        add64(this.#baseLo, this.#baseHi, t.lo, t.hi, t);
+        this.#baseLo = t.lo;
+        this.#baseHi = t.hi;
         this.#fromLiteral = false;
         return this.current();
       case Scheme.double:
-        if (d === 0n) return this.current();
-        this.#base = wrapInt64(this.#base + unzigzag(d));
-        this.#lastDouble = decodeDouble(this.#base, this.#scaleIndex);
+        if (r.lo === 0 && r.hi === 0) return this.current();
+        unzigzag64(r.lo, r.hi, t);
+        add64(this.#baseLo, this.#baseHi, t.lo, t.hi, t);
+        this.#baseLo = t.lo;
+        this.#baseHi = t.hi;
+        this.#lastDouble = decodeDouble(t.lo, t.hi, this.#scaleIndex);
         this.#fromLiteral = false;
         return this.current();
       case Scheme.delta128:
-        if (d === 0n) return this.current();
+        if (r.wideValue === 0n) return this.current();
         if (this.type === BsonType.binData && this.#binLength > 16) {
           throw invalidColumn('non-zero delta after a binData longer than 16 bytes');
         }
-        this.#base = BigInt.asUintN(128, this.#base + unzigzag(d));
+        this.#base128 = BigInt.asUintN(128, this.#base128 + unzigzag(r.wideValue));
         this.#fromLiteral = false;
         return this.current();
     }
+  }
+
+  /**
+   * Decode every entry left in the current control onto `out`: the same entries as calling
+   * {@link DecodingState.next} while {@link DecodingState.hasNext}, for regular mode where nothing else
+   * interleaves. Doubles, int32 and dates (nearly all time-series data) get a loop of their own that keeps
+   * the base in locals and skips the per-value scheme dispatch of `next()`; the rest go through `next()`.
+   *
+   * @param out - receives the entries.
+   * @param max - the largest number of entries `out` may hold.
+   * @throws TimeseriesError when `out` would exceed `max` entries, or as {@link DecodingState.next}.
+   */
+  drainInto(out: unknown[], max: number): void {
+    if (this.#scheme === Scheme.double) this.#drainDoubles(out, max);
+    else if (this.#scheme === Scheme.delta64 && this.type === BsonType.int32) this.#drainInt32(out, max);
+    else if (this.#scheme === Scheme.deltaOfDelta && this.type === BsonType.date) this.#drainDates(out, max);
+    else {
+      const r = this.reader;
+      while (r.hasNext()) {
+        if (out.length >= max) throw tooManyEntries(max);
+        out.push(this.next());
+      }
+    }
+  }
+
+  #drainDoubles(out: unknown[], max: number): void {
+    const r = this.reader;
+    const scale = this.#scaleIndex;
+    let lo = this.#baseLo;
+    let hi = this.#baseHi;
+    let x = this.#lastDouble;
+    while (r.hasNext()) {
+      // Read first, then check the limit: a bad selector is reported before the count, as next() does.
+      const present = r.next();
+      if (out.length >= max) throw tooManyEntries(max);
+      if (!present) {
+        out.push(undefined);
+        continue;
+      }
+      if (r.lo !== 0 || r.hi !== 0) {
+        // base += unzigzag(delta), modulo 2^64.
+        const sign = -(r.lo & 1);
+        const dLo = (((r.lo >>> 1) | (r.hi << 31)) ^ sign) >>> 0;
+        const dHi = ((r.hi >>> 1) ^ sign) >>> 0;
+        const sum = (lo + dLo) >>> 0;
+        hi = (hi + dHi + (sum < lo ? 1 : 0)) >>> 0;
+        lo = sum;
+        x = decodeDouble(lo, hi, scale);
+        this.#fromLiteral = false;
+      }
+      // A literal's canonical value is canonicalDouble(#lastDouble) too, so #fromLiteral needs no branch.
+      out.push(canonicalDouble(x));
+    }
+    this.#baseLo = lo;
+    this.#baseHi = hi;
+    this.#lastDouble = x;
+  }
+
+  #drainInt32(out: unknown[], max: number): void {
+    const r = this.reader;
+    // An int32's value is the low half of the base, literal or not.
+    let lo = this.#baseLo;
+    let hi = this.#baseHi;
+    while (r.hasNext()) {
+      // Read first, then check the limit: a bad selector is reported before the count, as next() does.
+      const present = r.next();
+      if (out.length >= max) throw tooManyEntries(max);
+      if (!present) {
+        out.push(undefined);
+        continue;
+      }
+      if (r.lo !== 0 || r.hi !== 0) {
+        // base += unzigzag(delta), modulo 2^64.
+        const sign = -(r.lo & 1);
+        const dLo = (((r.lo >>> 1) | (r.hi << 31)) ^ sign) >>> 0;
+        const dHi = ((r.hi >>> 1) ^ sign) >>> 0;
+        const sum = (lo + dLo) >>> 0;
+        hi = (hi + dHi + (sum < lo ? 1 : 0)) >>> 0;
+        lo = sum;
+        this.#fromLiteral = false;
+      }
+      out.push(lo | 0);
+    }
+    this.#baseLo = lo;
+    this.#baseHi = hi;
+  }
+
+  #drainDates(out: unknown[], max: number): void {
+    const r = this.reader;
+    let lo = this.#baseLo;
+    let hi = this.#baseHi;
+    let dLo = this.#prevDeltaLo;
+    let dHi = this.#prevDeltaHi;
+    while (r.hasNext()) {
+      // Read first, then check the limit: a bad selector is reported before the count, as next() does.
+      const present = r.next();
+      if (out.length >= max) throw tooManyEntries(max);
+      if (!present) {
+        out.push(undefined);
+        continue;
+      }
+      // delta += unzigzag(slot); base += delta; both modulo 2^64.
+      const sign = -(r.lo & 1);
+      let sum = (dLo + ((((r.lo >>> 1) | (r.hi << 31)) ^ sign) >>> 0)) >>> 0;
+      dHi = (dHi + (((r.hi >>> 1) ^ sign) >>> 0) + (sum < dLo ? 1 : 0)) >>> 0;
+      dLo = sum;
+      sum = (lo + dLo) >>> 0;
+      hi = (hi + dHi + (sum < lo ? 1 : 0)) >>> 0;
+      lo = sum;
+      this.#fromLiteral = false;
+      out.push(new Date(int64ToNumber(lo, hi)));
+    }
+    this.#baseLo = lo;
+    this.#baseHi = hi;
+    this.#prevDeltaLo = dLo;
+    this.#prevDeltaHi = dHi;
   }
 
   /**
@@ -248,42 +410,40 @@ export class DecodingState {
     if (this.#fromLiteral) {
       return readCanonicalValue(this.#litBytes, this.#litView, this.type, this.#litPos, this.#litSize);
     }
-    const base = this.#base;
+    const lo = this.#baseLo;
+    const hi = this.#baseHi;
     switch (this.type) {
       case BsonType.double:
         return canonicalDouble(this.#lastDouble);
       case BsonType.int32:
-        return Number(BigInt.asIntN(32, base));
+        return lo | 0;
       case BsonType.int64:
-        return Long.fromBigInt(base);
+        return Long.fromBits(lo | 0, hi | 0);
       case BsonType.date:
-        return new Date(Number(base));
+        return new Date(int64ToNumber(lo, hi));
       case BsonType.timestamp:
-        return new Timestamp({
-          t: Number(BigInt.asUintN(32, base >> 32n)),
-          i: Number(BigInt.asUintN(32, base)),
-        });
+        return new Timestamp({ t: hi, i: lo });
       case BsonType.bool:
-        return base !== 0n;
+        return (lo | hi) !== 0;
       case BsonType.objectId: {
         const oid = new Uint8Array(12);
-        decodeObjectId(base, this.#oidUnique, oid);
+        decodeObjectId(lo, hi, this.#oidUnique, oid);
         return new ObjectId(oid);
       }
       case BsonType.string:
       case BsonType.code: {
-        const n = decodeString(base, this.#scratch);
+        const n = decodeString(this.#base128, this.#scratch);
         const s = decodeUtf8(this.#scratch, 0, n);
         return this.type === BsonType.code ? new Code(s) : s;
       }
       case BsonType.decimal128: {
         const bytes = new Uint8Array(16);
-        writeUint128LE(base, bytes, 0, 16);
+        writeUint128LE(this.#base128, bytes, 0, 16);
         return new Decimal128(bytes);
       }
       case BsonType.binData: {
         const bytes = new Uint8Array(this.#binLength);
-        writeUint128LE(base, bytes, 0, this.#binLength);
+        writeUint128LE(this.#base128, bytes, 0, this.#binLength);
         if (this.#binSubtype !== 2) return new Binary(bytes, this.#binSubtype);
         const value = new Uint8Array(5 + this.#binLength);
         new DataView(value.buffer).setInt32(0, this.#binLength, true);

@@ -8,9 +8,8 @@
 import { InternalInvariantError } from '../../errors.js';
 import { BsonType, kControlByteForScaleIndex, kMaxBlocksPerControl } from './bsoncolumn-util.js';
 import type { ByteWriter } from './byte-writer.js';
-import { kMissing } from './simple8b.js';
-import { Simple8bBuilder } from './simple8b-builder.js';
-import type { Simple8bSink } from './simple8b-builder.js';
+import { Simple8bBuilder, Simple8bBuilder64 } from './simple8b-builder.js';
+import type { Simple8bSink, Simple8bSink64 } from './simple8b-builder.js';
 import type { ScaledDouble } from './simple8b-type-util.js';
 import {
   decodeDouble,
@@ -20,11 +19,13 @@ import {
   kMemoryAsInteger,
   readUint128LE,
   scaleAndEncodeDouble,
-  unzigzag,
+  unzigzag64,
   zigzag128,
   zigzag64,
+  zigzagNumber,
 } from './simple8b-type-util.js';
-import { wrapInt64 } from '../../util/int64.js';
+import type { Int64Halves } from '../../util/int64.js';
+import { add64, sub64 } from '../../util/int64.js';
 
 function uses128(type: number): boolean {
   return (
@@ -40,9 +41,9 @@ function usesDeltaOfDelta(type: number): boolean {
 }
 
 /** Sink for the double re-scaling trial: it only records that a block would have been written. */
-class TrialSink implements Simple8bSink {
+class TrialSink implements Simple8bSink64 {
   #wrote = false;
-  writeBlock(): void {
+  writeBlock64(): void {
     this.#wrote = true;
   }
   reset(): void {
@@ -58,12 +59,18 @@ const trialSink = new TrialSink();
  * Encoding state of one stream. Writes to `out`; when `items` is set (interleaved mode) it also records
  * every finished literal or control as `[start, end, entries]` so the section can be laid out in decoder
  * order.
+ *
+ * 64-bit values (deltas, scaled doubles, the base of the open control) are held as two 32-bit halves
+ * ({@link Int64Halves}) in pairs of number fields, so that appending a double, an integer or a date
+ * allocates nothing; only 128-bit streams use `bigint`.
  */
-export class EncodingState implements Simple8bSink {
+export class EncodingState implements Simple8bSink, Simple8bSink64 {
   readonly #out: ByteWriter;
   readonly #items: number[] | undefined;
-  #b64: Simple8bBuilder;
-  readonly #b128: Simple8bBuilder;
+  #b64: Simple8bBuilder64;
+  // Created on the first 128-bit value: most streams never need one, and a fresh builder is in the same
+  // state as one that was only flushed and reset after literals.
+  #b128: Simple8bBuilder | undefined = undefined;
   #wide = false;
 
   // The previous element (type + value bytes), copied: the caller's buffer is reused.
@@ -72,15 +79,31 @@ export class EncodingState implements Simple8bSink {
   #prevView = new DataView(this.#prev.buffer);
   #prevSize = 0;
 
-  #prevEncoded64 = 0n;
+  // A view over the caller's buffer, rebuilt only when the buffer changes: the element writer reuses one
+  // scratch buffer, so this saves a DataView allocation per value.
+  #inBytes: Uint8Array = this.#prev;
+  #inView: DataView = this.#prevView;
+
+  // Previous encoded value of doubles (at the current scale) and ObjectIds.
+  #prevEncodedLo = 0;
+  #prevEncodedHi = 0;
   #prevEncoded128: bigint | undefined = undefined;
-  #prevDelta = 0n;
+  // Previous delta of delta-of-delta types.
+  #prevDeltaLo = 0;
+  #prevDeltaHi = 0;
 
   #scaleIndex = kMemoryAsInteger;
   #lastValueInPrevBlock = 0;
   // Encoded (at the open control's scale) value at the end of the blocks written: the decoder's base.
-  #blockEndEncoded = 0n;
-  readonly #scaled: ScaledDouble = { encoded: 0n, scaleIndex: 0 };
+  #blockEndLo = 0;
+  #blockEndHi = 0;
+  readonly #scaled: ScaledDouble = { lo: 0, hi: 0, scaleIndex: 0 };
+  // Scratch results of the halves helpers. Each is used by one method only and read into locals before
+  // any call that could re-enter the state (the double restart recurses through #appendDouble).
+  readonly #delta: Int64Halves = { lo: 0, hi: 0 };
+  readonly #block: Int64Halves = { lo: 0, hi: 0 };
+  readonly #pending: Int64Halves = { lo: 0, hi: 0 };
+  readonly #rescaled: Int64Halves = { lo: 0, hi: 0 };
 
   #controlPos = -1;
   #controlBlocks = 0;
@@ -93,8 +116,7 @@ export class EncodingState implements Simple8bSink {
   constructor(out: ByteWriter, items?: number[]) {
     this.#out = out;
     this.#items = items;
-    this.#b64 = new Simple8bBuilder(this, false);
-    this.#b128 = new Simple8bBuilder(this, true);
+    this.#b64 = new Simple8bBuilder64(this);
   }
 
   /**
@@ -102,13 +124,14 @@ export class EncodingState implements Simple8bSink {
    * need a fresh builder, and allocating one (64 pending slots and width tables) per block dominated the
    * encoder's profile. A builder is released only once nothing reads it any more.
    */
-  readonly #spare64: Simple8bBuilder[] = [];
+  readonly #spare64: Simple8bBuilder64[] = [];
 
-  #acquire64(
-    sink: Simple8bSink,
-    from: { readonly trackSum: boolean; readonly lastWritten: bigint; readonly blocksWritten: number },
-  ): Simple8bBuilder {
-    return (this.#spare64.pop() ?? new Simple8bBuilder(sink, false)).reset(sink, from);
+  #builder128(): Simple8bBuilder {
+    return (this.#b128 ??= new Simple8bBuilder(this, true));
+  }
+
+  #acquire64(sink: Simple8bSink64, trackSum: boolean, from: Simple8bBuilder64): Simple8bBuilder64 {
+    return (this.#spare64.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
   }
 
   /** BSON type of the previous element, 0 if none. */
@@ -147,14 +170,19 @@ export class EncodingState implements Simple8bSink {
     }
     let compressed = !usesDeltaOfDelta(type) && this.#equalsPrevious(bytes, start, end);
     if (compressed) {
-      (this.#wide ? this.#b128 : this.#b64).append(0n);
+      if (this.#wide) this.#builder128().append(0n);
+      else this.#b64.append(0, 0);
     } else if (this.#wide) {
       compressed = this.#append128(type, bytes, start, end);
-    } else if (type === BsonType.double) {
-      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      compressed = this.#appendDouble(view.getFloat64(start, true), this.#prevView.getFloat64(0, true));
     } else {
-      compressed = this.#append64(type, bytes, start);
+      if (bytes !== this.#inBytes) {
+        this.#inBytes = bytes;
+        this.#inView = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      }
+      compressed =
+        type === BsonType.double
+          ? this.#appendDouble(this.#inView.getFloat64(start, true), this.#prevView.getFloat64(0, true))
+          : this.#append64(type, bytes, this.#inView, start);
     }
     this.#storePrevious(type, bytes, start, end);
     if (!compressed) {
@@ -165,17 +193,24 @@ export class EncodingState implements Simple8bSink {
 
   /** Append a missing entry. */
   skip(): void {
-    const builder = this.#wide ? this.#b128 : this.#b64;
+    if (this.#wide) {
+      this.#builder128().skip();
+      return;
+    }
+    const builder = this.#b64;
     const before = builder.blocksWritten;
     builder.skip();
     if (builder.blocksWritten === before || this.#prevType !== BsonType.double) return;
     // Blocks were written: start the next block at the smallest scale that fits the last value written.
-    let onlySkips = builder.rleCount === 0 || builder.lastForRle === kMissing;
-    for (let i = 0; i < builder.pendingCount && onlySkips; i++) onlySkips = builder.pendingAt(i) === kMissing;
+    let onlySkips = builder.rleCount === 0 || builder.rleIsMissing;
+    const v = this.#pending;
+    for (let i = 0; i < builder.pendingCount && onlySkips; i++) onlySkips = !builder.pendingAt(i, v);
     if (onlySkips) {
-      scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, this.#scaled);
-      this.#prevEncoded64 = this.#scaled.encoded;
-      this.#scaleIndex = this.#scaled.scaleIndex;
+      const s = this.#scaled;
+      scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
+      this.#prevEncodedLo = s.lo;
+      this.#prevEncodedHi = s.hi;
+      this.#scaleIndex = s.scaleIndex;
     } else {
       // Pending deltas are at the old scale: re-add them (the server would mis-scale them here).
       this.#restartScaleAfterBlock();
@@ -188,8 +223,14 @@ export class EncodingState implements Simple8bSink {
     this.#closeControl();
   }
 
+  /** @internal Simple-8b sink of the 128-bit builder: place a block under a control byte. */
+  writeBlock(word: bigint, entries: number): void {
+    // 128-bit streams never track sums (only doubles do).
+    this.writeBlock64(Number(word & 0xffffffffn), Number(word >> 32n), entries, 0, 0);
+  }
+
   /** @internal Simple-8b sink: place a block under a control byte of the current scale. */
-  writeBlock(word: bigint, entries: number, deltaSum: bigint): void {
+  writeBlock64(lo: number, hi: number, entries: number, sumLo: number, sumHi: number): void {
     const out = this.#out;
     const control = kControlByteForScaleIndex[this.#scaleIndex] ?? 0;
     if (this.#controlPos >= 0 && ((out.buf[this.#controlPos] ?? 0) & 0xf0) !== control) this.#closeControl();
@@ -200,19 +241,23 @@ export class EncodingState implements Simple8bSink {
       this.#controlEntries = 0;
       out.u8(control);
       if (isDouble) {
-        const base = encodeDouble(this.#lastValueInPrevBlock, this.#scaleIndex);
-        if (base === undefined)
+        const base = this.#block;
+        if (!encodeDouble(this.#lastValueInPrevBlock, this.#scaleIndex, base))
           throw new InternalInvariantError(7001, 'double control scale cannot encode its base');
-        this.#blockEndEncoded = base;
+        this.#blockEndLo = base.lo;
+        this.#blockEndHi = base.hi;
       }
     }
-    out.u64(word);
+    out.u64Halves(lo, hi);
     out.buf[this.#controlPos] = control | this.#controlBlocks;
     this.#controlBlocks++;
     this.#controlEntries += entries;
     if (isDouble) {
-      this.#blockEndEncoded = wrapInt64(this.#blockEndEncoded + deltaSum);
-      this.#lastValueInPrevBlock = decodeDouble(this.#blockEndEncoded, this.#scaleIndex);
+      const end = this.#block;
+      add64(this.#blockEndLo, this.#blockEndHi, sumLo, sumHi, end);
+      this.#blockEndLo = end.lo;
+      this.#blockEndHi = end.hi;
+      this.#lastValueInPrevBlock = decodeDouble(end.lo, end.hi, this.#scaleIndex);
     }
     if (this.#controlBlocks === kMaxBlocksPerControl) this.#closeControl();
   }
@@ -224,7 +269,7 @@ export class EncodingState implements Simple8bSink {
   }
 
   #flushBuilders(): void {
-    this.#b128.flush();
+    this.#b128?.flush();
     this.#b64.flush();
   }
 
@@ -241,7 +286,10 @@ export class EncodingState implements Simple8bSink {
       this.#prev = new Uint8Array(Math.max(size, this.#prev.length * 2));
       this.#prevView = new DataView(this.#prev.buffer);
     }
-    this.#prev.set(bytes.subarray(start, end));
+    // Values are mostly 4-16 bytes: a plain loop beats `set(subarray())`, which allocates a view.
+    const prev = this.#prev;
+    if (size <= 16) for (let i = 0; i < size; i++) prev[i] = bytes[start + i] ?? 0;
+    else prev.set(bytes.subarray(start, end));
     this.#prevSize = size;
     this.#prevType = type;
   }
@@ -255,10 +303,11 @@ export class EncodingState implements Simple8bSink {
     out.bytes(this.#prev, 0, this.#prevSize);
     this.#items?.push(start, out.length, 1);
     this.#scaleIndex = kMemoryAsInteger;
-    this.#prevDelta = 0n;
+    this.#prevDeltaLo = 0;
+    this.#prevDeltaHi = 0;
     // The decoder's previous Simple-8b value is 0 after a literal.
     this.#b64.resetAfterLiteral();
-    this.#b128.resetAfterLiteral();
+    this.#b128?.resetAfterLiteral();
     this.#initializeFromPrevious();
   }
 
@@ -267,13 +316,16 @@ export class EncodingState implements Simple8bSink {
     const prev = this.#prev;
     this.#wide = uses128(type);
     switch (type) {
-      case BsonType.double:
+      case BsonType.double: {
+        const s = this.#scaled;
         this.#lastValueInPrevBlock = this.#prevView.getFloat64(0, true);
-        scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, this.#scaled);
-        this.#prevEncoded64 = this.#scaled.encoded;
-        this.#scaleIndex = this.#scaled.scaleIndex;
+        scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
+        this.#prevEncodedLo = s.lo;
+        this.#prevEncodedHi = s.hi;
+        this.#scaleIndex = s.scaleIndex;
         this.#b64.trackSum = true;
         break;
+      }
       case BsonType.string:
       case BsonType.code:
         this.#prevEncoded128 = encodeString(prev, 4, this.#prevSize - 5);
@@ -286,9 +338,13 @@ export class EncodingState implements Simple8bSink {
       case BsonType.decimal128:
         this.#prevEncoded128 = readUint128LE(prev, 0, 16);
         break;
-      case BsonType.objectId:
-        this.#prevEncoded64 = encodeObjectId(prev, 0);
+      case BsonType.objectId: {
+        const e = this.#delta;
+        encodeObjectId(prev, 0, e);
+        this.#prevEncodedLo = e.lo;
+        this.#prevEncodedHi = e.hi;
         break;
+      }
       default:
         break;
     }
@@ -316,90 +372,114 @@ export class EncodingState implements Simple8bSink {
     if (encoded === undefined) return false;
     // After a value with no encoding the base is 0, and a zero delta would mean "repeat": write a literal.
     if (this.#prevEncoded128 === undefined && encoded === 0n) return false;
-    const ok = this.#b128.append(zigzag128(BigInt.asIntN(128, encoded - (this.#prevEncoded128 ?? 0n))));
+    const ok = this.#builder128().append(
+      zigzag128(BigInt.asIntN(128, encoded - (this.#prevEncoded128 ?? 0n))),
+    );
     this.#prevEncoded128 = encoded;
     return ok;
   }
 
-  #append64(type: number, bytes: Uint8Array, start: number): boolean {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  #append64(type: number, bytes: Uint8Array, view: DataView, start: number): boolean {
     const prevView = this.#prevView;
-    let value: bigint;
+    const d = this.#delta;
     switch (type) {
       case BsonType.int32:
-        value = BigInt(view.getInt32(start, true) - prevView.getInt32(0, true));
-        break;
-      case BsonType.int64:
-      case BsonType.date:
-      case BsonType.timestamp:
-        value = wrapInt64(view.getBigInt64(start, true) - prevView.getBigInt64(0, true));
-        break;
+        // An int32 delta is exact in a number: zigzag it without 64-bit arithmetic.
+        zigzagNumber(view.getInt32(start, true) - prevView.getInt32(0, true), d);
+        return this.#b64.append(d.lo, d.hi);
       case BsonType.bool:
-        value = BigInt((bytes[start] ?? 0) - (this.#prev[0] ?? 0));
-        break;
-      case BsonType.objectId: {
-        // The 5 process-unique bytes are not encoded: they must match the previous ObjectId.
-        for (let i = 4; i < 9; i++) if (bytes[start + i] !== this.#prev[i]) return false;
-        const cur = encodeObjectId(bytes, start);
-        value = wrapInt64(cur - this.#prevEncoded64);
-        this.#prevEncoded64 = cur;
-        break;
-      }
+        zigzagNumber((bytes[start] ?? 0) - (this.#prev[0] ?? 0), d);
+        return this.#b64.append(d.lo, d.hi);
       case BsonType.null:
       case BsonType.undefined:
       case BsonType.minKey:
       case BsonType.maxKey:
-        value = 0n;
+        return this.#b64.append(0, 0);
+      case BsonType.int64:
+      case BsonType.date:
+      case BsonType.timestamp:
+        sub64(
+          view.getUint32(start, true),
+          view.getUint32(start + 4, true),
+          prevView.getUint32(0, true),
+          prevView.getUint32(4, true),
+          d,
+        );
         break;
+      case BsonType.objectId: {
+        // The 5 process-unique bytes are not encoded: they must match the previous ObjectId.
+        for (let i = 4; i < 9; i++) if (bytes[start + i] !== this.#prev[i]) return false;
+        encodeObjectId(bytes, start, d);
+        const curLo = d.lo;
+        const curHi = d.hi;
+        sub64(curLo, curHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
+        this.#prevEncodedLo = curLo;
+        this.#prevEncodedHi = curHi;
+        break;
+      }
       default:
         // regex, dbPointer, codeWScope, symbol, object, array: literal only.
         return false;
     }
-    if (usesDeltaOfDelta(type)) {
-      const current = value;
-      value = wrapInt64(current - this.#prevDelta);
-      this.#prevDelta = current;
+    if (type !== BsonType.int64) {
+      // Delta of delta (date, timestamp, ObjectId).
+      const curLo = d.lo;
+      const curHi = d.hi;
+      sub64(curLo, curHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
+      this.#prevDeltaLo = curLo;
+      this.#prevDeltaHi = curHi;
     }
-    return this.#b64.append(zigzag64(value));
+    zigzag64(d.lo, d.hi, d);
+    return this.#b64.append(d.lo, d.hi);
   }
 
   #appendDouble(value: number, previous: number): boolean {
     const s = this.#scaled;
     scaleAndEncodeDouble(value, this.#scaleIndex, s);
-    let encoded = s.encoded;
+    let encLo = s.lo;
+    let encHi = s.hi;
     let scale = s.scaleIndex;
     if (scale !== this.#scaleIndex) {
       // A larger scale is needed: re-scale the pending values if that writes no extra block, else flush
       // them at the old scale and open a new control.
-      const rescaled = this.#tryRescalePending(encoded, scale);
+      const rescaled = this.#tryRescalePending(encLo, encHi, scale);
       if (rescaled !== undefined) {
         rescaled.sink = this;
         rescaled.trackSum = true;
         this.#spare64.push(this.#b64);
         this.#b64 = rescaled;
-        this.#prevEncoded64 = encoded;
+        this.#prevEncodedLo = encLo;
+        this.#prevEncodedHi = encHi;
         this.#scaleIndex = scale;
         return true;
       }
       this.#b64.flush();
       this.#closeControl();
       scaleAndEncodeDouble(previous, scale, s);
-      let prevEncoded = s.encoded;
+      let prevLo = s.lo;
+      let prevHi = s.hi;
       if (s.scaleIndex !== scale) {
         scaleAndEncodeDouble(value, s.scaleIndex, s);
-        encoded = s.encoded;
+        encLo = s.lo;
+        encHi = s.hi;
         scale = s.scaleIndex;
         scaleAndEncodeDouble(previous, scale, s);
-        prevEncoded = s.encoded;
+        prevLo = s.lo;
+        prevHi = s.hi;
       }
-      this.#prevEncoded64 = prevEncoded;
+      this.#prevEncodedLo = prevLo;
+      this.#prevEncodedHi = prevHi;
       this.#scaleIndex = scale;
     }
     const builder = this.#b64;
     const before = builder.blocksWritten;
-    if (!builder.append(zigzag64(wrapInt64(encoded - this.#prevEncoded64)))) return false;
+    const d = this.#delta;
+    sub64(encLo, encHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
+    zigzag64(d.lo, d.hi, d);
+    if (!builder.append(d.lo, d.hi)) return false;
     if (builder.blocksWritten === before) {
-      this.#prevEncoded64 = encoded;
+      this.#prevEncodedLo = encLo;
+      this.#prevEncodedHi = encHi;
       return true;
     }
     this.#restartScaleAfterBlock();
@@ -414,73 +494,97 @@ export class EncodingState implements Simple8bSink {
     const prevScale = this.#scaleIndex;
     const s = this.#scaled;
     scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
-    this.#prevEncoded64 = s.encoded;
+    this.#prevEncodedLo = s.lo;
+    this.#prevEncodedHi = s.hi;
     this.#scaleIndex = s.scaleIndex;
     const old = this.#b64;
-    this.#b64 = this.#acquire64(this, {
-      trackSum: true,
-      lastWritten: old.lastWritten,
-      blocksWritten: old.blocksWritten,
-    });
+    this.#b64 = this.#acquire64(this, true, old);
     let prev = this.#lastValueInPrevBlock;
-    let prevEncoded = encodeDouble(prev, prevScale);
-    if (prevEncoded === undefined)
+    const v = this.#pending;
+    if (!encodeDouble(prev, prevScale, v))
       throw new InternalInvariantError(7002, 'last block value not encodable at its scale');
+    let prevLo = v.lo;
+    let prevHi = v.hi;
     const n = old.pendingCount + old.rleCount;
     for (let i = 0; i < n; i++) {
-      const v = i < old.pendingCount ? old.pendingAt(i) : old.lastForRle;
-      if (v === kMissing) {
+      // #appendDouble below may re-enter this method and reuse `v`: read it into locals first.
+      if (!old.pendingAt(i, v)) {
         this.#b64.skip();
         continue;
       }
-      prevEncoded = wrapInt64(prevEncoded + unzigzag(v));
-      const val = decodeDouble(prevEncoded, prevScale);
+      unzigzag64(v.lo, v.hi, v);
+      add64(prevLo, prevHi, v.lo, v.hi, v);
+      prevLo = v.lo;
+      prevHi = v.hi;
+      const val = decodeDouble(prevLo, prevHi, prevScale);
       this.#appendDouble(val, prev);
       prev = val;
     }
     this.#spare64.push(old);
   }
 
-  #tryRescalePending(encoded: bigint, newScale: number): Simple8bBuilder | undefined {
+  #tryRescalePending(encLo: number, encHi: number, newScale: number): Simple8bBuilder64 | undefined {
     const old = this.#b64;
-    const prev = encodeDouble(this.#lastValueInPrevBlock, this.#scaleIndex);
-    const prevRescaled = encodeDouble(this.#lastValueInPrevBlock, newScale);
-    if (prev === undefined || prevRescaled === undefined) return undefined;
+    const prev = this.#pending;
+    const prevRescaled = this.#rescaled;
+    const last = this.#lastValueInPrevBlock;
+    if (!encodeDouble(last, this.#scaleIndex, prev) || !encodeDouble(last, newScale, prevRescaled))
+      return undefined;
     trialSink.reset();
-    const trial = this.#acquire64(trialSink, {
-      trackSum: false,
-      lastWritten: old.lastWritten,
-      blocksWritten: old.blocksWritten,
-    });
-    if (this.#rescaleInto(trial, old, encoded, newScale, prev, prevRescaled)) return trial;
+    const trial = this.#acquire64(trialSink, false, old);
+    if (
+      this.#rescaleInto(
+        trial,
+        old,
+        encLo,
+        encHi,
+        newScale,
+        prev.lo,
+        prev.hi,
+        prevRescaled.lo,
+        prevRescaled.hi,
+      )
+    )
+      return trial;
     this.#spare64.push(trial);
     return undefined;
   }
 
-  /** Append `old`'s pending values and `encoded` re-scaled to `newScale`; `false` if that does not fit. */
+  /** Append `old`'s pending values and `enc` re-scaled to `newScale`; `false` if that does not fit. */
   #rescaleInto(
-    trial: Simple8bBuilder,
-    old: Simple8bBuilder,
-    encoded: bigint,
+    trial: Simple8bBuilder64,
+    old: Simple8bBuilder64,
+    encLo: number,
+    encHi: number,
     newScale: number,
-    prevAtOldScale: bigint,
-    prevAtNewScale: bigint,
+    prevLo: number,
+    prevHi: number,
+    rescaledLo: number,
+    rescaledHi: number,
   ): boolean {
-    let prev = prevAtOldScale;
-    let prevRescaled = prevAtNewScale;
+    // The trial writes to trialSink, which never calls back into this state: the scratches are safe.
+    const v = this.#pending;
+    const r = this.#rescaled;
+    const d = this.#delta;
     const n = old.pendingCount + old.rleCount;
     for (let i = 0; i < n; i++) {
-      const v = i < old.pendingCount ? old.pendingAt(i) : old.lastForRle;
-      if (v === kMissing) {
+      if (!old.pendingAt(i, v)) {
         trial.skip();
         continue;
       }
-      prev = wrapInt64(prev + unzigzag(v));
-      const rescaled = encodeDouble(decodeDouble(prev, this.#scaleIndex), newScale);
-      if (rescaled === undefined) return false;
-      if (!trial.append(zigzag64(wrapInt64(rescaled - prevRescaled))) || trialSink.wrote) return false;
-      prevRescaled = rescaled;
+      unzigzag64(v.lo, v.hi, v);
+      add64(prevLo, prevHi, v.lo, v.hi, v);
+      prevLo = v.lo;
+      prevHi = v.hi;
+      if (!encodeDouble(decodeDouble(prevLo, prevHi, this.#scaleIndex), newScale, r)) return false;
+      sub64(r.lo, r.hi, rescaledLo, rescaledHi, d);
+      zigzag64(d.lo, d.hi, d);
+      if (!trial.append(d.lo, d.hi) || trialSink.wrote) return false;
+      rescaledLo = r.lo;
+      rescaledHi = r.hi;
     }
-    return trial.append(zigzag64(wrapInt64(encoded - prevRescaled))) && !trialSink.wrote;
+    sub64(encLo, encHi, rescaledLo, rescaledHi, d);
+    zigzag64(d.lo, d.hi, d);
+    return trial.append(d.lo, d.hi) && !trialSink.wrote;
   }
 }

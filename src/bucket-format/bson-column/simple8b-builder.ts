@@ -17,6 +17,7 @@ import {
   kTrailingZeroMultiplier,
 } from './simple8b.js';
 import { unzigzag } from './simple8b-type-util.js';
+import type { Int64Halves } from '../../util/int64.js';
 import { wrapUint64 } from '../../util/int64.js';
 
 /** Receives the blocks written by a {@link Simple8bBuilder}. */
@@ -74,7 +75,8 @@ export function trailingZeros(v: bigint): number {
 
 /**
  * Simple-8b builder for one stream. Values are unsigned (already zigzagged) bigints; missing values are
- * appended with {@link Simple8bBuilder.skip}.
+ * appended with {@link Simple8bBuilder.skip}. The encoder uses it for 128-bit streams; 64-bit streams use
+ * the faster {@link Simple8bBuilder64}, which tests check against this one.
  *
  * State: pending values not yet in a block, per extension type the largest width among them and whether
  * the type can still hold them, the type that last held them all, and the RLE state.
@@ -110,30 +112,6 @@ export class Simple8bBuilder {
     this.sink = sink;
     this.wide = wide;
     this.#resetWidths();
-  }
-
-  /**
-   * Make this builder empty again, for reuse instead of allocating a new one (the encoder restarts a
-   * stream after every block of doubles whose scale drops, and tries re-scalings on a scratch builder).
-   *
-   * @param sink - receives the blocks.
-   * @param from - `trackSum`, and the stream position to continue from.
-   * @returns this builder.
-   */
-  reset(
-    sink: Simple8bSink,
-    from: { readonly trackSum: boolean; readonly lastWritten: bigint; readonly blocksWritten: number },
-  ): this {
-    this.sink = sink;
-    this.trackSum = from.trackSum;
-    this.lastWritten = from.lastWritten;
-    this.blocksWritten = from.blocksWritten;
-    this.#count = 0;
-    this.#lastValidType = 0;
-    this.#rleCount = 0;
-    this.#lastForRle = 0n;
-    this.#resetWidths();
-    return this;
   }
 
   /** Number of pending values (not counting RLE repeats). */
@@ -332,5 +310,396 @@ export class Simple8bBuilder {
     // The remainder goes in as ordinary values that never restart RLE.
     while (remainder-- > 0) this.#appendValue(repeated, false);
     this.#lastForRle = 0n;
+  }
+}
+
+/** Receives the blocks written by a {@link Simple8bBuilder64}. */
+export interface Simple8bSink64 {
+  /**
+   * One block, in stream order.
+   *
+   * @param lo - bits 0..31 of the block.
+   * @param hi - bits 32..63 of the block.
+   * @param entries - entries it holds (RLE blocks: 120..1920).
+   * @param sumLo - low half of the int64 sum (mod 2^64) of the unzigzagged non-missing values in the
+   *   block when the builder's `trackSum` is set, 0 otherwise; doubles need it to know the last value.
+   * @param sumHi - high half of that sum.
+   */
+  writeBlock64(lo: number, hi: number, entries: number, sumLo: number, sumHi: number): void;
+}
+
+/** A missing slot in {@link Simple8bBuilder64}: both halves all ones (no storable value is all ones). */
+const kMissingHalf = 0xffffffff;
+
+function ctz32(x: number): number {
+  return 31 - Math.clz32(x & -x);
+}
+
+/** Bit length of `((hi:lo) >> k) + 1` for `k` in 1..63; the value is not all ones. */
+function bitLengthShiftedPlus1(lo: number, hi: number, k: number): number {
+  let slo: number;
+  let shi: number;
+  if (k < 32) {
+    slo = ((lo >>> k) | (hi << (32 - k))) >>> 0;
+    shi = hi >>> k;
+  } else {
+    slo = hi >>> (k - 32);
+    shi = 0;
+  }
+  slo = (slo + 1) >>> 0;
+  if (slo === 0) shi++;
+  return shi !== 0 ? 64 - Math.clz32(shi) : 32 - Math.clz32(slo);
+}
+
+/**
+ * The Simple-8b builder for 64-bit streams: the same selector choice and RLE rules as
+ * {@link Simple8bBuilder}, with values held as two unsigned 32-bit halves in typed arrays instead of
+ * `bigint`s (see {@link Int64Halves}). Encoding doubles, integers and dates spends most of its time here,
+ * and bigints made it allocate several heap numbers per value. The bigint builder stays for 128-bit
+ * streams and as the reference this one is tested against.
+ */
+export class Simple8bBuilder64 {
+  /** Where blocks go; replaceable (the double re-scaling trial writes to a sink that only records). */
+  sink: Simple8bSink64;
+  /** When set, blocks report the sum of their deltas to the sink (doubles need it). */
+  trackSum = false;
+  /** Low half of the last slot value written in any block of this stream: what the decoder's RLE repeats. */
+  lastWrittenLo = 0;
+  /** High half of {@link Simple8bBuilder64.lastWrittenLo}. */
+  lastWrittenHi = 0;
+  /** Blocks written so far. */
+  blocksWritten = 0;
+
+  // Pending values as halves; (kMissingHalf, kMissingHalf) is a skip.
+  readonly #lo = new Uint32Array(kMaxPending);
+  readonly #hi = new Uint32Array(kMaxPending);
+  // Per pending value and extension type, the width it needs: index `p * 4 + type`.
+  readonly #bits = new Uint8Array(kMaxPending * kTypes);
+  readonly #maxBits = new Uint8Array(kTypes);
+  readonly #possible = new Uint8Array(kTypes);
+  readonly #scratchBits = new Uint8Array(kTypes);
+  #count = 0;
+  #lastValidType = 0;
+  #rleCount = 0;
+  #rleLo = 0;
+  #rleHi = 0;
+
+  /** @param sink - receives the blocks. */
+  constructor(sink: Simple8bSink64) {
+    this.sink = sink;
+    this.#resetWidths();
+  }
+
+  /**
+   * Make this builder empty again, continuing the stream position of `from` (the encoder restarts a
+   * double stream after blocks whose scale drops, and tries re-scalings on a scratch builder; reusing
+   * builders avoids allocating their tables each time).
+   *
+   * @param sink - receives the blocks.
+   * @param trackSum - whether blocks report their delta sums.
+   * @param from - the builder whose `lastWritten` and `blocksWritten` to continue from.
+   * @returns this builder.
+   */
+  reset(sink: Simple8bSink64, trackSum: boolean, from: Simple8bBuilder64): this {
+    this.sink = sink;
+    this.trackSum = trackSum;
+    this.lastWrittenLo = from.lastWrittenLo;
+    this.lastWrittenHi = from.lastWrittenHi;
+    this.blocksWritten = from.blocksWritten;
+    this.#count = 0;
+    this.#lastValidType = 0;
+    this.#rleCount = 0;
+    this.#rleLo = 0;
+    this.#rleHi = 0;
+    this.#resetWidths();
+    return this;
+  }
+
+  /** Number of pending values (not counting RLE repeats). */
+  get pendingCount(): number {
+    return this.#count;
+  }
+
+  /** Number of RLE repeats not yet written. */
+  get rleCount(): number {
+    return this.#rleCount;
+  }
+
+  /**
+   * Pending value `i` (`0..pendingCount + rleCount - 1`; indices past the pending values give the RLE
+   * value) into `out`.
+   *
+   * @param i - 0-based index.
+   * @param out - receives the halves.
+   * @returns `false` for a missing entry.
+   */
+  pendingAt(i: number, out: Int64Halves): boolean {
+    if (i < this.#count) {
+      out.lo = this.#lo[i] ?? 0;
+      out.hi = this.#hi[i] ?? 0;
+    } else {
+      out.lo = this.#rleLo;
+      out.hi = this.#rleHi;
+    }
+    return out.lo !== kMissingHalf || out.hi !== kMissingHalf;
+  }
+
+  /** Whether the value RLE repeats is a missing entry. */
+  get rleIsMissing(): boolean {
+    return this.#rleLo === kMissingHalf && this.#rleHi === kMissingHalf;
+  }
+
+  /**
+   * Append one value.
+   *
+   * @param lo - low half of the unsigned zigzagged value.
+   * @param hi - high half.
+   * @returns `false` when it cannot be stored in Simple-8b (the caller writes a literal).
+   */
+  append(lo: number, hi: number): boolean {
+    if (lo === kMissingHalf && hi === kMissingHalf) {
+      // 2^64 - 1 fits no selector. It would also read as a skip here; the bigint builder ends RLE first.
+      if (this.#rleCount > 0) this.#endRle();
+      return false;
+    }
+    return this.#appendValue(lo, hi, true);
+  }
+
+  /** Append a missing value. */
+  skip(): void {
+    this.#appendValue(kMissingHalf, kMissingHalf, true);
+  }
+
+  /** Write everything pending, RLE included. */
+  flush(): void {
+    if (this.#rleCount > 0) this.#endRle();
+    while (this.#count > 0) this.#writeBlock(this.#lastValidType);
+    // As the server does: RLE may only start on 0 after a flush. lastWritten keeps the decoder's view.
+    this.#rleLo = 0;
+    this.#rleHi = 0;
+    this.#lastValidType = 0;
+  }
+
+  /** After a literal the decoder's previous Simple-8b value is 0 again. */
+  resetAfterLiteral(): void {
+    this.lastWrittenLo = 0;
+    this.lastWrittenHi = 0;
+    this.#rleLo = 0;
+    this.#rleHi = 0;
+  }
+
+  #appendValue(lo: number, hi: number, tryRle: boolean): boolean {
+    const sameAsRle = lo === this.#rleLo && hi === this.#rleHi;
+    // RLE may start only where the decoder would repeat the same value (see BSONCOLUMN.md §2.7 pitfall).
+    if (
+      tryRle &&
+      sameAsRle &&
+      (this.#count === 0 || this.#rleCount > 0) &&
+      this.#rleLo === this.lastWrittenLo &&
+      this.#rleHi === this.lastWrittenHi
+    ) {
+      this.#rleCount++;
+      return true;
+    }
+    if (this.#rleCount > 0) this.#endRle();
+    if (lo === kMissingHalf && hi === kMissingHalf) this.#scratchBits.fill(0);
+    else if (!this.#computeBits(lo, hi)) return false;
+    const bits = this.#scratchBits;
+    if (!this.#fits(bits)) {
+      do this.#writeBlock(this.#lastValidType);
+      while (!this.#fits(bits));
+      if (tryRle && this.#count === 0 && lo === this.#rleLo && hi === this.#rleHi) {
+        this.#rleCount = 1;
+        return true;
+      }
+    }
+    this.#push(lo, hi, bits);
+    return true;
+  }
+
+  /** Fill #scratchBits with the width the value needs per extension type; `false` if it fits none. */
+  #computeBits(lo: number, hi: number): boolean {
+    const bits = this.#scratchBits;
+    // Widths of value + 1 (the all-ones slot is reserved for skips); the value is not all ones.
+    const p1lo = (lo + 1) >>> 0;
+    const p1hi = p1lo === 0 ? hi + 1 : hi;
+    const plus1 = p1hi !== 0 ? 64 - Math.clz32(p1hi) : 32 - Math.clz32(p1lo);
+    if (lo === 0 && hi === 0) {
+      bits[0] = plus1;
+      bits[1] = plus1;
+      bits[2] = plus1;
+      bits[3] = plus1;
+      return true;
+    }
+    const tz = lo !== 0 ? ctz32(lo) : 32 + ctz32(hi);
+    bits[ExtensionType.base] = plus1;
+    bits[ExtensionType.seven] = tz === 15 ? bitLengthShiftedPlus1(lo, hi, 15) : plus1 - (tz < 15 ? tz : 15);
+    // tz <= 63 below 2^64, so `4 * floor(min(tz, 60) / 4)` is `tz & ~3` (60..63 all give 60), and
+    // eightLarge's cap of 124 never applies.
+    const tz4 = tz & ~3;
+    bits[ExtensionType.eightSmall] = tz === 60 ? bitLengthShiftedPlus1(lo, hi, 60) : plus1 - tz4;
+    bits[ExtensionType.eightLarge] = plus1 - tz4;
+    if (plus1 <= 60) return true;
+    for (let t = 1; t < kTypes; t++)
+      if ((bits[t] ?? 0) + (kTrailingZeroBits[t] ?? 0) <= (kDataBits[t] ?? 0)) return true;
+    return false;
+  }
+
+  #fits(bits: Uint8Array): boolean {
+    const n = this.#count + 1;
+    for (let t = 0; t < kTypes; t++) {
+      if (this.#possible[t] === 0) continue;
+      const width = Math.max(this.#maxBits[t] ?? 0, bits[t] ?? 0) + (kTrailingZeroBits[t] ?? 0);
+      if (width * n <= (kDataBits[t] ?? 0)) {
+        this.#lastValidType = t;
+        return true;
+      }
+      this.#possible[t] = 0;
+    }
+    return false;
+  }
+
+  #push(lo: number, hi: number, bits: Uint8Array): void {
+    const p = this.#count++;
+    this.#lo[p] = lo;
+    this.#hi[p] = hi;
+    const maxBits = this.#maxBits;
+    const at = p * kTypes;
+    for (let t = 0; t < kTypes; t++) {
+      const b = bits[t] ?? 0;
+      this.#bits[at + t] = b;
+      if (b > (maxBits[t] ?? 0)) maxBits[t] = b;
+    }
+  }
+
+  #resetWidths(): void {
+    // Runs after every block: four plain stores are cheaper than the `set`/`fill` builtin calls.
+    const maxBits = this.#maxBits;
+    const possible = this.#possible;
+    for (let t = 0; t < kTypes; t++) {
+      maxBits[t] = kMinDataBits[t] ?? 0;
+      possible[t] = 1;
+    }
+  }
+
+  /** Write one block of `type` holding as many pending values as its largest fitting layout allows. */
+  #writeBlock(type: number): void {
+    const layouts = kLayoutsByType[type] ?? [];
+    let li = 0;
+    while ((layouts[li] ?? 0) > this.#count) li += 4;
+    const entries = layouts[li] ?? 0;
+    const selector = layouts[li + 1] ?? 0;
+    const nibble = layouts[li + 2] ?? 0;
+    const tzBits = kTrailingZeroBits[type] ?? 0;
+    const mult = kTrailingZeroMultiplier[type] ?? 0;
+    const tzMax = kTrailingZeroMax[type] ?? 0;
+    const width = (layouts[li + 3] ?? 0) + tzBits;
+    // The all-ones slot of this width (a skip), as halves; width is 2..60.
+    const onesLo = width >= 32 ? kMissingHalf : ((1 << width) - 1) >>> 0;
+    const onesHi = width > 32 ? (1 << (width - 32)) - 1 : 0;
+    const trackSum = this.trackSum;
+    const pendLo = this.#lo;
+    const pendHi = this.#hi;
+    let offset = selector === 7 || selector === 8 ? 8 : 4;
+    let wordLo = selector | (nibble << 4);
+    let wordHi = 0;
+    let sumLo = 0;
+    let sumHi = 0;
+    for (let i = 0; i < entries; i++, offset += width) {
+      let slo = pendLo[i] ?? 0;
+      let shi = pendHi[i] ?? 0;
+      if (slo === kMissingHalf && shi === kMissingHalf) {
+        slo = onesLo;
+        shi = onesHi;
+      } else {
+        if (trackSum) {
+          // sum += unzigzag(value), modulo 2^64.
+          const sign = -(slo & 1);
+          const dlo = (((slo >>> 1) | (shi << 31)) ^ sign) >>> 0;
+          const dhi = ((shi >>> 1) ^ sign) >>> 0;
+          const lo = (sumLo + dlo) >>> 0;
+          sumHi = (sumHi + dhi + (lo < sumLo ? 1 : 0)) >>> 0;
+          sumLo = lo;
+        }
+        if (type !== ExtensionType.base && (slo !== 0 || shi !== 0)) {
+          // slot = ((v >> (count * mult)) << tzBits) | count.
+          const tz = slo !== 0 ? ctz32(slo) : 32 + ctz32(shi);
+          const count = Math.floor(Math.min(tz, tzMax) / mult);
+          const k = count * mult;
+          if (k >= 32) {
+            slo = shi >>> (k - 32);
+            shi = 0;
+          } else if (k > 0) {
+            slo = ((slo >>> k) | (shi << (32 - k))) >>> 0;
+            shi >>>= k;
+          }
+          // tzBits is 4 or 5, and the shifted value has at most 56 - tzBits bits.
+          shi = ((shi << tzBits) | (slo >>> (32 - tzBits))) >>> 0;
+          slo = ((slo << tzBits) | count) >>> 0;
+        }
+      }
+      // word |= slot << offset; offset + width <= 64, so nothing of the slot falls off the top.
+      if (offset < 32) {
+        wordLo |= slo << offset;
+        wordHi |= (slo >>> (32 - offset)) | (shi << offset);
+      } else {
+        wordHi |= slo << (offset - 32);
+      }
+    }
+    const lastLo = pendLo[entries - 1] ?? 0;
+    const lastHi = pendHi[entries - 1] ?? 0;
+    // Drop the written values from the front. Usually none or one remain: a plain loop is cheaper than
+    // three `copyWithin` builtin calls.
+    const left = this.#count - entries;
+    const bits = this.#bits;
+    this.#resetWidths();
+    const maxBits = this.#maxBits;
+    for (let j = 0; j < left; j++) {
+      pendLo[j] = pendLo[entries + j] ?? 0;
+      pendHi[j] = pendHi[entries + j] ?? 0;
+      for (let t = 0; t < kTypes; t++) {
+        const b = bits[(entries + j) * kTypes + t] ?? 0;
+        bits[j * kTypes + t] = b;
+        if (b > (maxBits[t] ?? 0)) maxBits[t] = b;
+      }
+    }
+    this.#count = left;
+    this.lastWrittenLo = lastLo;
+    this.lastWrittenHi = lastHi;
+    this.#rleLo = lastLo;
+    this.#rleHi = lastHi;
+    this.blocksWritten++;
+    this.sink.writeBlock64(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
+  }
+
+  #endRle(): void {
+    let groups = Math.floor(this.#rleCount / kRleMultiplier);
+    const lo = this.#rleLo;
+    const hi = this.#rleHi;
+    const missing = lo === kMissingHalf && hi === kMissingHalf;
+    while (groups > 0) {
+      const k = Math.min(groups, 16);
+      groups -= k;
+      let sumLo = 0;
+      let sumHi = 0;
+      if (this.trackSum && !missing) {
+        // sum = k * 120 * unzigzag(value) mod 2^64: lo * m < 2^43 is exact, its carry goes to the high half.
+        const m = k * kRleMultiplier;
+        const sign = -(lo & 1);
+        const dlo = (((lo >>> 1) | (hi << 31)) ^ sign) >>> 0;
+        const dhi = ((hi >>> 1) ^ sign) >>> 0;
+        const p = dlo * m;
+        sumLo = p >>> 0;
+        sumHi = (Math.imul(dhi, m) + Math.floor(p / 4294967296)) >>> 0;
+      }
+      this.blocksWritten++;
+      this.sink.writeBlock64(((k - 1) << 4) | kRleSelector, 0, k * kRleMultiplier, sumLo, sumHi);
+    }
+    let remainder = this.#rleCount % kRleMultiplier;
+    this.#rleCount = 0;
+    // The remainder goes in as ordinary values that never restart RLE.
+    while (remainder-- > 0) this.#appendValue(lo, hi, false);
+    this.#rleLo = 0;
+    this.#rleHi = 0;
   }
 }

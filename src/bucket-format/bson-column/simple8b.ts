@@ -8,7 +8,6 @@
  * @packageDocumentation
  */
 import { invalidColumn } from './bsoncolumn-util.js';
-import { wrapUint64 } from '../../util/int64.js';
 
 /** Marks a missing (skipped) slot. Slot values are unsigned, so -1 can never be a real value. */
 export const kMissing = -1n;
@@ -58,8 +57,9 @@ const kLayoutCount = new Uint8Array(256);
 const kLayoutStart = new Uint8Array(256);
 const kLayoutWidth = new Uint8Array(256);
 const kLayoutType = new Uint8Array(256);
-// BigInt constants precomputed once so the block reader converts nothing per slot.
-const kLayoutMask: bigint[] = new Array<bigint>(256).fill(0n);
+// The all-ones slot of each layout as halves, precomputed so the reader builds no masks per slot.
+const kLayoutMaskLo = new Uint32Array(256);
+const kLayoutMaskHi = new Uint32Array(256);
 
 function initLayouts(): void {
   for (let type = 0; type < 4; type++) {
@@ -78,18 +78,22 @@ function initLayouts(): void {
         kLayoutStart[idx] = start;
         kLayoutWidth[idx] = width;
         kLayoutType[idx] = type;
-        kLayoutMask[idx] = (1n << BigInt(width)) - 1n;
+        kLayoutMaskLo[idx] = width >= 32 ? 0xffffffff : (1 << width) - 1;
+        kLayoutMaskHi[idx] = width > 32 ? (1 << (width - 32)) - 1 : 0;
       }
     }
   }
 }
 initLayouts();
 
-const kShift: ReadonlyArray<bigint> = Array.from({ length: 129 }, (_, i) => BigInt(i));
-
 /**
  * Reader over the Simple-8b blocks of one control byte, for one stream. Plain mutable state; reused for
  * every control of the stream so decoding allocates no reader objects.
+ *
+ * Slots are extracted from the block's two 32-bit halves and returned as halves in
+ * {@link Simple8bReader.lo} / {@link Simple8bReader.hi} (see `Int64Halves`): decoding 64-bit streams
+ * allocates nothing per value. 128-bit streams additionally get the value as a bigint in
+ * {@link Simple8bReader.wideValue}, since trailing-zero shifts can move it past bit 63.
  */
 export class Simple8bReader {
   /** Source buffer. */
@@ -100,18 +104,30 @@ export class Simple8bReader {
   nextBlockPos = 0;
   /** Blocks of the current control not yet loaded. */
   blocksLeft = 0;
-  /** Current block. */
-  block = 0n;
-  /** Layout index of the current block (`selector << 4 | nibble`). */
-  layout = 0;
+  /** Bits 0..31 of the current block. */
+  blockLo = 0;
+  /** Bits 32..63 of the current block. */
+  blockHi = 0;
+  // The current block's layout, copied out of the tables once per block rather than looked up per slot.
+  #width = 0;
+  #bitPos = 0;
+  #maskLo = 0;
+  #maskHi = 0;
+  #type = 0;
   /** Next slot of the current block. */
   slot = 0;
   /** Slots in the current block (0 when no block is loaded or it was RLE). */
   slots = 0;
   /** Entries left in the current RLE block. */
   rleLeft = 0;
-  /** The last value decoded in this stream (may be {@link kMissing}); RLE repeats it. */
-  prev = 0n;
+  /** Whether the last value decoded in this stream was missing; RLE repeats it. */
+  missing = false;
+  /** Low half of the last value decoded in a 64-bit stream. */
+  lo = 0;
+  /** High half of the last value decoded in a 64-bit stream. */
+  hi = 0;
+  /** The last value decoded of a 128-bit stream. */
+  wideValue = 0n;
   /** `true` for 128-bit streams: trailing-zero shifts are not taken mod 64. */
   wide = false;
 
@@ -133,57 +149,96 @@ export class Simple8bReader {
     this.rleLeft = 0;
   }
 
+  /** Make the previous value 0, as after a literal. */
+  resetPrevious(): void {
+    this.missing = false;
+    this.lo = 0;
+    this.hi = 0;
+    this.wideValue = 0n;
+  }
+
   /** Whether entries remain in this control. Every block holds at least one entry. */
   hasNext(): boolean {
     return this.slot < this.slots || this.rleLeft > 0 || this.blocksLeft > 0;
   }
 
   /**
-   * The next slot value, or {@link kMissing}; call only when {@link Simple8bReader.hasNext} is true.
+   * Decode the next slot into {@link Simple8bReader.lo}/{@link Simple8bReader.hi} (and
+   * {@link Simple8bReader.wideValue} for 128-bit streams); call only when {@link Simple8bReader.hasNext}
+   * is true.
    *
-   * @returns the unsigned (zigzagged) value, or {@link kMissing}.
+   * @returns `false` for a missing entry.
    * @throws TimeseriesError on an invalid selector.
    */
-  next(): bigint {
+  next(): boolean {
     if (this.rleLeft > 0) {
       this.rleLeft--;
-      return this.prev;
+      return !this.missing;
     }
-    if (this.slot >= this.slots) this.#loadBlock();
-    if (this.rleLeft > 0) {
-      this.rleLeft--;
-      return this.prev;
-    }
-    const idx = this.layout;
-    const width = kLayoutWidth[idx] ?? 0;
-    const mask = kLayoutMask[idx] ?? 0n;
-    const raw = (this.block >> (kShift[(kLayoutStart[idx] ?? 0) + this.slot * width] ?? 0n)) & mask;
-    this.slot++;
-    let value: bigint;
-    if (raw === mask) {
-      value = kMissing;
-    } else {
-      const type = kLayoutType[idx] ?? 0;
-      if (type === 0) {
-        value = raw;
-      } else {
-        const tzBits = kTrailingZeroBits[type] ?? 0;
-        const count = Number(raw & ((1n << (kShift[tzBits] ?? 0n)) - 1n));
-        let shift = count * (kTrailingZeroMultiplier[type] ?? 0);
-        if (!this.wide) shift %= 64;
-        value = raw >> (kShift[tzBits] ?? 0n);
-        value = this.wide
-          ? BigInt.asUintN(128, value << (kShift[shift] ?? 0n))
-          : wrapUint64(value << (kShift[shift] ?? 0n));
+    if (this.slot >= this.slots) {
+      this.#loadBlock();
+      if (this.rleLeft > 0) {
+        this.rleLeft--;
+        return !this.missing;
       }
     }
-    this.prev = value;
-    return value;
+    const pos = this.#bitPos;
+    this.#bitPos = pos + this.#width;
+    this.slot++;
+    // raw = (block >> pos) & mask, on halves; pos + width <= 64.
+    let lo: number;
+    let hi: number;
+    if (pos >= 32) {
+      lo = this.blockHi >>> (pos - 32);
+      hi = 0;
+    } else {
+      lo = ((this.blockLo >>> pos) | (this.blockHi << (32 - pos))) >>> 0;
+      hi = this.blockHi >>> pos;
+    }
+    const maskLo = this.#maskLo;
+    const maskHi = this.#maskHi;
+    lo = (lo & maskLo) >>> 0;
+    hi = (hi & maskHi) >>> 0;
+    if (lo === maskLo && hi === maskHi) {
+      this.missing = true;
+      return false;
+    }
+    this.missing = false;
+    const type = this.#type;
+    if (type === 0) {
+      if (this.wide) this.wideValue = (BigInt(hi) << 32n) | BigInt(lo);
+      this.lo = lo;
+      this.hi = hi;
+      return true;
+    }
+    // Trailing-zero layouts: value = (raw >> tzBits) << (count * multiplier).
+    const tzBits = kTrailingZeroBits[type] ?? 0;
+    const count = lo & ((1 << tzBits) - 1);
+    const shift = count * (kTrailingZeroMultiplier[type] ?? 0);
+    lo = ((lo >>> tzBits) | (hi << (32 - tzBits))) >>> 0;
+    hi >>>= tzBits;
+    if (this.wide) {
+      this.wideValue = BigInt.asUintN(128, ((BigInt(hi) << 32n) | BigInt(lo)) << BigInt(shift));
+      return true;
+    }
+    // 64-bit streams take the shift mod 64, as the server's uint64 shift does.
+    const k = shift % 64;
+    if (k >= 32) {
+      hi = (lo << (k - 32)) >>> 0;
+      lo = 0;
+    } else if (k > 0) {
+      hi = ((hi << k) | (lo >>> (32 - k))) >>> 0;
+      lo = (lo << k) >>> 0;
+    }
+    this.lo = lo;
+    this.hi = hi;
+    return true;
   }
 
   #loadBlock(): void {
     const pos = this.nextBlockPos;
-    this.block = this.view.getBigUint64(pos, true);
+    this.blockLo = this.view.getUint32(pos, true);
+    this.blockHi = this.view.getUint32(pos + 4, true);
     this.nextBlockPos = pos + 8;
     this.blocksLeft--;
     const low = this.bytes[pos] ?? 0;
@@ -198,8 +253,12 @@ export class Simple8bReader {
     if (selector === 0 || kLayoutCount[idx] === 0) {
       throw invalidColumn(`invalid Simple-8b selector ${selector} (extension ${low >> 4}) at offset ${pos}`);
     }
-    this.layout = idx;
     this.slot = 0;
     this.slots = kLayoutCount[idx] ?? 0;
+    this.#width = kLayoutWidth[idx] ?? 0;
+    this.#bitPos = kLayoutStart[idx] ?? 0;
+    this.#maskLo = kLayoutMaskLo[idx] ?? 0;
+    this.#maskHi = kLayoutMaskHi[idx] ?? 0;
+    this.#type = kLayoutType[idx] ?? 0;
   }
 }
