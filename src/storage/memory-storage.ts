@@ -234,6 +234,12 @@ export class MemoryStorage implements Storage {
   }
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
+    const id = filter._id;
+    if (id instanceof ObjectId) {
+      // The commit path: a map lookup and the guard, without a generator.
+      const doc = this.#ns(ns).docs.get(id.toHexString());
+      return doc !== undefined && matchesBesidesId(doc, filter) ? doc : undefined;
+    }
     for (const doc of this.#matching(ns, filter)) return doc;
     return undefined;
   }
@@ -242,25 +248,23 @@ export class MemoryStorage implements Storage {
   *#matching(ns: string, filter: BucketFilter): Generator<StoredBucket> {
     const { docs } = this.#ns(ns);
     const id = filter._id;
-    const rest = id instanceof ObjectId ? withoutId(filter) : filter;
     if (id instanceof ObjectId) {
       const doc = docs.get(id.toHexString());
-      if (doc === undefined) return;
-      // A commit's guard is answered without compiling a query.
-      const fast = matchExistsFilter(doc, rest);
-      if (fast ?? new BsonQuery(rest).test(doc)) yield doc;
+      if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
       return;
     }
-    // BsonQuery: exact BSON comparison semantics (js-bson numeric classes), mingo for other operators.
-    const query = Object.keys(rest).length === 0 ? undefined : new BsonQuery(rest);
     // A filter pinning meta reads only that series' buckets (the meta index); others scan. Either way the
     // candidates are snapshotted: callers may delete while iterating.
-    const metaKey = metaKeyOfFilter(rest);
+    const metaKey = metaKeyOfFilter(filter);
     const entry = this.#ns(ns);
     const candidates =
       metaKey === undefined
         ? [...docs.values()]
         : [...(entry.byMeta.get(metaKey) ?? [])].map((hex) => docs.get(hex) as StoredBucket);
+    // No candidate (a series' first reopening query, typically): no query to compile.
+    if (candidates.length === 0) return;
+    // BsonQuery: exact BSON comparison semantics (js-bson numeric classes), mingo for other operators.
+    const query = Object.keys(filter).length === 0 ? undefined : new BsonQuery(filter);
     for (const doc of candidates) {
       if (query === undefined || query.test(doc)) yield doc;
     }
@@ -387,6 +391,14 @@ function isPipeline(
 function idKey(id: unknown): string {
   if (id instanceof ObjectId) return id.toHexString();
   throw new TimeseriesError('BadValue', 'bucket documents must have an ObjectId _id', { field: '_id' });
+}
+
+/**
+ * Whether `doc` (found by `_id`) matches the rest of `filter`: a commit's `$exists` guard is evaluated
+ * directly, anything else with a compiled query.
+ */
+function matchesBesidesId(doc: StoredBucket, filter: BucketFilter): boolean {
+  return matchExistsFilter(doc, filter) ?? new BsonQuery(withoutId(filter)).test(doc);
 }
 
 function withoutId(filter: BucketFilter): BucketFilter {
