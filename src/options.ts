@@ -58,14 +58,12 @@ export const DEFAULT_SERVER_PARAMETERS: {
   readonly timeseriesBucketMinCount: 10;
   readonly timeseriesIdleBucketExpiryMemoryUsageThreshold: -1;
   readonly timeseriesIdleBucketExpiryMaxCountPerAttempt: 3;
-  readonly timeseriesLargeMeasurementThreshold: 32;
 } = Object.freeze({
   timeseriesBucketMaxCount: 1000,
   timeseriesBucketMaxSize: 128000,
   timeseriesBucketMinCount: 10,
   timeseriesIdleBucketExpiryMemoryUsageThreshold: -1,
   timeseriesIdleBucketExpiryMaxCountPerAttempt: 3,
-  timeseriesLargeMeasurementThreshold: 32,
 } as const);
 
 /** Percentage of system memory used for the idle-bucket threshold when the parameter is `<= 0` (8.0). */
@@ -190,12 +188,6 @@ export interface ServerParameters {
    * @defaultValue 3
    */
   readonly timeseriesIdleBucketExpiryMaxCountPerAttempt?: number;
-  /**
-   * Elements larger than this many bytes count their uncompressed size toward the bucket size. `>= 0`.
-   *
-   * @defaultValue 32
-   */
-  readonly timeseriesLargeMeasurementThreshold?: number;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -266,8 +258,6 @@ export interface ResolvedServerParameters {
   readonly timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: number;
   /** Maximum buckets expired per attempt. */
   readonly timeseriesIdleBucketExpiryMaxCountPerAttempt: number;
-  /** Size above which elements count uncompressed toward the bucket size. */
-  readonly timeseriesLargeMeasurementThreshold: number;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1057,7 +1047,6 @@ const SERVER_PARAMETER_MINIMUM: Readonly<Record<ServerParameterName, number | un
   timeseriesBucketMinCount: 1,
   timeseriesIdleBucketExpiryMemoryUsageThreshold: undefined,
   timeseriesIdleBucketExpiryMaxCountPerAttempt: 2,
-  timeseriesLargeMeasurementThreshold: 0,
 };
 
 function isServerParameterName(name: string): name is ServerParameterName {
@@ -1150,6 +1139,5 @@ export function resolveServerParameters(
       totalMemoryBytes,
     ),
     timeseriesIdleBucketExpiryMaxCountPerAttempt: values.timeseriesIdleBucketExpiryMaxCountPerAttempt,
-    timeseriesLargeMeasurementThreshold: values.timeseriesLargeMeasurementThreshold,
   });
 }

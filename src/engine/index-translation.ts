@@ -229,6 +229,8 @@ function translatePartialFilter(
     timeField: options.timeField,
     metaField: options.metaField,
     bucketMaxSpanSeconds: options.bucketMaxSpanSeconds,
+    // A partial index filter holds for buckets whatever their alignment.
+    fixedBuckets: false,
     idBounds: 'omit',
   });
   if (eventFilter !== undefined) {

@@ -62,6 +62,8 @@ export async function deleteMany(ctx: WriteContext, filter: QueryFilter): Promis
     timeField: ctx.timeField,
     metaField: ctx.metaField,
     bucketMaxSpanSeconds: ctx.bucketMaxSpanSeconds,
+    // The widest bounds: a delete must see every bucket that could hold a match.
+    fixedBuckets: false,
     // `_id` bounds are only an optimisation and are wrong for extended-range buckets.
     idBounds: 'omit',
   });

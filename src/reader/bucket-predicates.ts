@@ -19,6 +19,7 @@
  * @packageDocumentation
  */
 import { bucketIdBound } from '../bucket-format/bucket-oid.js';
+import { roundTimestampBySeconds } from '../bucket-format/time-rounding.js';
 import type { BucketFilter } from '../storage/storage.js';
 import { isPlainObject } from '../util/bson-value.js';
 import type { QueryFilter } from '../util/bson-query.js';
@@ -39,6 +40,12 @@ export interface BucketPredicateSpec {
   readonly metaField: string | undefined;
   /** `bucketMaxSpanSeconds` of the collection. */
   readonly bucketMaxSpanSeconds: number;
+  /**
+   * Whether every bucket starts at a multiple of the span (custom bucketing with rounding equal to the
+   * span, never changed by collMod: MongoDB's `areTimeseriesBucketsFixed`). Then a bucket holding `v`
+   * starts exactly at `roundDown(v, span)`, a tighter lower bound than `v − span`.
+   */
+  readonly fixedBuckets: boolean;
   /** Whether `_id` bounds may be used. */
   readonly idBounds: IdBounds;
 }
@@ -208,7 +215,9 @@ function timeComparison(spec: BucketPredicateSpec, op: TimeOp, v: unknown): Buck
   const span = spec.bucketMaxSpanSeconds * 1000;
   const min = `control.min.${spec.timeField}`;
   const max = `control.max.${spec.timeField}`;
-  const before = new Date(t - span);
+  const before = new Date(
+    spec.fixedBuckets ? roundTimestampBySeconds(t, spec.bucketMaxSpanSeconds) : t - span,
+  );
   const after = new Date(t + span);
   const preds: BucketFilter[] = [];
   // A bucket with start m holds times in [m, m + span), and control.max is its real maximum.
@@ -222,7 +231,11 @@ function timeComparison(spec: BucketPredicateSpec, op: TimeOp, v: unknown): Buck
       );
       break;
     case '$gt':
-      preds.push(single(max, { $_internalExprGt: v }), single(min, { $_internalExprGt: before }));
+      // With fixed buckets `before` is the start of the bucket holding v itself: inclusive.
+      preds.push(
+        single(max, { $_internalExprGt: v }),
+        single(min, spec.fixedBuckets ? { $_internalExprGte: before } : { $_internalExprGt: before }),
+      );
       break;
     case '$gte':
       preds.push(single(max, { $_internalExprGte: v }), single(min, { $_internalExprGte: before }));

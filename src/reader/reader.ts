@@ -22,6 +22,7 @@
 import { Aggregator } from 'mingo';
 
 import { Cursor } from '../engine/cursor.js';
+import { areTimeseriesBucketsFixed } from '../options.js';
 import type { ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
@@ -121,6 +122,8 @@ interface ReadPlan {
   readonly timeField: string;
   readonly metaField: string | undefined;
   readonly bucketMaxSpanSeconds: number;
+  /** Whether every bucket starts at a multiple of the span (tighter lower time bounds). */
+  readonly fixedBuckets: boolean;
   readonly unpack: FieldSelection;
   readonly post: PostProjection;
   readonly order: ReadOrder;
@@ -187,6 +190,7 @@ function planFind(ctx: ReaderContext, filter: QueryFilter, options: FindOptions)
     timeField,
     metaField,
     bucketMaxSpanSeconds,
+    fixedBuckets: areTimeseriesBucketsFixed(ctx.options),
     unpack: projection.unpack,
     post: projection.post,
     order,
@@ -244,6 +248,7 @@ async function* matchingMeasurements(
     timeField: plan.timeField,
     metaField: plan.metaField,
     bucketMaxSpanSeconds: plan.bucketMaxSpanSeconds,
+    fixedBuckets: plan.fixedBuckets,
     idBounds,
   });
   state.bucketFilter = predicates.bucketFilter;
@@ -408,6 +413,7 @@ export async function countDocuments(ctx: ReaderContext, filter: QueryFilter = {
     timeField: plan.timeField,
     metaField: plan.metaField,
     bucketMaxSpanSeconds: plan.bucketMaxSpanSeconds,
+    fixedBuckets: plan.fixedBuckets,
     idBounds,
   });
   const decoder = ctx.columnDecoder ?? bsonColumnDecoder;
@@ -536,6 +542,7 @@ export function aggregate(ctx: ReaderContext, pipeline: ReadonlyArray<PipelineSt
     timeField,
     metaField,
     bucketMaxSpanSeconds,
+    fixedBuckets: areTimeseriesBucketsFixed(ctx.options),
     unpack,
     post: { kind: 'none' },
     order: { kind: 'natural' },

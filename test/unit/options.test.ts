@@ -920,7 +920,6 @@ describe('resolveServerParameters', () => {
       timeseriesIdleBucketExpiryMemoryUsageThreshold: -1,
       timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: mib16 * 5 * 10485,
       timeseriesIdleBucketExpiryMaxCountPerAttempt: 3,
-      timeseriesLargeMeasurementThreshold: 32,
     });
     expect(Object.isFrozen(p)).toBe(true);
   });
@@ -952,7 +951,6 @@ describe('resolveServerParameters', () => {
         timeseriesBucketMaxSize: new Int32(1),
         timeseriesBucketMinCount: Long.fromNumber(1),
         timeseriesIdleBucketExpiryMaxCountPerAttempt: 2,
-        timeseriesLargeMeasurementThreshold: 0,
       },
       GiB16,
     );
@@ -961,8 +959,7 @@ describe('resolveServerParameters', () => {
       p.timeseriesBucketMaxSize,
       p.timeseriesBucketMinCount,
       p.timeseriesIdleBucketExpiryMaxCountPerAttempt,
-      p.timeseriesLargeMeasurementThreshold,
-    ]).toEqual([1, 1, 1, 2, 0]);
+    ]).toEqual([1, 1, 1, 2]);
   });
 
   const refusals: ReadonlyArray<readonly [string, unknown, ExpectedError]> = [
@@ -972,7 +969,6 @@ describe('resolveServerParameters', () => {
         ['timeseriesBucketMaxSize', 0, 1],
         ['timeseriesBucketMinCount', 0, 1],
         ['timeseriesIdleBucketExpiryMaxCountPerAttempt', 1, 2],
-        ['timeseriesLargeMeasurementThreshold', -1, 0],
       ] as const
     ).map(
       ([name, value, min]) =>
