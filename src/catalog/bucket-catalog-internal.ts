@@ -412,6 +412,7 @@ function allocateBucket(
   });
   const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
   if (change.sizeToBeAdded > kBSONObjMaxUserSize) {
+    coll.stats.inc('numBucketDocumentsTooLargeInsert');
     return {
       kind: 'error',
       error: new TimeseriesError(

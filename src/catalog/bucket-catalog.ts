@@ -589,6 +589,14 @@ export class BucketCatalog {
   }
 
   /**
+   * Re-seed the bucket id counter at random, as the server does after a duplicate `_id` (another process
+   * with a counter in the same range).
+   */
+  reseedBucketIds(): void {
+    this.#state.idGenerator.reseed();
+  }
+
+  /**
    * Record the outcome of compressing a closed bucket (MongoDB 5.2–7.x compression statistics).
    *
    * @param ns - namespace of the collection.

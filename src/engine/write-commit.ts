@@ -128,6 +128,7 @@ export async function commitBatch(ctx: CommitContext, batch: WriteBatch): Promis
     }
   } catch (error) {
     const duplicate = TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.DuplicateKey;
+    if (duplicate) ctx.catalog.reseedBucketIds();
     // A duplicate bucket _id is retried with a new id, as the server does; other failures reject the batch.
     await ctx.catalog.abort(
       batch,

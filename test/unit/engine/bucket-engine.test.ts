@@ -302,6 +302,17 @@ describe('insertMany semantics', () => {
     expect(await coll.buckets.countDocuments()).toBe(0);
   });
 
+  it('unordered: a measurement over 16 MiB fails alone and counts numBucketDocumentsTooLargeInsert', async () => {
+    const { coll } = await setup();
+    const huge = { ...good(1), blob: 'x'.repeat(16 * 1024 * 1024) };
+    const error = (await coll
+      .insertMany([good(0), huge], { ordered: false })
+      .catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(1);
+    expect(error.writeErrors.map((w) => [w.index, w.codeName])).toEqual([[1, 'BSONObjectTooLarge']]);
+    expect((await coll.stats()).timeseries.numBucketDocumentsTooLargeInsert).toBe(1);
+  });
+
   it('unordered: a measurement BSON cannot store fails alone', async () => {
     const { coll } = await setup();
     const error = (await coll
