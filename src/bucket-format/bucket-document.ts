@@ -158,21 +158,26 @@ export type BucketUpdate = (
  */
 export function makeBucketUpdate(input: BucketUpdateInput): BucketUpdate {
   const delta = makeBucketDelta(input);
-  const newColumns = delta.columns.filter((c) => c.created).map((c) => c.field);
+  const newColumns: string[] = [];
+  let safe = true;
+  for (const column of delta.columns) {
+    if (column.created) newColumns.push(column.field);
+    if (!isPathSafeFieldName(column.field)) safe = false;
+  }
   // MongoDB applies the fields of one `$set` in name order: several new columns created out of name order
   // would land in a different order than a document built whole, so such a commit uses the pipeline form.
-  const operators =
-    isSortedByName(newColumns) &&
-    delta.columns.every((c) => isPathSafeFieldName(c.field)) &&
-    [...delta.min, ...delta.max].every((op) => op.path.every(isPathSafeFieldName));
+  const operators = safe && isSortedByName(newColumns) && pathsAreSafe(delta.min) && pathsAreSafe(delta.max);
   if (!operators) return { kind: 'pipeline', update: pipelineFor(delta), newColumns, delta };
   let $set: Record<string, unknown> | undefined;
-  const update = Object.defineProperty({}, '$set', {
-    enumerable: true,
-    get: () => ($set ??= setDocumentFor(delta)),
-  }) as Record<string, unknown>;
-  Object.defineProperty(update, kBucketDelta, { value: delta });
-  return { kind: 'operators', update: update as BucketUpdateDocumentWithDelta, newColumns, delta };
+  // An object literal: its getter is an own enumerable property (what drivers serialize), and the symbol
+  // is skipped by every serializer and by mingo.
+  const update: BucketUpdateDocumentWithDelta = {
+    get $set(): Record<string, unknown> {
+      return ($set ??= setDocumentFor(delta));
+    },
+    [kBucketDelta]: delta,
+  };
+  return { kind: 'operators', update, newColumns, delta };
 }
 
 /** Gather a commit's cells by column. */
@@ -289,6 +294,11 @@ function applyControlSets(
       node[index] = op.value;
     } else defineField(node, last, op.value);
   }
+}
+
+function pathsAreSafe(ops: ReadonlyArray<SetOp>): boolean {
+  for (const op of ops) if (!op.path.every(isPathSafeFieldName)) return false;
+  return true;
 }
 
 function isSortedByName(names: ReadonlyArray<string>): boolean {
