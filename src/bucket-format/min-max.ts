@@ -53,6 +53,7 @@ import {
   canonicalTypeOf,
   CanonicalType,
   compareBsonValues,
+  compareUtf8,
   dbRefToDocument,
 } from '../util/bson-value.js';
 import { defineField, isPathSafeFieldName } from '../util/safe-record.js';
@@ -477,15 +478,31 @@ function takeSide(root: MinMaxNode, side: Side): SetOp[] {
  * was emitted at `path`. Returns `true` when the changes can only be written by replacing `node` as a
  * whole; the caller then drops what this call appended and sets `node` itself.
  */
+const kDecimalName = /^(?:0|[1-9][0-9]*)$/;
+
+/** The order in which MongoDB applies the fields of one `$set`: numeric names numerically, others by bytes. */
+function compareUpdateFieldNames(a: string, b: string): number {
+  if (kDecimalName.test(a) && kDecimalName.test(b)) return Number(a) - Number(b);
+  return compareUtf8(a, b);
+}
+
 function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp[]): boolean {
   const children = node.children;
-  // A `$set` of a missing field appends it: new children must all come after the old ones.
+  // A `$set` of a missing field appends it: new children must all come after the old ones. And MongoDB
+  // applies the fields of one `$set` in name order, so new object fields must also be in name order;
+  // otherwise the node is set whole, which keeps the order on any server.
   let sawNew = false;
+  let lastNew: string | undefined;
+  const isObject = node[side].kind !== 'array';
   for (const child of children) {
     const c = child[side];
     if (c.kind === 'unset') continue;
-    if (!c.emitted) sawNew = true;
-    else if (sawNew) return true;
+    if (!c.emitted) {
+      sawNew = true;
+      const name = child.name as string;
+      if (isObject && lastNew !== undefined && compareUpdateFieldNames(lastNew, name) > 0) return true;
+      lastNew = name;
+    } else if (sawNew) return true;
   }
 
   const start = out.length;

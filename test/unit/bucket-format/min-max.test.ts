@@ -323,3 +323,22 @@ describe('minMaxFromDocuments', () => {
     expect(takeUpdates(mm)).toEqual({ min: [], max: [{ path: [], value: { b: 2, a: 2 } }] });
   });
 });
+
+describe('takeUpdates and MongoDB $set field order', () => {
+  it('sets new fields one by one when they are in name order, the parent whole otherwise', () => {
+    const mm = createMinMax();
+    updateMinMax(mm, { a: { x: 1 } });
+    takeUpdates(mm);
+    updateMinMax(mm, { a: { x: 1, b: 3, c: 2 } });
+    expect(takeUpdates(mm).min).toEqual([
+      { path: ['a', 'b'], value: 3 },
+      { path: ['a', 'c'], value: 2 },
+    ]);
+    const other = createMinMax();
+    updateMinMax(other, { a: { x: 1 } });
+    takeUpdates(other);
+    // The server would apply a.b before a.c whatever the order written: the object goes whole.
+    updateMinMax(other, { a: { x: 1, c: 2, b: 3 } });
+    expect(takeUpdates(other).min).toEqual([{ path: ['a'], value: { x: 1, c: 2, b: 3 } }]);
+  });
+});
