@@ -113,8 +113,8 @@ export class MemoryStorage implements Storage {
   updateMany(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<number> {
     let n = 0;
     for (const doc of this.#matching(ns, filter)) {
-      this.#apply(ns, doc, update, 'copy');
-      n++;
+      // Like MongoDB's modifiedCount: a document the update leaves unchanged is not counted.
+      if (this.#apply(ns, doc, update, 'copy')) n++;
     }
     return Promise.resolve(n);
   }
@@ -199,38 +199,40 @@ export class MemoryStorage implements Storage {
   /**
    * Apply update operators in place (changed paths only), or a pipeline (which rebuilds the document).
    * `cloneMode 'none'` is used for the catalog's commits: the update's values are owned by the caller and
-   * never mutated afterwards, so they can be stored without copying.
+   * never mutated afterwards, so they can be stored without copying. Returns whether the document changed
+   * (commits and pipelines always count as changes).
    */
-  #apply(ns: string, doc: StoredBucket, update: BucketUpdateDocument, cloneMode: 'none' | 'copy'): void {
+  #apply(ns: string, doc: StoredBucket, update: BucketUpdateDocument, cloneMode: 'none' | 'copy'): boolean {
     if (isPipeline(update)) {
       if (isSetFieldPipeline(update)) {
         applySetFieldPipeline(doc, update);
-        return;
+        return true;
       }
       const docs = [doc];
       updateOne(docs, {}, update as PipelineStage[], { cloneMode });
       const replaced = docs[0] as StoredBucket;
       this.#ns(ns).docs.set(idKey(doc._id), replaced);
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
-      return;
+      return true;
     }
     // A commit of the catalog carries its changes in structured form: one property store per value.
     const delta = (update as Partial<BucketUpdateDocumentWithDelta>)[kBucketDelta];
     if (cloneMode === 'none' && delta !== undefined) {
       applyBucketDelta(doc, delta);
-      return;
+      return true;
     }
     if (cloneMode === 'none') {
       const outcome = applySetUpdate(doc, update);
       // A commit's $set does not touch meta: the meta index stays valid without re-filing.
-      if (outcome === 'applied') return;
+      if (outcome === 'applied') return true;
       if (outcome === 'appliedToMeta') {
         indexMeta(this.#ns(ns), idKey(doc._id), doc);
-        return;
+        return true;
       }
     }
-    applyUpdate(doc, update, undefined, undefined, { cloneMode });
+    const modified = applyUpdate(doc, update, undefined, undefined, { cloneMode });
     indexMeta(this.#ns(ns), idKey(doc._id), doc);
+    return modified.length > 0;
   }
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
