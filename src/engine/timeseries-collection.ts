@@ -503,22 +503,17 @@ export class TimeseriesCollection {
    * await coll.collMod({ granularity: 'minutes', expireAfterSeconds: 86400 });
    * ```
    */
-  collMod(mod: CollModOptions): Promise<void> {
-    // A refusal is a rejection, like every other failure of this API.
-    return Promise.resolve().then(() => {
-      this.#ctx.assertOpen();
-      this.#options = resolveCollMod(this.#options, mod, this.#ctx.clock);
+  async collMod(mod: CollModOptions): Promise<void> {
+    this.#ctx.assertOpen();
+    const next = resolveCollMod(this.#options, mod, this.#ctx.clock);
+    if (next === this.#options) return;
+    // The storage first: if it refuses, the collection keeps its options.
+    const stored = next.storedOptions;
+    await this.#ctx.storage.setNamespaceOptions(this.bucketsNamespace, {
+      timeseries: stored.timeseries as unknown as Record<string, unknown>,
+      ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
     });
-  }
-
-  /**
-   * Replace the collection's options (collMod); used by the engine.
-   *
-   * @param options - the new resolved options.
-   * @internal
-   */
-  setOptions(options: ResolvedCollectionOptions): void {
-    this.#options = options;
+    this.#options = next;
   }
 }
 

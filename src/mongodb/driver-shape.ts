@@ -68,4 +68,6 @@ export interface MongoDbLike {
   listCollections(filter: Document, options: { nameOnly: false }): MongoCursorLike<CollectionInfo>;
   /** `Db.dropCollection`. */
   dropCollection(name: string): Promise<boolean>;
+  /** `Db.command` (used for `collMod`). */
+  command(command: Document): Promise<Document>;
 }

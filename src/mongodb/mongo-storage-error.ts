@@ -12,6 +12,7 @@ import { TimeseriesError, TsBucketsError } from '../errors.js';
 /** The storage operations that reach the server. */
 export type MongoStorageOperation =
   | 'createNamespace'
+  | 'setNamespaceOptions'
   | 'dropNamespace'
   | 'insertOne'
   | 'updateOne'

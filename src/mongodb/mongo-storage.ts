@@ -179,6 +179,25 @@ export class MongoStorage implements Storage {
     }
   }
 
+  /**
+   * {@inheritDoc Storage.setNamespaceOptions}
+   *
+   * Mode `'timeseries'` sends `collMod` so that the server's view unpacks with the new span and its TTL
+   * follows; mode `'buckets'` keeps no options on the server.
+   */
+  async setNamespaceOptions(ns: string, options: NamespaceOptions): Promise<void> {
+    if (this.config.mode !== 'timeseries') return;
+    const target = this.#target(ns);
+    const { timeField: _time, metaField: _meta, ...bucketing } = serverTimeseriesOptions(options.timeseries);
+    await this.#run('setNamespaceOptions', target.collectionName, () =>
+      this.#db.command({
+        collMod: target.collectionName,
+        timeseries: bucketing,
+        expireAfterSeconds: options.expireAfterSeconds ?? 'off',
+      }),
+    );
+  }
+
   /** {@inheritDoc Storage.dropNamespace} */
   async dropNamespace(ns: string): Promise<void> {
     const target = this.#target(ns);

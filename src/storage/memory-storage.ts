@@ -68,6 +68,11 @@ export class MemoryStorage implements Storage {
     return Promise.resolve();
   }
 
+  /** {@inheritDoc Storage.setNamespaceOptions} The embedded store keeps no copy of the options. */
+  setNamespaceOptions(_ns: string, _options: NamespaceOptions): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** {@inheritDoc Storage.dropNamespace} */
   dropNamespace(ns: string): Promise<void> {
     this.#namespaces.delete(ns);

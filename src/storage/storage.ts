@@ -68,6 +68,15 @@ export interface Storage {
    */
   createNamespace(ns: string, options: NamespaceOptions): Promise<void>;
   /**
+   * The collection's options changed (collMod): a backend that keeps a copy of them (a native
+   * time-series collection) updates it.
+   *
+   * @param ns - namespace of the buckets collection.
+   * @param options - the new options, as `createNamespace` takes them; `expireAfterSeconds` absent means
+   *   no TTL.
+   */
+  setNamespaceOptions(ns: string, options: NamespaceOptions): Promise<void>;
+  /**
    * Remove a buckets collection and its indexes (no error if absent).
    *
    * @param ns - namespace of the buckets collection.

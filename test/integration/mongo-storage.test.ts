@@ -140,6 +140,30 @@ describe('MongoStorage modes', () => {
     await storage.createNamespace(ns, { timeseries: kTimeseries, expireAfterSeconds: 86400 });
   });
 
+  it("mode 'timeseries' follows collMod: granularity and TTL reach the server's collection", async () => {
+    const db = new FakeDb('metrics');
+    const engine = new BucketEngine({
+      storage: new MongoStorage(db, { mode: 'timeseries' }),
+      dbName: 'metrics',
+    });
+    const coll = await engine.createCollection('weather', {
+      timeseries: { timeField: 'ts', metaField: 'sensor' },
+      expireAfterSeconds: 60,
+    });
+    await coll.collMod({ granularity: 'minutes', expireAfterSeconds: 'off' });
+    const [info] = await db.listCollections({ name: 'weather' }, { nameOnly: false }).toArray();
+    expect(info?.options).toEqual({
+      timeseries: {
+        timeField: 'ts',
+        metaField: 'sensor',
+        granularity: 'minutes',
+        bucketMaxSpanSeconds: 86400,
+      },
+    });
+    expect(coll.options.granularity).toBe('minutes');
+    await engine.close();
+  });
+
   it("mode 'timeseries' sends custom bucketing without granularity", async () => {
     const { db, storage, ns } = setup('timeseries');
     const timeseries = { timeField: 'ts', bucketMaxSpanSeconds: 900, bucketRoundingSeconds: 900 };

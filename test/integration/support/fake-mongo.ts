@@ -54,7 +54,8 @@ export type FakeOperation =
   | 'dropIndex'
   | 'createCollection'
   | 'listCollections'
-  | 'dropCollection';
+  | 'dropCollection'
+  | 'command';
 
 /** A queued fault. */
 export interface FakeFault {
@@ -204,6 +205,29 @@ export class FakeDb implements MongoDbLike {
     const view = this.#views.delete(name);
     if (view) this.#collections.delete(`system.buckets.${name}`);
     return this.#collections.delete(name) || view;
+  }
+
+  /** `Db.command`: only `collMod` of a time-series collection's bucketing options and TTL. */
+  async command(command: Document): Promise<Document> {
+    const name = String(command.collMod);
+    await this.fault('command', name, 'before');
+    const view = this.#views.get(name);
+    if (command.collMod === undefined || view === undefined) {
+      throw serverError(26, 'NamespaceNotFound', `ns does not exist: ${this.databaseName}.${name}`);
+    }
+    const options = view.info.options as Document;
+    const ts: Document = { ...(options.timeseries as Document), ...(command.timeseries as Document) };
+    if (typeof ts.granularity === 'string') {
+      ts.bucketMaxSpanSeconds = kGranularitySpans[ts.granularity];
+      delete ts.bucketRoundingSeconds;
+    } else {
+      delete ts.granularity;
+    }
+    options.timeseries = ts;
+    if (command.expireAfterSeconds === 'off') delete options.expireAfterSeconds;
+    else if (typeof command.expireAfterSeconds === 'number')
+      options.expireAfterSeconds = command.expireAfterSeconds;
+    return { ok: 1 };
   }
 }
 
