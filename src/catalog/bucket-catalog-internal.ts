@@ -27,7 +27,7 @@ import type { ReopeningRequest } from './reopening.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
 import type { Stripe, StripeLock } from './stripe.js';
-import { makeWriteBatch } from './write-batch.js';
+import { countStagedBy, makeWriteBatch } from './write-batch.js';
 import type { WriteBatch } from './write-batch.js';
 
 /** The largest bucket a few large measurements may grow to (`kLargeMeasurementsMaxBucketSize`). */
@@ -457,11 +457,8 @@ function stageInto(
     }
   }
   batch.measurements.push(item.measurement);
-  batch.stagedBy.set(op.writer, (batch.stagedBy.get(op.writer) ?? 0) + 1);
-  for (const field of change.newFieldNames) {
-    batch.newFieldNames.add(field);
-    bucket.uncommittedFieldNames.add(field);
-  }
+  countStagedBy(batch, op.writer);
+  for (const field of change.newFieldNames) bucket.uncommittedFieldNames.add(field);
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;
   lock.stripe.idleBuckets.delete(bucket.id.hex);

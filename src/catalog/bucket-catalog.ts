@@ -60,7 +60,7 @@ import {
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
 import { makeStripe, withStripe, withStripeSync } from './stripe.js';
 import type { Stripe, StripeLock } from './stripe.js';
-import { claimWriteBatchCommitRights as claim } from './write-batch.js';
+import { claimWriteBatchCommitRights as claim, stagedBy } from './write-batch.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
 
 export type {
@@ -438,7 +438,7 @@ export class BucketCatalog {
       coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');
       if (batch.openedDueToMetadata) coll.stats.inc('numBucketsOpenedDueToMetadata');
       coll.stats.inc('numMeasurementsCommitted', n);
-      coll.stats.inc('numMeasurementsGroupCommitted', n - (batch.stagedBy.get(batch.claimedBy) ?? 0));
+      coll.stats.inc('numMeasurementsGroupCommitted', n - stagedBy(batch, batch.claimedBy));
       batch.result.resolve({ kind: inserted ? 'insert' : 'update', bucketId: bucket.id.hex });
       if (bucket.state === 'cleared') {
         failUnpreparedBatches(bucket, clearedError(bucket));

@@ -42,11 +42,9 @@ export interface WriteBatch {
   readonly stats: ExecutionStatsController;
   /** Staged measurements, in staging order. */
   readonly measurements: Measurement[];
-  /** Field names first seen by this batch (not yet committed to the bucket). */
-  readonly newFieldNames: Set<string>;
   /**
-   * Columns this batch's write creates in the stored document, set at prepareCommit. Not the same as
-   * `newFieldNames`: another writer's batch may have staged a field first but commit later.
+   * Columns this batch's write creates in the stored document, set at prepareCommit (not at staging:
+   * another writer's batch may have staged a field first but commit later).
    */
   createdColumns: ReadonlyArray<string>;
   /** Whether the bucket was opened because its series had no open bucket. */
@@ -57,8 +55,15 @@ export interface WriteBatch {
   commitRights: boolean;
   /** opId of the writer that claimed commit rights (-1 when unknown). */
   claimedBy: number;
-  /** Measurements staged per writer opId. */
-  readonly stagedBy: Map<number, number>;
+  /** opId of the first writer that staged into the batch, and how many measurements it staged. */
+  firstWriter: number;
+  /** Measurements staged by `firstWriter`. */
+  firstWriterCount: number;
+  /**
+   * Measurements staged by other writers, by opId: made only when a second writer joins (group commit),
+   * so a batch of one writer allocates no map.
+   */
+  otherWriters: Map<number, number> | undefined;
   /** Lifecycle state. */
   state: WriteBatchState;
   /** Settled by `finish` (fulfilled) or `abort` (rejected). */
@@ -79,16 +84,44 @@ export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionSta
     opId,
     stats,
     measurements: [],
-    newFieldNames: new Set(),
     createdColumns: [],
     openedDueToMetadata: false,
     numPreviouslyCommittedMeasurements: 0,
     commitRights: false,
     claimedBy: -1,
-    stagedBy: new Map(),
+    firstWriter: -1,
+    firstWriterCount: 0,
+    otherWriters: undefined,
     state: 'staging',
     result: new Deferred<CommitInfo>(),
   };
+}
+
+/**
+ * Record one more measurement staged into `batch` by writer `opId`.
+ *
+ * @param batch - the batch.
+ * @param opId - the staging writer.
+ */
+export function countStagedBy(batch: WriteBatch, opId: number): void {
+  if (batch.firstWriter === opId || batch.firstWriter === -1) {
+    batch.firstWriter = opId;
+    batch.firstWriterCount++;
+    return;
+  }
+  batch.otherWriters ??= new Map();
+  batch.otherWriters.set(opId, (batch.otherWriters.get(opId) ?? 0) + 1);
+}
+
+/**
+ * How many measurements writer `opId` staged into `batch`.
+ *
+ * @param batch - the batch.
+ * @param opId - a writer.
+ * @returns the count.
+ */
+export function stagedBy(batch: WriteBatch, opId: number): number {
+  return opId === batch.firstWriter ? batch.firstWriterCount : (batch.otherWriters?.get(opId) ?? 0);
 }
 
 /**

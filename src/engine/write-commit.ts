@@ -20,6 +20,9 @@ import type { Storage } from '../storage/storage.js';
 export type MeasurementOutcome =
   { readonly kind: 'inserted' } | { readonly kind: 'failed'; readonly error: unknown };
 
+/** The outcome of every acknowledged measurement (shared: outcomes are read-only). */
+const kInserted: MeasurementOutcome = Object.freeze({ kind: 'inserted' });
+
 /** How often measurements of a cleared bucket are re-staged before giving up. */
 const kMaxClearedRetries = 8;
 
@@ -74,15 +77,25 @@ export async function commitMeasurements(
     const retry: number[] = [];
     for (const batch of ordered) {
       const indices = batches.get(batch) as number[];
-      try {
-        await ctx.catalog.getWriteBatchResult(batch);
-        for (const i of indices) outcomes[i] = { kind: 'inserted' };
-      } catch (error) {
-        const cleared =
-          TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.TimeseriesBucketCleared;
-        if (cleared && attempt < kMaxClearedRetries) retry.push(...indices);
-        else for (const i of indices) outcomes[i] = { kind: 'failed', error };
+      let error: unknown;
+      // A batch this writer committed is settled already: read it without a promise round trip.
+      if (batch.result.state === 'pending') {
+        try {
+          await ctx.catalog.getWriteBatchResult(batch);
+        } catch (failure) {
+          error = failure;
+        }
+      } else if (batch.result.state === 'rejected') {
+        error = batch.result.error;
       }
+      if (batch.result.state === 'fulfilled') {
+        for (const i of indices) outcomes[i] = kInserted;
+        continue;
+      }
+      const cleared =
+        TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.TimeseriesBucketCleared;
+      if (cleared && attempt < kMaxClearedRetries) retry.push(...indices);
+      else for (const i of indices) outcomes[i] = { kind: 'failed', error };
     }
     pending = retry.sort((a, b) => a - b);
   }

@@ -8,28 +8,53 @@
 /** The settled state of a {@link Deferred}. */
 export type DeferredState = 'pending' | 'fulfilled' | 'rejected';
 
-/** A promise that is settled from outside. */
+/**
+ * A result that is settled from outside, with a promise made only for those who wait before it settles.
+ *
+ * Most write batches are committed by the writer that staged them and read right after: no waiter, no
+ * promise. Creating the promise (and its settle functions) lazily saves that work on every commit.
+ */
 export class Deferred<T> {
-  /** The promise; a rejection is marked handled so an unobserved failure does not crash the process. */
-  readonly promise: Promise<T>;
-  #resolve!: (value: T) => void;
-  #reject!: (error: unknown) => void;
   #state: DeferredState = 'pending';
+  #value: T | undefined = undefined;
   #error: unknown = undefined;
+  #promise: Promise<T> | undefined = undefined;
+  #resolve: ((value: T) => void) | undefined = undefined;
+  #reject: ((error: unknown) => void) | undefined = undefined;
 
-  constructor() {
-    this.promise = new Promise<T>((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
-    // Waiters attach their own handlers; this one only prevents an unhandled-rejection crash when nobody
-    // else waits (e.g. every caller of a shared batch already gave up).
-    this.promise.catch(() => undefined);
+  /**
+   * A promise of the result: settled already if the deferred is; a rejection is marked handled so an
+   * unobserved failure does not crash the process.
+   */
+  get promise(): Promise<T> {
+    if (this.#promise === undefined) {
+      switch (this.#state) {
+        case 'fulfilled':
+          this.#promise = Promise.resolve(this.#value as T);
+          break;
+        case 'rejected':
+          this.#promise = Promise.reject(this.#error);
+          break;
+        case 'pending':
+          this.#promise = new Promise<T>((resolve, reject) => {
+            this.#resolve = resolve;
+            this.#reject = reject;
+          });
+          break;
+      }
+      this.#promise.catch(() => undefined);
+    }
+    return this.#promise;
   }
 
   /** Whether the deferred has been settled. */
   get state(): DeferredState {
     return this.#state;
+  }
+
+  /** The value once fulfilled, else `undefined`. */
+  get value(): T | undefined {
+    return this.#value;
   }
 
   /** The rejection reason once rejected, else `undefined`. */
@@ -38,18 +63,19 @@ export class Deferred<T> {
   }
 
   /**
-   * Fulfil the promise (no effect once settled).
+   * Fulfil (no effect once settled).
    *
    * @param value - the result.
    */
   resolve(value: T): void {
     if (this.#state !== 'pending') return;
     this.#state = 'fulfilled';
-    this.#resolve(value);
+    this.#value = value;
+    this.#resolve?.(value);
   }
 
   /**
-   * Reject the promise (no effect once settled).
+   * Reject (no effect once settled).
    *
    * @param error - the failure.
    */
@@ -57,6 +83,6 @@ export class Deferred<T> {
     if (this.#state !== 'pending') return;
     this.#state = 'rejected';
     this.#error = error;
-    this.#reject(error);
+    this.#reject?.(error);
   }
 }
