@@ -33,6 +33,8 @@ export class Deferred<T> {
           this.#promise = Promise.resolve(this.#value as T);
           break;
         case 'rejected':
+          // The reason is whatever the batch failed with (storage errors are not always Error instances).
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
           this.#promise = Promise.reject(this.#error);
           break;
         case 'pending':
