@@ -12,7 +12,7 @@
 import type { ObjectId } from 'bson';
 
 import type { SetOp } from './min-max.js';
-import { defineField, getOwnField, isPathSafeFieldName } from '../util/safe-record.js';
+import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 
 /** A measurement as given by the user: any object with a time field and other fields. */
 export type Measurement = Readonly<Record<string, unknown>>;
@@ -120,38 +120,24 @@ export interface DeltaColumn {
 }
 
 /**
- * The property under which a commit's update document carries its {@link BucketDelta}. A symbol: it is
- * not part of the MongoDB document (drivers and mingo ignore it), only a storage that knows it reads it.
+ * A later commit's update: the changes in structured form, and which MongoDB update form they take
+ * (update operators, or a `$setField` pipeline when a field name cannot be written as a dotted path or
+ * several new fields would land out of order). The update document itself is built only by a storage
+ * that sends it somewhere ({@link bucketUpdateDocument}); an embedded storage applies the delta.
  */
-export const kBucketDelta: unique symbol = Symbol('tsbuckets.bucketDelta');
-
-/** A commit's update document, with its structured form attached under {@link kBucketDelta}. */
-export type BucketUpdateDocumentWithDelta = Readonly<Record<string, unknown>> & {
-  readonly [kBucketDelta]: BucketDelta;
-};
-
-/**
- * A MongoDB update for a later commit: either update operators (`{ $set: {...} }`) or, when a field name
- * cannot be written as a dotted path (it contains `.`, starts with `$`, ...) or several new fields would
- * land out of order, an aggregation pipeline that sets fields with `$setField`.
- */
-export type BucketUpdate = (
-  | { readonly kind: 'operators'; readonly update: BucketUpdateDocumentWithDelta }
-  | { readonly kind: 'pipeline'; readonly update: ReadonlyArray<Readonly<Record<string, unknown>>> }
-) & {
+export interface BucketUpdate {
+  /** The MongoDB form of the update. */
+  readonly kind: 'operators' | 'pipeline';
   /** Columns this update creates (absent from the stored document before it). */
   readonly newColumns: ReadonlyArray<string>;
-  /** The same changes in structured form. */
+  /** The changes. */
   readonly delta: BucketDelta;
-};
+}
 
 /**
- * Build the update that turns the stored document into the document with this commit's measurements
+ * Describe the update that turns the stored document into the document with this commit's measurements
  * appended: `$set` of `data.<field>.<index>` for existing columns, of `data.<field>` (the whole new column)
  * for new ones, and of each changed `control.min`/`control.max` path.
- *
- * The operator form's `$set` object is built when first read: an embedded storage applies the attached
- * {@link BucketDelta} instead and never pays for a hundred dotted keys per commit.
  *
  * @param input - the commit's measurements, the stored state and the min/max changes.
  * @returns the update, in operator form unless a field name or field order forces the pipeline form.
@@ -167,17 +153,67 @@ export function makeBucketUpdate(input: BucketUpdateInput): BucketUpdate {
   // MongoDB applies the fields of one `$set` in name order: several new columns created out of name order
   // would land in a different order than a document built whole, so such a commit uses the pipeline form.
   const operators = safe && isSortedByName(newColumns) && pathsAreSafe(delta.min) && pathsAreSafe(delta.max);
-  if (!operators) return { kind: 'pipeline', update: pipelineFor(delta), newColumns, delta };
-  let $set: Record<string, unknown> | undefined;
-  // An object literal: its getter is an own enumerable property (what drivers serialize), and the symbol
-  // is skipped by every serializer and by mingo.
-  const update: BucketUpdateDocumentWithDelta = {
-    get $set(): Record<string, unknown> {
-      return ($set ??= setDocumentFor(delta));
-    },
-    [kBucketDelta]: delta,
-  };
-  return { kind: 'operators', update, newColumns, delta };
+  return { kind: operators ? 'operators' : 'pipeline', newColumns, delta };
+}
+
+/**
+ * The MongoDB update document of a commit: `{ $set: {...} }` or a `$setField` pipeline.
+ *
+ * @param update - the commit's update.
+ * @returns the update document.
+ */
+export function bucketUpdateDocument(
+  update: BucketUpdate,
+): Readonly<Record<string, unknown>> | ReadonlyArray<Readonly<Record<string, unknown>>> {
+  return update.kind === 'operators' ? { $set: setDocumentFor(update.delta) } : pipelineFor(update.delta);
+}
+
+/** A later commit, as a storage receives it (SPEC §8: "apply a commit's update to one bucket"). */
+export interface BucketCommit {
+  /** The bucket's `_id`. */
+  readonly bucketId: ObjectId;
+  /** The time field: its column's indices say how many measurements the bucket holds. */
+  readonly timeField: string;
+  /** Measurements the stored bucket must hold (exactly) for the commit to apply. */
+  readonly numPreviouslyCommittedMeasurements: number;
+  /** The changes. */
+  readonly update: BucketUpdate;
+}
+
+/**
+ * The filter that guards a commit: the bucket's `_id`, and its time column holding exactly the
+ * measurements the catalog committed (index `n − 1` present, `n` absent), so a bucket changed by another
+ * writer is not appended to.
+ *
+ * @param commit - the commit.
+ * @returns a MongoDB filter.
+ */
+export function commitGuardFilter(commit: BucketCommit): Readonly<Record<string, unknown>> {
+  const n = commit.numPreviouslyCommittedMeasurements;
+  // A null-prototype object: keys unique to each commit would otherwise create a new hidden class per commit.
+  const guard = Object.create(null) as Record<string, unknown>;
+  guard._id = commit.bucketId;
+  guard[`data.${commit.timeField}.${n - 1}`] = { $exists: true };
+  guard[`data.${commit.timeField}.${n}`] = { $exists: false };
+  return guard;
+}
+
+/**
+ * Apply a commit to a stored document if its guard holds: what {@link commitGuardFilter} and
+ * {@link bucketUpdateDocument} do, with one property store per value.
+ *
+ * @param doc - the stored document with the commit's `_id`.
+ * @param commit - the commit.
+ * @returns whether the guard held (and the commit was applied).
+ */
+export function applyCommitToDocument(doc: Record<string, unknown>, commit: BucketCommit): boolean {
+  const data = getOwnField(doc, 'data');
+  const times = typeof data === 'object' && data !== null ? getOwnField(data, commit.timeField) : undefined;
+  if (typeof times !== 'object' || times === null || Array.isArray(times)) return false;
+  const n = commit.numPreviouslyCommittedMeasurements;
+  if (!hasOwnField(times, String(n - 1)) || hasOwnField(times, String(n))) return false;
+  applyBucketDelta(doc, commit.update.delta);
+  return true;
 }
 
 /** Gather a commit's cells by column. */

@@ -9,7 +9,7 @@
 import type { ObjectId } from 'bson';
 
 import { makeBucketUpdate, makeNewBucketDocument } from '../bucket-format/bucket-document.js';
-import type { BucketDocumentV1, BucketUpdate } from '../bucket-format/bucket-document.js';
+import type { BucketCommit, BucketDocumentV1 } from '../bucket-format/bucket-document.js';
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { defaultBucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { maxDocument, minDocument, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
@@ -80,15 +80,10 @@ export type PreparedCommit =
   /** First commit of the bucket: insert the whole document. */
   | { readonly kind: 'insert'; readonly bucketId: ObjectId; readonly document: BucketDocumentV1 }
   /**
-   * Later commit: apply `update` to the document matched by `guard` (its `_id`, and the measurement count
-   * the catalog expects, so a bucket changed by someone else is not appended to).
+   * Later commit: apply it to the bucket if the bucket holds exactly the measurements the catalog
+   * committed (`Storage.applyCommit`), so a bucket changed by someone else is not appended to.
    */
-  | {
-      readonly kind: 'update';
-      readonly bucketId: ObjectId;
-      readonly guard: Readonly<Record<string, unknown>>;
-      readonly update: BucketUpdate;
-    }
+  | { readonly kind: 'update'; readonly bucketId: ObjectId; readonly commit: BucketCommit }
   /** The batch was aborted (its bucket was cleared); nothing to write. */
   | { readonly kind: 'aborted'; readonly error: unknown };
 
@@ -138,7 +133,7 @@ export interface BucketCatalogOptions {
  * const results = await catalog.insert('db.weather', options, items, 'allow');
  * for (const r of results) if (r.kind === 'staged' && catalog.claimWriteBatchCommitRights(r.batch)) {
  *   const prepared = await catalog.prepareCommit(r.batch);
- *   // write prepared.document / prepared.update to storage, then:
+ *   // storage.insertOne(prepared.document) or storage.applyCommit(prepared.commit), then:
  *   await catalog.finish(r.batch);
  * }
  * ```
@@ -385,7 +380,6 @@ export class BucketCatalog {
       batch.createdColumns = Object.keys(document.data);
       return { kind: 'insert', bucketId: bucket.id.oid, document };
     }
-    const timeField = coll.options.timeField;
     const n = batch.numPreviouslyCommittedMeasurements;
     const update = makeBucketUpdate({
       measurements: batch.measurements,
@@ -396,17 +390,13 @@ export class BucketCatalog {
       metaField: skip.skipField,
     });
     batch.createdColumns = update.newColumns;
-    return {
-      kind: 'update',
+    const commit = {
       bucketId: bucket.id.oid,
-      // The stored bucket must hold exactly the measurements this catalog committed.
-      guard: {
-        _id: bucket.id.oid,
-        [`data.${timeField}.${n - 1}`]: { $exists: true },
-        [`data.${timeField}.${n}`]: { $exists: false },
-      },
+      timeField: coll.options.timeField,
+      numPreviouslyCommittedMeasurements: n,
       update,
     };
+    return { kind: 'update', bucketId: bucket.id.oid, commit };
   }
 
   /**

@@ -119,7 +119,7 @@ export async function commitBatch(ctx: CommitContext, batch: WriteBatch): Promis
         await ctx.storage.insertOne(ctx.bucketsNs, prepared.document as unknown as Record<string, unknown>);
         break;
       case 'update': {
-        const result = await ctx.storage.updateOne(ctx.bucketsNs, prepared.guard, prepared.update.update);
+        const result = await ctx.storage.applyCommit(ctx.bucketsNs, prepared.commit);
         if (result.kind === 'notMatched') {
           // Someone else changed or removed the bucket: its measurements go to a new bucket.
           await ctx.catalog.abort(

@@ -14,6 +14,8 @@ import type {
   UpdateFilter,
 } from 'mongodb';
 
+import { bucketUpdateDocument, commitGuardFilter } from '../bucket-format/bucket-document.js';
+import type { BucketCommit } from '../bucket-format/bucket-document.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import type {
   BucketFilter,
@@ -235,6 +237,15 @@ export class MongoStorage implements Storage {
         throw new TimeseriesError('DuplicateKey', message, { cause: error, ...bucketIdDetail(doc._id) });
       }
     });
+  }
+
+  /**
+   * {@inheritDoc Storage.applyCommit}
+   *
+   * Sent as one guarded `updateOne` (see {@link MongoStorage.updateOne} for retries and lost replies).
+   */
+  applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+    return this.updateOne(ns, commitGuardFilter(commit), bucketUpdateDocument(commit.update));
   }
 
   /**

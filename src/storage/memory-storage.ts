@@ -5,8 +5,8 @@ import { Query } from 'mingo';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
-import { applyBucketDelta, kBucketDelta } from '../bucket-format/bucket-document.js';
-import type { BucketUpdateDocumentWithDelta } from '../bucket-format/bucket-document.js';
+import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
+import type { BucketCommit } from '../bucket-format/bucket-document.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
@@ -94,6 +94,18 @@ export class MemoryStorage implements Storage {
     docs.set(key, doc);
     indexMeta(this.#ns(ns), key, doc);
     return Promise.resolve();
+  }
+
+  /**
+   * {@inheritDoc Storage.applyCommit}
+   *
+   * The guard is checked and the changes applied directly on the stored document: a map lookup and one
+   * property store per value, whatever the size of the bucket.
+   */
+  applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+    const doc = this.#ns(ns).docs.get(commit.bucketId.toHexString());
+    const applied = doc !== undefined && applyCommitToDocument(doc, commit);
+    return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
   }
 
   /** {@inheritDoc Storage.updateOne} */
@@ -218,12 +230,6 @@ export class MemoryStorage implements Storage {
       const replaced = docs[0] as StoredBucket;
       this.#ns(ns).docs.set(idKey(doc._id), replaced);
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
-      return true;
-    }
-    // A commit of the catalog carries its changes in structured form: one property store per value.
-    const delta = (update as Partial<BucketUpdateDocumentWithDelta>)[kBucketDelta];
-    if (cloneMode === 'none' && delta !== undefined) {
-      applyBucketDelta(doc, delta);
       return true;
     }
     if (cloneMode === 'none') {

@@ -6,6 +6,8 @@
  * @packageDocumentation
  */
 
+import type { BucketCommit } from '../bucket-format/bucket-document.js';
+
 /** A MongoDB query filter over bucket documents. */
 export type BucketFilter = Readonly<Record<string, unknown>>;
 
@@ -90,6 +92,16 @@ export interface Storage {
    * @throws a `TimeseriesError` with code `DuplicateKey` if the `_id` exists.
    */
   insertOne(ns: string, doc: StoredBucket): Promise<void>;
+  /**
+   * Apply a later commit of the catalog to its bucket (SPEC §8): only if the bucket holds exactly the
+   * measurements the catalog committed (`commitGuardFilter`), as one atomic single-document update.
+   *
+   * @param ns - namespace.
+   * @param commit - bucket id, expected measurement count and the changes (`bucketUpdateDocument` gives
+   *   them as a MongoDB update).
+   * @returns `updated`, or `notMatched` when another writer changed or removed the bucket.
+   */
+  applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult>;
   /**
    * Apply an update to the single document matching `filter` (which always pins `_id`).
    *

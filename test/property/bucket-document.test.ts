@@ -9,7 +9,11 @@ import fc from 'fast-check';
 import { update as applyUpdate } from 'mingo/updater';
 import { describe, expect, it } from 'vitest';
 
-import { makeBucketUpdate, makeNewBucketDocument } from '../../src/bucket-format/bucket-document.js';
+import {
+  bucketUpdateDocument,
+  makeBucketUpdate,
+  makeNewBucketDocument,
+} from '../../src/bucket-format/bucket-document.js';
 import { BucketIdGenerator } from '../../src/bucket-format/bucket-oid.js';
 import {
   createMinMax,
@@ -135,22 +139,29 @@ describe('version-1 bucket document', () => {
               maxUpdates: changes.max,
               metaField: undefined,
             });
-            const result = await storage.updateOne('ns', { _id: id }, update.update);
+            const commit = {
+              bucketId: id,
+              timeField: 't',
+              numPreviouslyCommittedMeasurements: committed,
+              update,
+            };
+            const result = await storage.applyCommit('ns', commit);
             expect(result.kind).toBe('updated');
-            if (update.kind === 'operators') {
-              applyUpdate(
+            const document = bucketUpdateDocument(update);
+            expect(Array.isArray(document)).toBe(update.kind === 'pipeline');
+            if (update.kind === 'pipeline') {
+              applySetFieldPipeline(
                 viaDocuments,
-                { $set: update.update.$set as Record<string, unknown> },
-                undefined,
-                undefined,
-                {
-                  // mingo's copying drops own `__proto__` keys inside values; the values are not mutated.
-                  cloneMode: 'none',
-                },
+                document as ReadonlyArray<Readonly<Record<string, unknown>>>,
               );
             } else {
-              applySetFieldPipeline(viaDocuments, update.update);
+              // mingo's copying drops own `__proto__` keys inside values; the values are not mutated.
+              applyUpdate(viaDocuments, document as Record<string, unknown>, undefined, undefined, {
+                cloneMode: 'none',
+              });
             }
+            // The guard matches exactly the document before this commit, and no longer after it.
+            expect(await storage.applyCommit('ns', commit)).toEqual({ kind: 'notMatched' });
             for (const c of update.newColumns) columns.add(c);
             committed += part.length;
           }

@@ -20,6 +20,7 @@ import type {
   StoredBucket,
   StorageFindOptions,
 } from '../../src/index.js';
+import type { BucketCommit } from '../../src/bucket-format/bucket-document.js';
 
 const kMetas = ['a', 'b', 'c'] as const;
 type Meta = (typeof kMetas)[number];
@@ -38,6 +39,10 @@ class ScheduledStorage extends MemoryStorage {
   override async insertOne(ns: string, doc: StoredBucket): Promise<void> {
     await this.#turn('insertOne');
     return super.insertOne(ns, doc);
+  }
+  override async applyCommit(ns: string, commit: BucketCommit) {
+    await this.#turn('applyCommit');
+    return super.applyCommit(ns, commit);
   }
   override async updateOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument) {
     await this.#turn('updateOne');

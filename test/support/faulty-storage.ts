@@ -1,3 +1,4 @@
+import type { BucketCommit } from '../../src/bucket-format/bucket-document.js';
 import { MemoryStorage } from '../../src/storage/memory-storage.js';
 import type {
   BucketFilter,
@@ -11,7 +12,7 @@ export type WriteFault =
   { readonly kind: 'fail'; readonly error: Error } | { readonly kind: 'block'; readonly gate: Promise<void> };
 
 /**
- * A MemoryStorage whose bucket writes (insertOne, updateOne) can be made to fail or to wait on a gate,
+ * A MemoryStorage whose bucket writes (insertOne, applyCommit, updateOne) can be made to fail or to wait on a gate,
  * in the order faults are queued. Deterministic: no timers.
  */
 export class FaultyStorage extends MemoryStorage {
@@ -29,6 +30,11 @@ export class FaultyStorage extends MemoryStorage {
   override async insertOne(ns: string, doc: StoredBucket): Promise<void> {
     await this.#intercept();
     return super.insertOne(ns, doc);
+  }
+
+  override async applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+    await this.#intercept();
+    return super.applyCommit(ns, commit);
   }
 
   override async updateOne(
