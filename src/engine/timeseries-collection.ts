@@ -226,7 +226,8 @@ export class TimeseriesCollection {
     const writeErrors: WriteError[] = [];
     const items: InsertItem[] = [];
     const indexOf: number[] = [];
-    // One normalisation per distinct meta object in the call: ingesters often reuse meta objects.
+    // One normalisation (a BSON serialisation) per distinct meta value in the call, objects by identity:
+    // ingesters send many measurements per series and often reuse meta objects.
     const metaCache = new Map<unknown, BucketMetadata>();
     for (let i = 0; i < docs.length; i++) {
       const doc: unknown = docs[i];
@@ -247,7 +248,9 @@ export class TimeseriesCollection {
       }
       const meta =
         metaField !== undefined && hasOwnField(measurement, metaField) ? measurement[metaField] : undefined;
-      let metadata = typeof meta === 'object' && meta !== null ? metaCache.get(meta) : undefined;
+      // -0 is a double and 0 an int32 (different series), but a Map sees them as one key.
+      const cacheable = !Object.is(meta, -0);
+      let metadata = cacheable ? metaCache.get(meta) : undefined;
       if (metadata === undefined) {
         try {
           metadata = makeBucketMetadata(meta);
@@ -260,7 +263,7 @@ export class TimeseriesCollection {
           if (ordered) break;
           continue;
         }
-        if (typeof meta === 'object' && meta !== null) metaCache.set(meta, metadata);
+        if (cacheable) metaCache.set(meta, metadata);
       }
       items.push({ measurement, timeMs: timeValue.getTime(), metadata });
       indexOf.push(i);

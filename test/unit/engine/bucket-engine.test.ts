@@ -77,6 +77,18 @@ describe('bucket documents', () => {
     expect(stats.numBucketsOpenedDueToMetadata).toBe(1);
   });
 
+  it('-0 and 0 are different series (double and int32) even within one call', async () => {
+    const { coll } = await setup();
+    const ts = iso('2024-10-04T10:14:10Z');
+    await coll.insertMany([
+      { ts, sensor: 0, v: 1 },
+      { ts, sensor: -0, v: 2 },
+      { ts, sensor: 0, v: 3 },
+    ]);
+    const buckets = await coll.buckets.find().toArray();
+    expect(buckets.map((b) => Object.keys((b.data as { v: object }).v).length).sort()).toEqual([1, 2]);
+  });
+
   it('omits meta when the measurement has no metaField, and null meta is its own series', async () => {
     const { coll } = await setup();
     await coll.insertMany([
