@@ -70,5 +70,14 @@ export type {
   ServerParameters,
   TimeseriesOptions,
 } from './options.js';
-export type { BucketDocumentV1, ControlV1, Measurement } from './bucket-format/bucket-document.js';
+export { bucketUpdateDocument, commitGuardFilter } from './bucket-format/bucket-document.js';
+export type {
+  BucketCommit,
+  BucketDelta,
+  BucketDocumentV1,
+  BucketUpdate,
+  ControlV1,
+  DeltaColumn,
+  Measurement,
+} from './bucket-format/bucket-document.js';
 export type { Clock } from './util/clock.js';

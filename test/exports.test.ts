@@ -23,6 +23,8 @@ describe('public exports', () => {
       'TimeseriesCollection',
       'TimeseriesError',
       'TsBucketsError',
+      'bucketUpdateDocument',
+      'commitGuardFilter',
     ]);
   });
 
