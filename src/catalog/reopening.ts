@@ -27,7 +27,7 @@ import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import { makeOpenBucket } from './bucket.js';
 import type { Bucket } from './bucket.js';
 import type { BucketingOptions, CatalogState, CollectionState } from './bucket-catalog-internal.js';
-import { closeOpenBucket } from './bucket-catalog-internal.js';
+import { closeOpenBucket, expireIdleBuckets } from './bucket-catalog-internal.js';
 import { makeBucketId } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
 import { makeBucketMetadata } from './bucket-metadata.js';
@@ -289,6 +289,9 @@ export function installReopenedBucket(
     coll.stats.inc('numDuplicateBucketsReopened');
     return existing;
   }
+  // As when a bucket is allocated, the stripe sheds idle buckets first if the catalog is over its memory
+  // threshold (INTERNALS §5.7).
+  expireIdleBuckets(state, lock);
   const series = stripe.openBucketsByKey.get(bucket.key.signature);
   for (const other of series ?? []) {
     if (other.rolloverAction !== 'none') continue;
