@@ -20,8 +20,16 @@ function sameStripeMetas(ns: string, count: number): string[] {
 
 describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
   it('archives least recently idle buckets of the stripe, then drops archived records', async () => {
-    // Threshold just above two buckets' worth: allocating more on the stripe expires the oldest idle ones.
-    const threshold = 2 * kBucketOverheadBytes + 400;
+    // One bucket's estimated memory, measured on a separate engine (same collection, same key length).
+    const probe = new BucketEngine({
+      parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
+    });
+    const probeColl = await probe.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
+    await probeColl.insertOne({ t: new Date(0), m: 's0' });
+    const perBucket = probe.serverStatus().bucketCatalog!.memoryUsage;
+    expect(perBucket).toBeGreaterThan(kBucketOverheadBytes);
+    // Threshold between two and three buckets' worth: allocating more on the stripe expires the oldest.
+    const threshold = Math.floor(2.5 * perBucket);
     const engine = new BucketEngine({
       parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: threshold },
     });
@@ -50,7 +58,7 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     // Keep allocating: once idle buckets are gone, archived records are dropped too.
     for (const m of metas.slice(4)) await coll.insertOne({ t, m });
     status = engine.serverStatus().bucketCatalog!;
-    expect(status.memoryUsage).toBeLessThanOrEqual(threshold + 2 * kBucketOverheadBytes);
+    expect(status.memoryUsage).toBeLessThanOrEqual(threshold + 2 * perBucket);
     expect(status.numBucketsClosedDueToMemoryThreshold).toBeGreaterThan(0);
     expect(status.numBuckets).toBe(status.numOpenBuckets + status.numArchivedBuckets);
     // Nothing acknowledged is lost: every measurement is in storage.
