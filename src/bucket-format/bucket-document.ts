@@ -262,19 +262,22 @@ function setDocumentFor(delta: BucketDelta): Record<string, unknown> {
       continue;
     }
     const prefix = `data.${column.field}.`;
-    column.values.forEach((value, i) => {
-      $set[prefix + String(delta.firstIndex + i)] = value;
-    });
+    const values = column.values;
+    for (let i = 0; i < values.length; i++) {
+      if (values[i] !== undefined) $set[prefix + String(delta.firstIndex + i)] = values[i];
+    }
   }
   return $set;
 }
 
-/** A column's cells as the object stored in `data` (`{"<index>": value}`; holes skipped). */
+/**
+ * A column's cells as the object stored in `data` (`{"<index>": value}`). A measurement without the
+ * field has no cell: `values` holds `undefined` there (a measurement's `undefined` is never a value).
+ */
 function columnObject(firstIndex: number, values: ReadonlyArray<unknown>): Record<string, unknown> {
   const column: Record<string, unknown> = {};
-  values.forEach((value, i) => {
-    column[String(firstIndex + i)] = value;
-  });
+  for (let i = 0; i < values.length; i++)
+    if (values[i] !== undefined) column[String(firstIndex + i)] = values[i];
   return column;
 }
 
@@ -296,9 +299,11 @@ export function applyBucketDelta(doc: Record<string, unknown>, delta: BucketDelt
       continue;
     }
     const stored = getOwnField(data, column.field) as Record<string, unknown>;
-    column.values.forEach((value, i) => {
-      stored[String(delta.firstIndex + i)] = value;
-    });
+    // Plain loops, not forEach: this runs for every value of every commit.
+    const values = column.values;
+    for (let i = 0; i < values.length; i++) {
+      if (values[i] !== undefined) stored[String(delta.firstIndex + i)] = values[i];
+    }
   }
 }
 
@@ -352,9 +357,11 @@ function pipelineFor(delta: BucketDelta): ReadonlyArray<Readonly<Record<string, 
       ops.push({ path: ['data', column.field], value: columnObject(delta.firstIndex, column.values) });
       continue;
     }
-    column.values.forEach((value, i) => {
-      ops.push({ path: ['data', column.field, String(delta.firstIndex + i)], value });
-    });
+    const values = column.values;
+    for (let i = 0; i < values.length; i++) {
+      if (values[i] !== undefined)
+        ops.push({ path: ['data', column.field, String(delta.firstIndex + i)], value: values[i] });
+    }
   }
   return ops.map(pipelineStageFor);
 }
