@@ -5,11 +5,12 @@
  *
  * @packageDocumentation
  */
-import { Binary, calculateObjectSize, serialize } from 'bson';
+import { Binary, serialize } from 'bson';
 
 import { TimeseriesError } from '../errors.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { BSONColumn } from './bson-column/bson-column.js';
+import { bsonValueSize } from '../util/bson-value.js';
 
 /** Result of {@link compressBucket}. */
 export type CompressBucketResult =
@@ -197,8 +198,8 @@ export function compressBucket(
   }
   defineField(out, 'data', newData);
 
-  const bytesBefore = calculateObjectSize(doc);
-  const bytesAfter = calculateObjectSize(out);
+  const bytesBefore = bsonValueSize(doc);
+  const bytesAfter = bsonValueSize(out);
   if (bytesAfter >= bytesBefore) return { kind: 'notSmaller', bytesBefore, bytesAfter };
   return { kind: 'compressed', doc: out, bytesBefore, bytesAfter };
 }

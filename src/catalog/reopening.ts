@@ -17,7 +17,7 @@
  *
  * @packageDocumentation
  */
-import { calculateObjectSize, ObjectId } from 'bson';
+import { ObjectId } from 'bson';
 
 import { decompressBucket } from '../bucket-format/bucket-compression.js';
 import { minMaxFromDocuments } from '../bucket-format/min-max.js';
@@ -33,6 +33,7 @@ import type { BucketKey } from './bucket-identifiers.js';
 import { makeBucketMetadata } from './bucket-metadata.js';
 import { bucketMemoryUsage } from './memory-usage.js';
 import type { ArchivedBucket, StripeLock } from './stripe.js';
+import { bsonValueSize } from '../util/bson-value.js';
 
 /** Where the catalog reads bucket documents from when it reopens them (the engine's storage). */
 export interface ReopeningSource {
@@ -168,7 +169,7 @@ export async function findReopeningCandidate(
     }
     case 'query': {
       for await (const doc of source.queryBuckets(request.filter)) {
-        if (calculateObjectSize(doc) < maxSize) {
+        if (bsonValueSize(doc) < maxSize) {
           coll.stats.inc('numBucketsQueried');
           return { kind: 'found', doc };
         }
@@ -259,7 +260,7 @@ export function rehydrateBucket(
     maxSpanSeconds: options.bucketMaxSpanSeconds,
     minMax: minMaxFromDocuments(min, max),
     schema: schema.schema,
-    size: calculateObjectSize(doc),
+    size: bsonValueSize(doc),
     committedMeasurements: count,
     fieldNames: Object.keys(data as object),
   });

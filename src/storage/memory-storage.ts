@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 
-import { calculateObjectSize, Decimal128, Double, Int32, Long, ObjectId, serialize } from 'bson';
+import { Decimal128, Double, Int32, Long, ObjectId, serialize } from 'bson';
 import { Query } from 'mingo';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
@@ -22,6 +22,7 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
+import { bsonValueSize } from '../util/bson-value.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -188,7 +189,7 @@ export class MemoryStorage implements Storage {
   /** {@inheritDoc Storage.totalSize} */
   totalSize(ns: string): Promise<number> {
     let total = 0;
-    for (const doc of this.#ns(ns).docs.values()) total += calculateObjectSize(doc);
+    for (const doc of this.#ns(ns).docs.values()) total += bsonValueSize(doc);
     return Promise.resolve(total);
   }
 
