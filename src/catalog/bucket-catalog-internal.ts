@@ -181,8 +181,10 @@ export function stageSeries(
         if (check.kind === 'fits') chosen = { kind: 'found', bucket: current, change: check.change };
         else if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
       }
-      const attempt = resume?.index === i ? resume : { index: i, reopening, why: undefined };
-      chosen ??= findEligibleBucket(state, lock, coll, options, key, item, attempt);
+      if (chosen === undefined) {
+        const attempt = resume?.index === i ? resume : { index: i, reopening, why: undefined };
+        chosen = findEligibleBucket(state, lock, coll, options, key, item, attempt);
+      }
     } catch (error) {
       // A value BSON cannot hold (a symbol, a function) is found while sizing the measurement, before
       // anything is staged or rolled over for it: reject this measurement only.
@@ -450,6 +452,8 @@ function stageInto(
     batch = makeWriteBatch(bucket, op.batchKey, coll.stats);
     bucket.openBatches.set(op.batchKey, batch);
     bucket.batches.add(batch);
+    // A bucket with a batch is not idle; one that already had an open batch was not idle either.
+    lock.stripe.idleBuckets.delete(bucket.id.hex);
     // The flag moves to the bucket's first batch and is counted when that batch commits.
     if (bucket.pendingOpenedDueToMetadata) {
       bucket.pendingOpenedDueToMetadata = false;
@@ -458,11 +462,13 @@ function stageInto(
   }
   batch.measurements.push(item.measurement);
   countStagedBy(batch, op.writer);
-  for (const field of change.newFieldNames) bucket.uncommittedFieldNames.add(field);
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;
-  lock.stripe.idleBuckets.delete(bucket.id.hex);
-  updateBucketMemoryUsage(state, bucket);
+  if (change.newFieldNames.length > 0) {
+    for (const field of change.newFieldNames) bucket.uncommittedFieldNames.add(field);
+    // The memory estimate depends on the field names only: recompute it when they change.
+    updateBucketMemoryUsage(state, bucket);
+  }
   return batch;
 }
 
