@@ -77,21 +77,16 @@ export async function commitMeasurements(
     const retry: number[] = [];
     for (const batch of ordered) {
       const indices = batches.get(batch) as number[];
-      let error: unknown;
-      // A batch this writer committed is settled already: read it without a promise round trip.
+      // A batch this writer committed is settled already: read it without a promise round trip. Either
+      // way the outcome is then read from the batch's result.
       if (batch.result.state === 'pending') {
-        try {
-          await ctx.catalog.getWriteBatchResult(batch);
-        } catch (failure) {
-          error = failure;
-        }
-      } else if (batch.result.state === 'rejected') {
-        error = batch.result.error;
+        await ctx.catalog.getWriteBatchResult(batch).catch(() => undefined);
       }
       if (batch.result.state === 'fulfilled') {
         for (const i of indices) outcomes[i] = kInserted;
         continue;
       }
+      const error = batch.result.error;
       const cleared =
         TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.TimeseriesBucketCleared;
       if (cleared && attempt < kMaxClearedRetries) retry.push(...indices);
