@@ -10,7 +10,7 @@ import { Binary, serialize } from 'bson';
 import { TimeseriesError } from '../errors.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { BSONColumn } from './bson-column/bson-column.js';
-import { bsonValueSize } from '../util/bson-value.js';
+import { bsonValueSize, isPlainObject } from '../util/bson-value.js';
 
 /** Result of {@link compressBucket}. */
 export type CompressBucketResult =
@@ -48,12 +48,6 @@ export interface CompressBucketOptions {
    * @defaultValue `true`
    */
   readonly validate?: boolean;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return (
-    v !== null && typeof v === 'object' && !Array.isArray(v) && !('_bsontype' in v) && !(v instanceof Date)
-  );
 }
 
 function fail(message: string, cause?: unknown): CompressBucketResult {

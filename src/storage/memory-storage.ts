@@ -22,7 +22,7 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
-import { bsonValueSize } from '../util/bson-value.js';
+import { bsonValueSize, isPlainObject } from '../util/bson-value.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -312,7 +312,7 @@ function equalityKey(value: unknown): string {
   if (value === null || typeof value === 'boolean') return String(value);
   if (value instanceof Date) return `d${value.getTime()}`;
   if (Array.isArray(value)) return `[${value.map(equalityKey).join(',')}]`;
-  if (isPlainRecord(value)) {
+  if (isPlainObject(value)) {
     return `{${Object.keys(value)
       .map((k) => `${JSON.stringify(k)}:${equalityKey(value[k])}`)
       .join(',')}}`;
@@ -378,7 +378,7 @@ function metaKeyOfFilter(filter: BucketFilter): string | undefined {
 function metaConditionKey(filter: BucketFilter): string | undefined {
   if (!Object.prototype.hasOwnProperty.call(filter, 'meta')) return undefined;
   const condition = filter.meta;
-  if (isPlainRecord(condition)) {
+  if (isPlainObject(condition)) {
     const keys = Object.keys(condition);
     if (keys.some((k) => k.startsWith('$'))) {
       return keys.length === 1 && condition.$exists === false ? '' : undefined;
@@ -388,12 +388,6 @@ function metaConditionKey(filter: BucketFilter): string | undefined {
   // neither is a single index entry.
   if (Array.isArray(condition) || condition === undefined || condition === null) return undefined;
   return `m${equalityKey(condition)}`;
-}
-
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 function isPipeline(
