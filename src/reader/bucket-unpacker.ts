@@ -13,7 +13,7 @@
 import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
 import { TimeseriesError } from '../errors.js';
 import type { StoredBucket } from '../storage/storage.js';
-import { isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 
 /** An unpacked measurement. */
@@ -125,18 +125,6 @@ function badBucket(bucket: StoredBucket, message: string): TimeseriesError {
   return new TimeseriesError('BadValue', message, bucketId === undefined ? {} : { bucketId });
 }
 
-/** `control.version` as a number, accepting js-bson numeric classes. */
-function numberOf(v: unknown): number | undefined {
-  if (typeof v === 'number') return v;
-  if (typeof v === 'object' && v !== null && '_bsontype' in v) {
-    const tag = v._bsontype;
-    if (tag === 'Int32' || tag === 'Double' || tag === 'Long' || tag === 'Decimal128') {
-      return Number((v as { toString(): string }).toString());
-    }
-  }
-  return undefined;
-}
-
 /**
  * The format version of a bucket, validated as the unpacker does.
  *
@@ -159,7 +147,7 @@ export function bucketVersion(bucket: StoredBucket): 1 | 2 | 3 {
       details,
     );
   }
-  const version = numberOf(getOwnField(control, 'version'));
+  const version = bsonNumberValue(getOwnField(control, 'version'));
   if (version === undefined) {
     throw new TimeseriesError(
       'Location5857903',
@@ -198,7 +186,7 @@ export function bucketMeasurementCount(
     if (!isPlainObject(time)) throw badBucket(bucket, `bucket column 'data.${timeField}' must be an object`);
     return Object.keys(time).length;
   }
-  const count = numberOf(getOwnField(getOwnField(bucket, 'control') as object, 'count'));
+  const count = bsonNumberValue(getOwnField(getOwnField(bucket, 'control') as object, 'count'));
   return count ?? decodeColumn(bucket, timeField, time, decoder).length;
 }
 
@@ -303,7 +291,7 @@ export function openBucket(bucket: StoredBucket, spec: UnpackSpec): OpenedBucket
   }
   const decoder = spec.columnDecoder;
   const time = decodeColumn(bucket, timeField, timeColumn, decoder);
-  const declared = numberOf(getOwnField(bucket.control as object, 'count'));
+  const declared = bsonNumberValue(getOwnField(bucket.control as object, 'count'));
   const count = declared ?? time.length;
   if (time.length < count)
     throw badBucket(bucket, `time column has ${time.length} entries, control.count is ${count}`);

@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 
-import { Decimal128, Double, Int32, Long, ObjectId, serialize } from 'bson';
+import { ObjectId, serialize } from 'bson';
 import { Query } from 'mingo';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
@@ -22,7 +22,7 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
-import { bsonValueSize, isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, bsonValueSize, isPlainObject } from '../util/bson-value.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -306,7 +306,7 @@ function metaIndexKeys(doc: Readonly<Record<string, unknown>>): ReadonlyArray<st
  * values by their bytes.
  */
 function equalityKey(value: unknown): string {
-  const n = numericValue(value);
+  const n = bsonNumberValue(value);
   if (n !== undefined) return Number.isSafeInteger(n) ? `n${n === 0 ? 0 : n}` : '#';
   if (typeof value === 'string') return `s${JSON.stringify(value)}`;
   if (value === null || typeof value === 'boolean') return String(value);
@@ -320,16 +320,6 @@ function equalityKey(value: unknown): string {
   const holder: Record<string, unknown> = {};
   defineField(holder, '', value);
   return `b${Buffer.from(serialize(holder)).toString('hex')}`;
-}
-
-/** The numeric value of a BSON number (possibly rounded for huge values), or `undefined`. */
-function numericValue(value: unknown): number | undefined {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'bigint') return Number(value);
-  if (value instanceof Int32 || value instanceof Double) return value.valueOf();
-  if (value instanceof Long) return value.toNumber();
-  if (value instanceof Decimal128) return Number(value.toString());
-  return undefined;
 }
 
 function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {

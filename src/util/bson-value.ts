@@ -36,6 +36,26 @@ import { TimeseriesError } from '../errors.js';
 import { defineField } from './safe-record.js';
 import { wrapInt64 } from './int64.js';
 
+/**
+ * The value of a BSON number as a JS number (rounded when it has no exact double), whatever its width:
+ * a JS number or bigint, or a js-bson `Int32`, `Double`, `Long` or `Decimal128` (recognised by their
+ * `_bsontype`, so values from another copy of js-bson count too).
+ *
+ * @param v - any value.
+ * @returns the number, or `undefined` when `v` is not a BSON number.
+ */
+export function bsonNumberValue(v: unknown): number | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v === 'object' && v !== null && '_bsontype' in v) {
+    const tag = v._bsontype;
+    if (tag === 'Int32' || tag === 'Double' || tag === 'Long' || tag === 'Decimal128') {
+      return Number((v as { toString(): string }).toString());
+    }
+  }
+  return undefined;
+}
+
 /** MongoDB's maximum size of a user document (`BSONObjMaxUserSize`): 16 MiB. */
 export const kBSONObjMaxUserSize: number = 16 * 1024 * 1024;
 

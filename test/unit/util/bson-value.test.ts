@@ -21,6 +21,7 @@ import { TimeseriesError } from '../../../src/errors.js';
 import {
   BsonType,
   bsonElementSize,
+  bsonNumberValue,
   bsonTypeOf,
   bsonValueSize,
   CanonicalType,
@@ -481,5 +482,19 @@ describe('compareBsonValues properties', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('bsonNumberValue', () => {
+  it('reads every BSON number width and nothing else', () => {
+    expect(bsonNumberValue(1.5)).toBe(1.5);
+    expect(bsonNumberValue(7n)).toBe(7);
+    expect(bsonNumberValue(new Int32(3))).toBe(3);
+    expect(bsonNumberValue(new Double(2.5))).toBe(2.5);
+    expect(bsonNumberValue(Long.fromNumber(-4))).toBe(-4);
+    expect(bsonNumberValue(Decimal128.fromString('5.0'))).toBe(5);
+    expect(bsonNumberValue('5')).toBeUndefined();
+    expect(bsonNumberValue(new Date(5))).toBeUndefined();
+    expect(bsonNumberValue(null)).toBeUndefined();
   });
 });
