@@ -9,12 +9,13 @@
  *
  * @packageDocumentation
  */
+
 import { Buffer } from 'node:buffer';
 
 import { serialize } from 'bson';
 
 import { defineField } from '../util/safe-record.js';
-import { isPlainObject } from '../util/bson-value.js';
+import { compareUtf8, isPlainObject } from '../util/bson-value.js';
 
 /** The identity of a series: its normalised meta and the binary key derived from it. */
 export interface BucketMetadata {
@@ -41,33 +42,14 @@ export function normalizeMetadata(meta: unknown): unknown {
   if (Array.isArray(meta)) return meta.map(normalizeMetadata);
   if (!isPlainObject(meta)) return meta;
   const names = Object.keys(meta);
-  names.sort(compareFieldNames);
+  // MongoDB compares field names by their UTF-8 bytes, which is not JS's UTF-16 order.
+  names.sort(compareUtf8);
   const out: Record<string, unknown> = {};
   for (const name of names) {
     const value = meta[name];
     if (value !== undefined) defineField(out, name, normalizeMetadata(value));
   }
   return out;
-}
-
-/**
- * Compare two field names by the bytes of their UTF-8 encodings (MongoDB's binary comparison).
- *
- * UTF-16 code unit order (JS `<`) differs from UTF-8 byte order only when a surrogate pair meets a code
- * unit in U+E000..U+FFFF, so the byte comparison is used only for non-ASCII names.
- *
- * @param a - a field name.
- * @param b - another field name.
- * @returns negative, zero or positive.
- */
-export function compareFieldNames(a: string, b: string): number {
-  if (isAscii(a) && isAscii(b)) return a < b ? -1 : a > b ? 1 : 0;
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
-function isAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
-  return true;
 }
 
 /**

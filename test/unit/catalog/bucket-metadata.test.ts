@@ -1,11 +1,8 @@
 import { Double, Int32, Long } from 'bson';
 import { describe, expect, it } from 'vitest';
 
-import {
-  compareFieldNames,
-  makeBucketMetadata,
-  normalizeMetadata,
-} from '../../../src/catalog/bucket-metadata.js';
+import { makeBucketMetadata, normalizeMetadata } from '../../../src/catalog/bucket-metadata.js';
+import { compareUtf8 } from '../../../src/util/bson-value.js';
 
 describe('normalizeMetadata', () => {
   it('sorts object fields by byte order, recursively and inside arrays; arrays keep order', () => {
@@ -29,13 +26,13 @@ describe('normalizeMetadata', () => {
   });
 });
 
-describe('compareFieldNames', () => {
+describe('field name order (compareUtf8, used by normalizeMetadata)', () => {
   it('orders by UTF-8 bytes, not UTF-16 code units', () => {
     // U+FF61 (EF BD A1) sorts before U+1F600 (F0 9F 98 80) in UTF-8, but after its surrogates in UTF-16.
-    expect(compareFieldNames('\uff61', '\u{1f600}')).toBeLessThan(0);
+    expect(compareUtf8('\uff61', '\u{1f600}')).toBeLessThan(0);
     expect(['\uff61', '\u{1f600}'].sort()).toEqual(['\u{1f600}', '\uff61']);
-    expect(compareFieldNames('a', 'b')).toBeLessThan(0);
-    expect(compareFieldNames('b', 'b')).toBe(0);
+    expect(compareUtf8('a', 'b')).toBeLessThan(0);
+    expect(compareUtf8('b', 'b')).toBe(0);
   });
 });
 
