@@ -301,7 +301,8 @@ export class BucketCatalog {
       coll.stats.inc('numBucketReopeningsFailed');
       return undefined;
     }
-    const result = rehydrateBucket(key, options, doc);
+    // The query measured the candidate; a version-1 candidate is the document rehydrated.
+    const result = rehydrateBucket(key, options, doc, doc === candidate.doc ? candidate.size : undefined);
     if (result.kind === 'ok') return result.bucket;
     coll.stats.inc('numBucketReopeningsFailed');
     return undefined;

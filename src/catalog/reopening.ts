@@ -144,7 +144,13 @@ export function reopeningQueryFilter(
 
 /** Outcome of {@link findReopeningCandidate}. */
 export type ReopeningCandidate =
-  { readonly kind: 'found'; readonly doc: StoredBucket } | { readonly kind: 'notFound' };
+  | {
+      readonly kind: 'found';
+      readonly doc: StoredBucket;
+      /** The document's BSON size when the query already measured it. */
+      readonly size: number | undefined;
+    }
+  | { readonly kind: 'notFound' };
 
 /**
  * Read the candidate document for a request and count the attempt.
@@ -165,13 +171,14 @@ export async function findReopeningCandidate(
     case 'archived': {
       const doc = await source.fetchBucket(request.record.oid);
       coll.stats.inc(doc === undefined ? 'numBucketFetchesFailed' : 'numBucketsFetched');
-      return doc === undefined ? { kind: 'notFound' } : { kind: 'found', doc };
+      return doc === undefined ? { kind: 'notFound' } : { kind: 'found', doc, size: undefined };
     }
     case 'query': {
       for await (const doc of source.queryBuckets(request.filter)) {
-        if (bsonValueSize(doc) < maxSize) {
+        const size = bsonValueSize(doc);
+        if (size < maxSize) {
           coll.stats.inc('numBucketsQueried');
-          return { kind: 'found', doc };
+          return { kind: 'found', doc, size };
         }
       }
       coll.stats.inc('numBucketQueriesFailed');
@@ -222,12 +229,14 @@ export type RehydrateResult =
  * @param key - the series the measurement belongs to.
  * @param options - the collection's bucketing options.
  * @param doc - the stored document.
+ * @param size - its BSON size, when already known.
  * @returns the bucket, or why it cannot be reopened.
  */
 export function rehydrateBucket(
   key: BucketKey,
   options: BucketingOptions,
   doc: StoredBucket,
+  size?: number,
 ): RehydrateResult {
   const id = doc._id;
   if (!(id instanceof ObjectId)) return { kind: 'failed', reason: 'bucket _id is not an ObjectId' };
@@ -260,7 +269,7 @@ export function rehydrateBucket(
     maxSpanSeconds: options.bucketMaxSpanSeconds,
     minMax: minMaxFromDocuments(min, max),
     schema: schema.schema,
-    size: bsonValueSize(doc),
+    size: size ?? bsonValueSize(doc),
     committedMeasurements: count,
     fieldNames: Object.keys(data as object),
   });
