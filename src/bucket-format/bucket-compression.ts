@@ -10,7 +10,7 @@ import { Binary, serialize } from 'bson';
 import { TimeseriesError } from '../errors.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { BSONColumn } from './bson-column/bson-column.js';
-import { bsonValueSize, isPlainObject } from '../util/bson-value.js';
+import { bsonElementSize, bsonValueSize, isPlainObject } from '../util/bson-value.js';
 
 /** Result of {@link compressBucket}. */
 export type CompressBucketResult =
@@ -61,10 +61,17 @@ function fail(message: string, cause?: unknown): CompressBucketResult {
   };
 }
 
-/** Row index of a v1 column key: the canonical decimal form only ("0", "1", ... not "01"). */
-function rowIndex(key: string): number {
-  if (!/^(0|[1-9][0-9]{0,8})$/.test(key)) return -1;
-  return Number(key);
+/** Decimal digits of a row index (its key's length). */
+function numDigitsOf(row: number): number {
+  return row < 10 ? 1 : row < 100 ? 2 : row < 1000 ? 3 : String(row).length;
+}
+
+/**
+ * BSON size of the element `field: {"0": v0, "1": v1, ...}` of a version-1 `data`, given the bytes of its
+ * cells (each: type byte, key, NUL, value).
+ */
+function columnElementSize(field: string, cellBytes: number): number {
+  return 2 + Buffer.byteLength(field, 'utf8') + 5 + cellBytes;
 }
 
 function columnBinary(values: ReadonlyArray<unknown>): Binary {
@@ -118,39 +125,57 @@ export function compressBucket(
   const timeColumn = getOwnField(data, timeField);
   if (!isPlainObject(timeColumn)) return fail(`data.${timeField} is not an object`);
 
-  // The time column defines the rows: keys "0".."n-1" in order, every value a Date.
-  const timeKeys = Object.keys(timeColumn);
-  const n = timeKeys.length;
+  // The time column defines the rows: exactly the keys "0".."n-1", every value a Date. Rows are read by
+  // numeric index (a plain object's integer keys are its elements): no key string is built per cell, and
+  // n own indices among n keys prove there is no other key ("01", "x").
+  const n = Object.keys(timeColumn).length;
   const times: number[] = new Array<number>(n);
+  let timeCellBytes = 0;
+  let sorted = true;
   for (let i = 0; i < n; i++) {
-    if (timeKeys[i] !== String(i)) return fail(`data.${timeField} has unordered or missing row keys`);
-    const t = timeColumn[timeKeys[i] ?? 0];
+    if (!hasOwnField(timeColumn, i)) return fail(`data.${timeField} has unordered or missing row keys`);
+    const t = timeColumn[i];
     if (!(t instanceof Date)) return fail(`data.${timeField}.${i} is not a Date`);
     times[i] = t.getTime();
+    timeCellBytes += 2 + numDigitsOf(i) + 8;
+    if (i > 0 && (times[i] as number) < (times[i - 1] as number)) sorted = false;
   }
-  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (times[a] ?? 0) - (times[b] ?? 0));
+  // Buckets filled in time order (the usual case) skip the sort and the permutation of every column.
+  const order = sorted
+    ? undefined
+    : Array.from({ length: n }, (_, i) => i).sort((a, b) => (times[a] ?? 0) - (times[b] ?? 0));
+  const permute = (byRow: unknown[]): unknown[] =>
+    order === undefined ? byRow : order.map((row) => byRow[row]);
 
-  // Other columns, aligned by row index.
+  // Other columns, aligned by row index; the version-1 size of `data` is summed on the way (the same walk
+  // as sizing the document afterwards would make).
   const columns: Array<[string, unknown[]]> = [];
+  const timeValues: unknown[] = new Array<unknown>(n);
+  let dataSize = 5 + columnElementSize(timeField, timeCellBytes);
+  for (let i = 0; i < n; i++) timeValues[i] = timeColumn[i];
   for (const field of Object.keys(data)) {
     if (field === timeField) continue;
     const column = data[field];
     if (!isPlainObject(column)) return fail(`data.${field} is not an object`);
     const byRow: unknown[] = new Array<unknown>(n).fill(undefined);
-    let last = -1;
-    for (const key of Object.keys(column)) {
-      const row = rowIndex(key);
-      if (row <= last || row >= n)
-        return fail(`data.${field} has unordered keys or more entries than the time column`);
-      last = row;
-      const v = column[key];
+    let cells = 0;
+    let valueBytes = 0;
+    for (let row = 0; row < n; row++) {
+      if (!hasOwnField(column, row)) continue;
+      const v = column[row];
       // A stored undefined is written as null by BSON; keep it a value, not a missing entry.
       byRow[row] = v === undefined ? null : v;
+      // (Sized as the document was: an undefined field is not counted.)
+      if (v !== undefined) valueBytes += 2 + numDigitsOf(row) + bsonValueSize(v);
+      cells++;
     }
-    columns.push([field, order.map((row) => byRow[row])]);
+    if (cells !== Object.keys(column).length)
+      return fail(`data.${field} has unordered keys or more entries than the time column`);
+    dataSize += columnElementSize(field, valueBytes);
+    columns.push([field, permute(byRow)]);
   }
 
-  const sortedTimes = order.map((row) => timeColumn[String(row)]);
+  const sortedTimes = permute(timeValues);
   let newData: Record<string, unknown>;
   try {
     newData = {};
@@ -192,7 +217,8 @@ export function compressBucket(
   }
   defineField(out, 'data', newData);
 
-  const bytesBefore = bsonValueSize(doc);
+  let bytesBefore = 5 + 2 + 4 + dataSize; // the document's length and EOO; the `data` element's header
+  for (const key of Object.keys(doc)) if (key !== 'data') bytesBefore += bsonElementSize(key, doc[key]);
   const bytesAfter = bsonValueSize(out);
   if (bytesAfter >= bytesBefore) return { kind: 'notSmaller', bytesBefore, bytesAfter };
   return { kind: 'compressed', doc: out, bytesBefore, bytesAfter };

@@ -211,7 +211,8 @@ export function applyCommitToDocument(doc: Record<string, unknown>, commit: Buck
   const times = typeof data === 'object' && data !== null ? getOwnField(data, commit.timeField) : undefined;
   if (typeof times !== 'object' || times === null || Array.isArray(times)) return false;
   const n = commit.numPreviouslyCommittedMeasurements;
-  if (!hasOwnField(times, String(n - 1)) || hasOwnField(times, String(n))) return false;
+  // Numeric keys: a plain object's integer-like keys are its elements; no index string is built.
+  if (!hasOwnField(times, n - 1) || hasOwnField(times, n)) return false;
   applyBucketDelta(doc, commit.update.delta);
   return true;
 }
@@ -276,8 +277,7 @@ function setDocumentFor(delta: BucketDelta): Record<string, unknown> {
  */
 function columnObject(firstIndex: number, values: ReadonlyArray<unknown>): Record<string, unknown> {
   const column: Record<string, unknown> = {};
-  for (let i = 0; i < values.length; i++)
-    if (values[i] !== undefined) column[String(firstIndex + i)] = values[i];
+  for (let i = 0; i < values.length; i++) if (values[i] !== undefined) column[firstIndex + i] = values[i];
   return column;
 }
 
@@ -299,10 +299,11 @@ export function applyBucketDelta(doc: Record<string, unknown>, delta: BucketDelt
       continue;
     }
     const stored = getOwnField(data, column.field) as Record<string, unknown>;
-    // Plain loops, not forEach: this runs for every value of every commit.
+    // Plain loops, not forEach: this runs for every value of every commit. Numeric keys store the cells
+    // as the object's elements ("5" and 5 are the same key) without building a string per cell.
     const values = column.values;
     for (let i = 0; i < values.length; i++) {
-      if (values[i] !== undefined) stored[String(delta.firstIndex + i)] = values[i];
+      if (values[i] !== undefined) stored[delta.firstIndex + i] = values[i];
     }
   }
 }
@@ -375,7 +376,7 @@ function appendColumns(
 ): void {
   for (let i = 0; i < measurements.length; i++) {
     const m = measurements[i] as Measurement;
-    const key = String(firstIndex + i);
+    const key = firstIndex + i;
     for (const field of Object.keys(m)) {
       if (field === metaField) continue;
       const value = m[field];

@@ -42,10 +42,11 @@ export function getOwnField(source: object, key: string): unknown {
  * Whether `source` has own property `key`.
  *
  * @param source - object to inspect.
- * @param key - a field name.
+ * @param key - a field name, or a row index (a number is the same key as its decimal string, and looks up
+ *   an object's integer-keyed elements without building that string).
  * @returns `true` if the property is an own property.
  */
-export function hasOwnField(source: object, key: string): boolean {
+export function hasOwnField(source: object, key: string | number): boolean {
   return Object.prototype.hasOwnProperty.call(source, key);
 }
 
