@@ -13,7 +13,7 @@ import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError } from '../errors.js';
-import { kBSONObjMaxUserSize } from '../util/bson-value.js';
+import { kBSONObjMaxUserSize, objectIdHex } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 import { calculateBucketFieldsAndSizeChange, makeOpenBucket } from './bucket.js';
 import type { Bucket, BucketSizeChange } from './bucket.js';
@@ -379,7 +379,7 @@ function allocateBucket(
   const startMs = roundTimestampBySeconds(item.timeMs, options.bucketRoundingSeconds);
   let oid = state.idGenerator.next(startMs);
   // An id already open in this stripe: re-seed and retry, as the server does (INTERNALS §1.2).
-  for (let attempt = 0; lock.stripe.openBucketsById.has(oid.toHexString()); attempt++) {
+  for (let attempt = 0; lock.stripe.openBucketsById.has(objectIdHex(oid)); attempt++) {
     if (attempt >= 16) {
       return {
         kind: 'error',

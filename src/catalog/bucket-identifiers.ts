@@ -5,6 +5,8 @@
  */
 import type { ObjectId } from 'bson';
 
+import { objectIdHex } from '../util/bson-value.js';
+
 /** Number of stripes of the catalog (`kNumStripes`, INTERNALS §0). */
 export const kNumberOfStripes = 32;
 
@@ -50,7 +52,7 @@ export function makeBucketKey(ns: string, metaKey: string): BucketKey {
  * @returns the id.
  */
 export function makeBucketId(ns: string, oid: ObjectId): BucketId {
-  return { ns, oid, hex: oid.toHexString() };
+  return { ns, oid, hex: objectIdHex(oid) };
 }
 
 /**

@@ -27,6 +27,7 @@
  */
 import type { ObjectId } from 'bson';
 
+import { objectIdHex } from '../util/bson-value.js';
 import { invariant } from '../util/invariant.js';
 import type { CatalogState } from './bucket-catalog-internal.js';
 import { clearedError, closeOpenBucket, failUnpreparedBatches } from './bucket-catalog-internal.js';
@@ -58,7 +59,7 @@ export function makeBucketStateRegistry(): BucketStateRegistry {
  * @param bucketId - the bucket about to be written.
  */
 export function registerDirectWriteStart(registry: BucketStateRegistry, bucketId: ObjectId): void {
-  const hex = bucketId.toHexString();
+  const hex = objectIdHex(bucketId);
   const pending = registry.directWrites.get(hex) ?? 0;
   if (pending === 0) registry.currentEra++;
   registry.directWrites.set(hex, pending + 1);
@@ -71,7 +72,7 @@ export function registerDirectWriteStart(registry: BucketStateRegistry, bucketId
  * @param bucketId - the bucket written.
  */
 export function registerDirectWriteFinish(registry: BucketStateRegistry, bucketId: ObjectId): void {
-  const hex = bucketId.toHexString();
+  const hex = objectIdHex(bucketId);
   const pending = registry.directWrites.get(hex) ?? 0;
   invariant(pending > 0, 2301, `direct write finish without start on bucket ${hex}`);
   if (pending === 1) {
@@ -96,7 +97,7 @@ export function isSafeToReopen(
   bucketId: ObjectId,
   eraBeforeRead: number,
 ): boolean {
-  return registry.currentEra === eraBeforeRead && !registry.directWrites.has(bucketId.toHexString());
+  return registry.currentEra === eraBeforeRead && !registry.directWrites.has(objectIdHex(bucketId));
 }
 
 /** Outcome of {@link clearBucketForDirectWrite}. */
@@ -121,7 +122,7 @@ export function clearBucketForDirectWrite(
   lock: StripeLock,
   bucketId: ObjectId,
 ): DirectWriteClearing {
-  const hex = bucketId.toHexString();
+  const hex = objectIdHex(bucketId);
   const stripe = lock.stripe;
   const bucket = stripe.openBucketsById.get(hex);
   if (bucket !== undefined) {
@@ -157,7 +158,7 @@ export function stripeHoldsBucket(
   lockFree: Pick<StripeLock['stripe'], 'openBucketsById' | 'archivedBuckets'>,
   bucketId: ObjectId,
 ): boolean {
-  if (lockFree.openBucketsById.has(bucketId.toHexString())) return true;
+  if (lockFree.openBucketsById.has(objectIdHex(bucketId))) return true;
   for (const records of lockFree.archivedBuckets.values()) {
     for (const record of records.values()) if (record.oid.equals(bucketId)) return true;
   }

@@ -22,7 +22,7 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
-import { bsonNumberValue, bsonValueSize, isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, bsonValueSize, isPlainObject, objectIdHex } from '../util/bson-value.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -104,7 +104,7 @@ export class MemoryStorage implements Storage {
    * property store per value, whatever the size of the bucket.
    */
   applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
-    const doc = this.#ns(ns).docs.get(commit.bucketId.toHexString());
+    const doc = this.#ns(ns).docs.get(objectIdHex(commit.bucketId));
     const applied = doc !== undefined && applyCommitToDocument(doc, commit);
     return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
   }
@@ -251,7 +251,7 @@ export class MemoryStorage implements Storage {
     const id = filter._id;
     if (id instanceof ObjectId) {
       // The commit path: a map lookup and the guard, without a generator.
-      const doc = this.#ns(ns).docs.get(id.toHexString());
+      const doc = this.#ns(ns).docs.get(objectIdHex(id));
       return doc !== undefined && matchesBesidesId(doc, filter) ? doc : undefined;
     }
     for (const doc of this.#matching(ns, filter)) return doc;
@@ -263,7 +263,7 @@ export class MemoryStorage implements Storage {
     const { docs } = this.#ns(ns);
     const id = filter._id;
     if (id instanceof ObjectId) {
-      const doc = docs.get(id.toHexString());
+      const doc = docs.get(objectIdHex(id));
       if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
       return;
     }
@@ -387,7 +387,7 @@ function isPipeline(
 }
 
 function idKey(id: unknown): string {
-  if (id instanceof ObjectId) return id.toHexString();
+  if (id instanceof ObjectId) return objectIdHex(id);
   throw new TimeseriesError('BadValue', 'bucket documents must have an ObjectId _id', { field: '_id' });
 }
 

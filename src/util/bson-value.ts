@@ -19,6 +19,8 @@
  * @packageDocumentation
  */
 
+import { Buffer } from 'node:buffer';
+
 import type {
   Binary,
   BSONRegExp,
@@ -128,6 +130,21 @@ function unsupported(v: unknown): TimeseriesError {
       ? `object with prototype ${String((Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null)?.constructor?.name)}`
       : typeof v;
   return new TimeseriesError('BadValue', `Unsupported value for BSON: ${what}`);
+}
+
+/**
+ * The hex string of an ObjectId, as one flat string.
+ *
+ * js-bson's `toHexString()` returns a string built by concatenation (a tree of pieces, about 220 bytes
+ * of heap); the hex ids kept as map keys for every open and every stored bucket are made by Node's hex
+ * encoder instead (about 40 bytes, and hashed without flattening first).
+ *
+ * @param oid - an ObjectId.
+ * @returns its 24 lowercase hex digits.
+ */
+export function objectIdHex(oid: ObjectId): string {
+  const bytes = oid.id;
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes)).toString('hex');
 }
 
 /**

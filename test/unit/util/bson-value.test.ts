@@ -29,6 +29,7 @@ import {
   compareBsonValues,
   compareUtf8,
   isPlainObject,
+  objectIdHex,
 } from '../../../src/util/bson-value.js';
 
 const oid = (hex: string) => new ObjectId(hex.padStart(24, '0'));
@@ -115,6 +116,19 @@ describe('bsonTypeOf / canonicalTypeOf', () => {
           expect(bsonTypeOf(n)).toBe(serializedType(n));
         },
       ),
+    );
+  });
+});
+
+describe('objectIdHex', () => {
+  it('is toHexString for any 12 bytes, from a Buffer or a plain Uint8Array id', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 12, maxLength: 12 }), (bytes) => {
+        const oid = new ObjectId(bytes);
+        expect(objectIdHex(oid)).toBe(oid.toHexString());
+        const plain = { id: new Uint8Array(bytes) } as unknown as ObjectId;
+        expect(objectIdHex(plain)).toBe(oid.toHexString());
+      }),
     );
   });
 });
