@@ -78,6 +78,11 @@ export interface MinMaxSlot {
 export interface MinMaxNode {
   /** Field name; `null` for an array position not (yet) claimed by an object field. */
   name: string | null;
+  /**
+   * Whether `name` can be a dotted-path segment ({@link isPathSafeFieldName}), decided once when the node
+   * is named: every commit's {@link takeUpdates} asks it for every visible field.
+   */
+  pathSafe: boolean;
   /** Index of this node in its parent's `children`, kept current on inserts (used by the name index). */
   pos: number;
   /** The min slot. */
@@ -138,7 +143,15 @@ function newSlot(kind: SlotKind): MinMaxSlot {
 }
 
 function newNode(name: string | null, pos: number): MinMaxNode {
-  return { name, pos, min: newSlot('unset'), max: newSlot('unset'), children: [], index: null };
+  return {
+    name,
+    pathSafe: name !== null && isPathSafeFieldName(name),
+    pos,
+    min: newSlot('unset'),
+    max: newSlot('unset'),
+    children: [],
+    index: null,
+  };
 }
 
 /**
@@ -268,6 +281,7 @@ function hasChild(node: MinMaxNode, name: string): boolean {
 
 function claim(node: MinMaxNode, child: MinMaxNode, name: string): void {
   child.name = name;
+  child.pathSafe = isPathSafeFieldName(name);
   node.index?.set(name, child);
 }
 
@@ -516,7 +530,7 @@ function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp
     }
     const segment = isArray ? String(position) : (child.name as string);
     position++;
-    const safe = isArray || isPathSafeFieldName(segment);
+    const safe = isArray || child.pathSafe;
     if (c.updated || !c.emitted) {
       if (!safe) {
         out.length = start;
