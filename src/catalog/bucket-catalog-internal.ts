@@ -26,6 +26,7 @@ import { reopeningQueryFilter, takeArchivedCandidate } from './reopening.js';
 import type { ReopeningRequest } from './reopening.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
+import { addOpenBucket, removeOpenBucket } from './stripe.js';
 import type { Stripe, StripeLock } from './stripe.js';
 import { countStagedBy, makeWriteBatch } from './write-batch.js';
 import type { WriteBatch } from './write-batch.js';
@@ -424,12 +425,7 @@ function allocateBucket(
     };
   }
   lock.stripe.openBucketsById.set(bucket.id.hex, bucket);
-  let series = lock.stripe.openBucketsByKey.get(key.signature);
-  if (series === undefined) {
-    series = new Set();
-    lock.stripe.openBucketsByKey.set(key.signature, series);
-  }
-  series.add(bucket);
+  addOpenBucket(lock, bucket);
   coll.stats.addActiveBuckets(1);
   bucket.memoryUsage = bucketMemoryUsage(bucket);
   state.memoryUsage += bucket.memoryUsage;
@@ -451,7 +447,6 @@ function stageInto(
   if (batch === undefined) {
     batch = makeWriteBatch(bucket, op.batchKey, coll.stats);
     bucket.openBatches.set(op.batchKey, batch);
-    bucket.batches.add(batch);
     // A bucket with a batch is not idle; one that already had an open batch was not idle either.
     lock.stripe.idleBuckets.delete(bucket.id.hex);
     // The flag moves to the bucket's first batch and is counted when that batch commits.
@@ -465,6 +460,7 @@ function stageInto(
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;
   if (change.newFieldNames.length > 0) {
+    bucket.uncommittedFieldNames ??= new Set();
     for (const field of change.newFieldNames) bucket.uncommittedFieldNames.add(field);
     // The memory estimate depends on the field names only: recompute it when they change.
     updateBucketMemoryUsage(state, bucket);
@@ -505,7 +501,7 @@ export function rollover(
   bucket.rolloverAction = rolloverActionFor[effective];
   coll.stats.inc(kRolloverStat[effective]);
   lock.stripe.idleBuckets.delete(bucket.id.hex);
-  if (bucket.batches.size === 0 && bucket.preparedBatch === undefined)
+  if (bucket.openBatches.size === 0 && bucket.preparedBatch === undefined)
     performRolloverAction(state, lock, coll, bucket);
 }
 
@@ -577,9 +573,7 @@ export function closeOpenBucket(
   if (stripe.openBucketsById.get(bucket.id.hex) !== bucket) return;
   stripe.openBucketsById.delete(bucket.id.hex);
   stripe.idleBuckets.delete(bucket.id.hex);
-  const series = stripe.openBucketsByKey.get(bucket.key.signature);
-  series?.delete(bucket);
-  if (series?.size === 0) stripe.openBucketsByKey.delete(bucket.key.signature);
+  removeOpenBucket(lock, bucket);
   state.memoryUsage -= bucket.memoryUsage;
   if (how !== 'archived') coll.stats.addActiveBuckets(-1);
   if (how === 'closed' && bucket.numCommittedMeasurements > 0) {
@@ -703,11 +697,10 @@ export function clearNamespace(state: CatalogState, lock: StripeLock, coll: Coll
  * @param error - the failure given to the batches' waiters.
  */
 export function failUnpreparedBatches(bucket: Bucket, error: unknown): void {
-  for (const batch of bucket.batches) {
+  for (const batch of bucket.openBatches.values()) {
     batch.state = 'finished';
     batch.result.reject(error);
   }
-  bucket.batches.clear();
   bucket.openBatches.clear();
 }
 

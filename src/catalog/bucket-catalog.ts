@@ -361,8 +361,7 @@ export class BucketCatalog {
     }
     if (bucket.preparedBatch !== undefined) return { kind: 'wait', inFlight: bucket.preparedBatch };
     bucket.preparedBatch = batch;
-    bucket.batches.delete(batch);
-    if (bucket.openBatches.get(batch.opId) === batch) bucket.openBatches.delete(batch.opId);
+    bucket.openBatches.delete(batch.opId);
     batch.state = 'prepared';
     batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
     const skip = { skipField: coll.options.metaField };
@@ -422,7 +421,7 @@ export class BucketCatalog {
       bucket.numCommittedMeasurements += n;
       for (const field of batch.createdColumns) {
         bucket.fieldNames.add(field);
-        bucket.uncommittedFieldNames.delete(field);
+        bucket.uncommittedFieldNames?.delete(field);
       }
       updateBucketMemoryUsage(this.#state, bucket);
       coll.stats.inc('numCommits');
@@ -434,7 +433,7 @@ export class BucketCatalog {
       if (bucket.state === 'cleared') {
         failUnpreparedBatches(bucket, clearedError(bucket));
         closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');
-      } else if (bucket.batches.size === 0) {
+      } else if (bucket.openBatches.size === 0) {
         performRolloverAction(this.#state, lock, coll, bucket);
       }
     });
@@ -455,7 +454,7 @@ export class BucketCatalog {
       const ownPrepared = bucket.preparedBatch === batch;
       batch.state = 'finished';
       batch.result.reject(error);
-      bucket.batches.delete(batch);
+      if (bucket.openBatches.get(batch.opId) === batch) bucket.openBatches.delete(batch.opId);
       failUnpreparedBatches(bucket, clearedError(bucket));
       bucket.state = 'cleared';
       if (ownPrepared) bucket.preparedBatch = undefined;

@@ -45,11 +45,15 @@ export interface Bucket {
   numCommittedMeasurements: number;
   /** Column names of the stored document. */
   readonly fieldNames: Set<string>;
-  /** Column names staged in batches but not committed yet. */
-  readonly uncommittedFieldNames: Set<string>;
-  /** Batches not yet prepared (staging or claimed). */
-  readonly batches: Set<WriteBatch>;
-  /** Batches still accepting measurements, by opId (unclaimed). */
+  /**
+   * Column names staged in batches but not committed yet; made when the first one is staged (most buckets
+   * never have one after their first commit, and an empty set costs ~150 bytes per open bucket).
+   */
+  uncommittedFieldNames: Set<string> | undefined;
+  /**
+   * Batches not yet prepared (staging, or claimed and still accepting measurements), by the opId they
+   * are staged under (0: shared by unordered writers).
+   */
   readonly openBatches: Map<number, WriteBatch>;
   /** The batch being committed, if any (at most one per bucket). */
   preparedBatch: WriteBatch | undefined;
@@ -101,8 +105,7 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     numMeasurements: init.committedMeasurements,
     numCommittedMeasurements: init.committedMeasurements,
     fieldNames: new Set(init.fieldNames),
-    uncommittedFieldNames: new Set(),
-    batches: new Set(),
+    uncommittedFieldNames: undefined,
     openBatches: new Map(),
     preparedBatch: undefined,
     rolloverAction: 'none',
@@ -163,7 +166,7 @@ export function calculateBucketFieldsAndSizeChange(
     // element size − name size (with its NUL) = type byte + value; the name's own length cancels out, so
     // it is only computed for a field new to the bucket.
     const valueSize = bsonValueSize(value);
-    if (!bucket.fieldNames.has(field) && !bucket.uncommittedFieldNames.has(field)) {
+    if (!bucket.fieldNames.has(field) && bucket.uncommittedFieldNames?.has(field) !== true) {
       (newFieldNames ??= []).push(field);
       const nameSize = Buffer.byteLength(field, 'utf8');
       size += 12 + nameSize + 2 * (2 + nameSize + valueSize);

@@ -34,7 +34,7 @@ const kPerFieldBytes = 360;
  * @returns bytes.
  */
 export function bucketMemoryUsage(bucket: Bucket): number {
-  const fields = bucket.fieldNames.size + bucket.uncommittedFieldNames.size;
+  const fields = bucket.fieldNames.size + (bucket.uncommittedFieldNames?.size ?? 0);
   return kBucketOverheadBytes + 2 * bucket.key.signature.length + fields * kPerFieldBytes;
 }
 

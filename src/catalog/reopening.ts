@@ -32,6 +32,7 @@ import { makeBucketId } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
 import { makeBucketMetadata } from './bucket-metadata.js';
 import { bucketMemoryUsage } from './memory-usage.js';
+import { addOpenBucket } from './stripe.js';
 import type { ArchivedBucket, StripeLock } from './stripe.js';
 import { bsonValueSize } from '../util/bson-value.js';
 
@@ -306,7 +307,7 @@ export function installReopenedBucket(
   for (const other of series ?? []) {
     if (other.rolloverAction !== 'none') continue;
     coll.stats.inc('numBucketsClosedDueToReopening');
-    if (other.batches.size === 0 && other.preparedBatch === undefined) {
+    if (other.openBatches.size === 0 && other.preparedBatch === undefined) {
       closeOpenBucket(state, lock, coll, other, 'closed');
     } else {
       other.rolloverAction = 'softClose';
@@ -314,12 +315,7 @@ export function installReopenedBucket(
     }
   }
   stripe.openBucketsById.set(bucket.id.hex, bucket);
-  let set = stripe.openBucketsByKey.get(bucket.key.signature);
-  if (set === undefined) {
-    set = new Set();
-    stripe.openBucketsByKey.set(bucket.key.signature, set);
-  }
-  set.add(bucket);
+  addOpenBucket(lock, bucket);
   stripe.idleBuckets.set(bucket.id.hex, bucket);
   bucket.memoryUsage = bucketMemoryUsage(bucket);
   state.memoryUsage += bucket.memoryUsage;

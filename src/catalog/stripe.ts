@@ -32,8 +32,11 @@ export interface Stripe {
   readonly mutex: Mutex;
   /** Open buckets by hex id. */
   readonly openBucketsById: Map<string, Bucket>;
-  /** Open buckets by series signature (at most one per series accepts new measurements). */
-  readonly openBucketsByKey: Map<string, Set<Bucket>>;
+  /**
+   * Open buckets by series signature (at most one per series accepts new measurements). An array, not a
+   * set: a series has one to a few open buckets, and an empty set alone costs ~150 bytes per series.
+   */
+  readonly openBucketsByKey: Map<string, Bucket[]>;
   /**
    * Idle buckets (open, no rollover pending, no uncommitted batch) in the order they became idle: the
    * first entry is the least recently idle, expired first under memory pressure.
@@ -94,4 +97,32 @@ export function withStripe<T>(stripe: Stripe, fn: (lock: StripeLock) => Promise<
 export function withStripeSync<T>(stripe: Stripe, fn: (lock: StripeLock) => T): T | Promise<T> {
   if (!stripe.mutex.isLocked()) return fn({ stripe } as StripeLock);
   return stripe.mutex.runExclusive(() => fn({ stripe } as StripeLock));
+}
+
+/**
+ * Record an open bucket under its series.
+ *
+ * @param lock - the bucket's stripe, held.
+ * @param bucket - a bucket not yet listed.
+ */
+export function addOpenBucket(lock: StripeLock, bucket: Bucket): void {
+  const stripe = lock.stripe;
+  const series = stripe.openBucketsByKey.get(bucket.key.signature);
+  if (series === undefined) stripe.openBucketsByKey.set(bucket.key.signature, [bucket]);
+  else series.push(bucket);
+}
+
+/**
+ * Remove an open bucket from its series' list, and the list once empty.
+ *
+ * @param lock - the bucket's stripe, held.
+ * @param bucket - the bucket.
+ */
+export function removeOpenBucket(lock: StripeLock, bucket: Bucket): void {
+  const stripe = lock.stripe;
+  const series = stripe.openBucketsByKey.get(bucket.key.signature);
+  if (series === undefined) return;
+  const at = series.indexOf(bucket);
+  if (at >= 0) series.splice(at, 1);
+  if (series.length === 0) stripe.openBucketsByKey.delete(bucket.key.signature);
 }
