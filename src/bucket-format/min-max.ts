@@ -102,6 +102,11 @@ export interface MinMaxNode {
 export interface MinMax {
   /** The root (the measurement document). */
   readonly root: MinMaxNode;
+  /**
+   * Whether some slot changed since the last {@link takeUpdates}: most commits of a bucket past its first
+   * few measurements change no minimum or maximum, and then the walk of both sides is skipped.
+   */
+  dirty: boolean;
 }
 
 /** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
@@ -173,7 +178,7 @@ export function createMinMax(): MinMax {
   root.max.kind = 'object';
   root.min.emitted = true;
   root.max.emitted = true;
-  return { root };
+  return { root, dirty: false };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -193,17 +198,21 @@ export function updateMinMax(
   measurement: Readonly<Record<string, unknown>>,
   options: MinMaxUpdateOptions = {},
 ): void {
-  updateObject(mm.root, measurement, true, true, options.skipField);
+  if (updateObject(mm.root, measurement, true, true, options.skipField)) mm.dirty = true;
 }
 
-/** The children of `node` are walked with a cursor in step with `doc`'s fields (§3.3). */
+/**
+ * The children of `node` are walked with a cursor in step with `doc`'s fields (§3.3). Returns whether a
+ * slot changed (here and in the update functions below).
+ */
 function updateObject(
   node: MinMaxNode,
   doc: Readonly<Record<string, unknown>>,
   doMin: boolean,
   doMax: boolean,
   skipField: string | undefined,
-): void {
+): boolean {
+  let changed = false;
   const children = node.children;
   let cursor = 0;
   // Number of leading children matched in order; the range before it never needs searching again.
@@ -239,10 +248,11 @@ function updateObject(
       }
     }
 
-    updateNode(children[cursor] as MinMaxNode, value, doMin, doMax);
+    if (updateNode(children[cursor] as MinMaxNode, value, doMin, doMax)) changed = true;
     cursor++;
     if (!skipped) handled++;
   }
+  return changed;
 }
 
 /**
@@ -292,23 +302,24 @@ function insertChild(node: MinMaxNode, at: number, name: string | null): void {
   if (name !== null) node.index?.set(name, children[at] as MinMaxNode);
 }
 
-function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boolean): void {
+function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boolean): boolean {
   const type = bsonTypeOf(value);
+  let changed = false;
   if (type === BsonType.object) {
     const takeMin = doMin && takesContainer(node.min, CanonicalType.object, 'object', MIN);
     const takeMax = doMax && takesContainer(node.max, CanonicalType.object, 'object', MAX);
-    if (takeMin) becomeContainer(node, 'min', 'object');
-    if (takeMax) becomeContainer(node, 'max', 'object');
+    if (takeMin && becomeContainer(node, 'min', 'object')) changed = true;
+    if (takeMax && becomeContainer(node, 'max', 'object')) changed = true;
     if (takeMin || takeMax) {
       // A js-bson DBRef is written as the embedded document {$ref, $id, $db?, ...fields}.
       const doc = asDocument(value);
-      updateObject(node, doc, takeMin, takeMax, undefined);
+      if (updateObject(node, doc, takeMin, takeMax, undefined)) changed = true;
     }
   } else if (type === BsonType.array) {
     const takeMin = doMin && takesContainer(node.min, CanonicalType.array, 'array', MIN);
     const takeMax = doMax && takesContainer(node.max, CanonicalType.array, 'array', MAX);
-    if (takeMin) becomeContainer(node, 'min', 'array');
-    if (takeMax) becomeContainer(node, 'max', 'array');
+    if (takeMin && becomeContainer(node, 'min', 'array')) changed = true;
+    if (takeMax && becomeContainer(node, 'max', 'array')) changed = true;
     if (takeMin || takeMax) {
       // Positional: element i updates child i whatever its name; missing positions are appended.
       const arr = value as ReadonlyArray<unknown>;
@@ -316,13 +327,14 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
       for (let i = 0; i < arr.length; i++) {
         if (i === children.length) insertChild(node, i, null);
         // js-bson writes an undefined element (or a hole) as null.
-        updateNode(children[i] as MinMaxNode, arr[i] ?? null, takeMin, takeMax);
+        if (updateNode(children[i] as MinMaxNode, arr[i] ?? null, takeMin, takeMax)) changed = true;
       }
     }
   } else {
-    if (doMin) maybeSetValue(node.min, value, MIN);
-    if (doMax) maybeSetValue(node.max, value, MAX);
+    if (doMin && maybeSetValue(node.min, value, MIN)) changed = true;
+    if (doMax && maybeSetValue(node.max, value, MAX)) changed = true;
   }
+  return changed;
 }
 
 /** Whether a slot moves to (or stays) the container of canonical type `canonical` (§3.2). */
@@ -341,10 +353,13 @@ function takesContainer(slot: MinMaxSlot, canonical: number, kind: 'object' | 'a
   }
 }
 
-/** Switch a slot to a container kind; a real switch resets the children's slots on that side. */
-function becomeContainer(node: MinMaxNode, side: Side, kind: 'object' | 'array'): void {
+/**
+ * Switch a slot to a container kind; a real switch resets the children's slots on that side. Returns
+ * whether it switched.
+ */
+function becomeContainer(node: MinMaxNode, side: Side, kind: 'object' | 'array'): boolean {
   const slot = node[side];
-  if (slot.kind === kind) return;
+  if (slot.kind === kind) return false;
   slot.kind = kind;
   slot.value = undefined;
   slot.updated = true;
@@ -354,9 +369,11 @@ function becomeContainer(node: MinMaxNode, side: Side, kind: 'object' | 'array')
     c.value = undefined;
     c.updated = false;
   }
+  return true;
 }
 
-function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): void {
+/** Take `value` into the slot if it is smaller (min) or larger (max); returns whether it did. */
+function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): boolean {
   let take: boolean;
   switch (slot.kind) {
     case 'unset':
@@ -392,6 +409,7 @@ function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): void {
     slot.value = value;
     slot.updated = true;
   }
+  return take;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -474,8 +492,12 @@ export function maxDocument(mm: MinMax): Record<string, unknown> {
  * @returns the operations for each side; empty lists when nothing changed.
  */
 export function takeUpdates(mm: MinMax): MinMaxUpdates {
+  if (!mm.dirty) return kNoUpdates;
+  mm.dirty = false;
   return { min: takeSide(mm.root, 'min'), max: takeSide(mm.root, 'max') };
 }
+
+const kNoUpdates: MinMaxUpdates = Object.freeze({ min: Object.freeze([]), max: Object.freeze([]) });
 
 function takeSide(root: MinMaxNode, side: Side): SetOp[] {
   const out: SetOp[] = [];
@@ -586,6 +608,7 @@ export function minMaxFromDocuments(
   const builtMax = buildSlot(mm.root, 'max', true);
   if (!identical(builtMin, min)) mm.root.min.updated = true;
   if (!identical(builtMax, max)) mm.root.max.updated = true;
+  mm.dirty = mm.root.min.updated || mm.root.max.updated;
   return mm;
 }
 
