@@ -28,20 +28,25 @@
 import type { DBRef } from 'bson';
 import { BsonType, bsonTypeOf, canonicalTypeOfBsonType, dbRefToDocument } from '../util/bson-value.js';
 
-/** The kind of a {@link SchemaNode}; see the table in this module's documentation. */
-export type SchemaNodeKind = 'unset' | 'value' | 'object' | 'array';
+/** The kind of a {@link SchemaNode}: only containers are nodes (see {@link SchemaEntry}). */
+export type SchemaNodeKind = 'object' | 'array';
 
-/** One path of the schema tree. Internal state, exported for tests. */
+/** A container path of the schema tree. Internal state, exported for tests. */
 export interface SchemaNode {
   /** What was recorded at this path. */
-  kind: SchemaNodeKind;
-  /** BSON type byte of the first scalar recorded here; 0 (EOO) for containers, as on the server. */
-  type: number;
-  /** Fields of an `object` node by name (a `Map`: names are untrusted); `null` until needed. */
-  fields: Map<string, SchemaNode> | null;
-  /** Positions of an `array` node; `null` until needed. */
-  elements: SchemaNode[] | null;
+  readonly kind: SchemaNodeKind;
+  /** Fields of an `object` node by name (a `Map`: names are untrusted); `null` for arrays. */
+  readonly fields: Map<string, SchemaEntry> | null;
+  /** Positions of an `array` node; `null` for objects. */
+  readonly elements: SchemaEntry[] | null;
 }
+
+/**
+ * What the schema recorded at one path: the BSON type byte of its first scalar (the table's `value`
+ * kind), or a container node. A path not recorded yet (`unset`) has no entry. Scalars are plain numbers,
+ * not nodes: they are most paths, and an open bucket keeps its schema as long as it is open.
+ */
+export type SchemaEntry = number | SchemaNode;
 
 /** A bucket's schema. Create with {@link createSchema}; the root is an object. */
 export interface Schema {
@@ -67,8 +72,10 @@ export type SchemaFromDocumentsResult =
   /** The stored bucket mixes types at some path (a pre-5.2 "mixed-schema" bucket): it cannot be reopened. */
   | { readonly kind: 'mixed-schema'; readonly document: 'min' | 'max' };
 
-function newNode(): SchemaNode {
-  return { kind: 'unset', type: 0, fields: null, elements: null };
+function newContainer(kind: SchemaNodeKind): SchemaNode {
+  return kind === 'object'
+    ? { kind, fields: new Map(), elements: null }
+    : { kind, fields: null, elements: [] };
 }
 
 /**
@@ -83,9 +90,7 @@ function newNode(): SchemaNode {
  * ```
  */
 export function createSchema(): Schema {
-  const root = newNode();
-  root.kind = 'object';
-  return { root };
+  return { root: newContainer('object') };
 }
 
 /**
@@ -111,51 +116,51 @@ function updateObject(
   doc: Readonly<Record<string, unknown>>,
   skipField: string | undefined,
 ): boolean {
-  const fields = (node.fields ??= new Map<string, SchemaNode>());
+  const fields = node.fields as Map<string, SchemaEntry>;
   for (const name of Object.keys(doc)) {
     const value = doc[name];
     if (value === undefined || name === skipField) continue;
-    let child = fields.get(name);
-    if (child === undefined) {
-      child = newNode();
-      fields.set(name, child);
-    }
-    if (!updateNode(child, value)) return false;
+    const entry = fields.get(name);
+    const updated = updateEntry(entry, value);
+    if (updated === false) return false;
+    if (updated !== entry) fields.set(name, updated);
   }
   return true;
 }
 
-function updateNode(node: SchemaNode, value: unknown): boolean {
+/**
+ * Check `value` against a path's entry (`undefined`: unset) and record it: returns the path's entry
+ * afterwards (a new one when it was unset), or `false` when the value is incompatible.
+ */
+function updateEntry(entry: SchemaEntry | undefined, value: unknown): SchemaEntry | false {
   const type = bsonTypeOf(value);
   if (type === BsonType.object) {
-    if (node.kind === 'unset') node.kind = 'object';
-    else if (node.kind !== 'object') return false;
+    const node = entry ?? newContainer('object');
+    if (typeof node === 'number' || node.kind !== 'object') return false;
     // A js-bson DBRef is written as the embedded document {$ref, $id, $db?, ...fields}.
     const doc =
       (value as { _bsontype?: unknown })._bsontype === 'DBRef'
         ? dbRefToDocument(value as DBRef)
         : (value as Readonly<Record<string, unknown>>);
-    return updateObject(node, doc, undefined);
+    return updateObject(node, doc, undefined) && node;
   }
   if (type === BsonType.array) {
-    if (node.kind === 'unset') node.kind = 'array';
-    else if (node.kind !== 'array') return false;
+    const node = entry ?? newContainer('array');
+    if (typeof node === 'number' || node.kind !== 'array') return false;
     const arr = value as ReadonlyArray<unknown>;
-    const elements = (node.elements ??= []);
+    const elements = node.elements as SchemaEntry[];
     for (let i = 0; i < arr.length; i++) {
-      if (i === elements.length) elements.push(newNode());
       // js-bson writes an undefined element (or a hole) as null.
-      if (!updateNode(elements[i] as SchemaNode, arr[i] ?? null)) return false;
+      const updated = updateEntry(elements[i], arr[i] ?? null);
+      if (updated === false) return false;
+      elements[i] = updated;
     }
-    return true;
+    return node;
   }
-  if (node.kind === 'unset') {
-    node.kind = 'value';
-    node.type = type;
-    return true;
-  }
+  if (entry === undefined) return type;
   // Containers keep type 0 (EOO): see the quirk in the module documentation.
-  return canonicalTypeOfBsonType(type) === canonicalTypeOfBsonType(node.type);
+  const recorded = typeof entry === 'number' ? entry : 0;
+  return canonicalTypeOfBsonType(type) === canonicalTypeOfBsonType(recorded) && entry;
 }
 
 /**
