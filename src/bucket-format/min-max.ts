@@ -62,19 +62,19 @@ import type { DBRef } from 'bson';
 /** The kind of a min or max slot; see the transition table in this module's documentation. */
 export type SlotKind = 'unset' | 'value' | 'object' | 'array';
 
-/** One side (min or max) of a {@link MinMaxNode}. Internal state, exported for tests. */
-export interface MinMaxSlot {
-  /** What the slot holds. */
-  kind: SlotKind;
-  /** The scalar when `kind === 'value'`, else `undefined`. Held by reference. */
-  value: unknown;
-  /** Changed since the last {@link takeUpdates}. */
-  updated: boolean;
-  /** Visible in the document last emitted by {@link takeUpdates} (or loaded by {@link minMaxFromDocuments}). */
-  emitted: boolean;
-}
-
-/** A field or array position of the tree. Internal state, exported for tests. */
+/**
+ * A field or array position of the tree, with its two slots (min and max). Internal state, exported for
+ * tests.
+ *
+ * A slot is four properties of the node (`minKind`, `minValue`, `minUpdated`, `minEmitted` and the same
+ * for max) rather than an object of its own, and a node without children has `children: null`: a bucket
+ * keeps its tree while it is open, and on Node 20 this makes a leaf 128 bytes instead of 224.
+ *
+ * Per slot: `Kind` is what it holds; `Value` the scalar when the kind is `'value'` (held by reference,
+ * else `undefined`); `Updated` whether it changed since the last {@link takeUpdates}; `Emitted` whether it
+ * was visible in the document last emitted by {@link takeUpdates} (or loaded by
+ * {@link minMaxFromDocuments}).
+ */
 export interface MinMaxNode {
   /** Field name; `null` for an array position not (yet) claimed by an object field. */
   name: string | null;
@@ -85,12 +85,24 @@ export interface MinMaxNode {
   pathSafe: boolean;
   /** Index of this node in its parent's `children`, kept current on inserts (used by the name index). */
   pos: number;
-  /** The min slot. */
-  readonly min: MinMaxSlot;
-  /** The max slot. */
-  readonly max: MinMaxSlot;
-  /** Children in stored order, shared by both slots. */
-  readonly children: MinMaxNode[];
+  /** The min slot's kind. */
+  minKind: SlotKind;
+  /** The min slot's scalar. */
+  minValue: unknown;
+  /** Whether the min slot changed since the last {@link takeUpdates}. */
+  minUpdated: boolean;
+  /** Whether the min slot was visible in the last emitted `control.min`. */
+  minEmitted: boolean;
+  /** The max slot's kind. */
+  maxKind: SlotKind;
+  /** The max slot's scalar. */
+  maxValue: unknown;
+  /** Whether the max slot changed since the last {@link takeUpdates}. */
+  maxUpdated: boolean;
+  /** Whether the max slot was visible in the last emitted `control.max`. */
+  maxEmitted: boolean;
+  /** Children in stored order, shared by both slots; `null` until the first one. */
+  children: MinMaxNode[] | null;
   /**
    * Name → child, built lazily once a linear search has walked {@link LINEAR_SEARCH_LIMIT} children
    * without an answer (the server's `_fieldNameToIndex`); `null` until then.
@@ -136,6 +148,18 @@ export interface MinMaxUpdateOptions {
 
 type Side = 'min' | 'max';
 
+/**
+ * The node properties of each side's slot, for code that works on either side (`node[SLOT[side].kind]`);
+ * the per-value paths name the properties directly.
+ */
+const SLOT = {
+  min: { kind: 'minKind', value: 'minValue', updated: 'minUpdated', emitted: 'minEmitted' },
+  max: { kind: 'maxKind', value: 'maxValue', updated: 'maxUpdated', emitted: 'maxEmitted' },
+} as const;
+
+/** What an absent children list reads as. */
+const kNoChildren: ReadonlyArray<MinMaxNode> = Object.freeze([]);
+
 /** Direction of a slot: the min slot takes smaller values (−1), the max slot larger ones (+1). */
 const MIN = -1;
 const MAX = 1;
@@ -143,18 +167,20 @@ const MAX = 1;
 /** The server's `kMaxLinearSearchLength`: children searched linearly before a name index is built. */
 const LINEAR_SEARCH_LIMIT = 12;
 
-function newSlot(kind: SlotKind): MinMaxSlot {
-  return { kind, value: undefined, updated: false, emitted: false };
-}
-
 function newNode(name: string | null, pos: number): MinMaxNode {
   return {
     name,
     pathSafe: name !== null && isPathSafeFieldName(name),
     pos,
-    min: newSlot('unset'),
-    max: newSlot('unset'),
-    children: [],
+    minKind: 'unset',
+    minValue: undefined,
+    minUpdated: false,
+    minEmitted: false,
+    maxKind: 'unset',
+    maxValue: undefined,
+    maxUpdated: false,
+    maxEmitted: false,
+    children: null,
     index: null,
   };
 }
@@ -174,10 +200,11 @@ function newNode(name: string | null, pos: number): MinMaxNode {
  */
 export function createMinMax(): MinMax {
   const root = newNode(null, 0);
-  root.min.kind = 'object';
-  root.max.kind = 'object';
-  root.min.emitted = true;
-  root.max.emitted = true;
+  root.minKind = 'object';
+  root.maxKind = 'object';
+  root.minEmitted = true;
+  root.maxEmitted = true;
+  root.children = [];
   return { root, dirty: false };
 }
 
@@ -213,7 +240,7 @@ function updateObject(
   skipField: string | undefined,
 ): boolean {
   let changed = false;
-  const children = node.children;
+  const children = (node.children ??= []);
   let cursor = 0;
   // Number of leading children matched in order; the range before it never needs searching again.
   let handled = 0;
@@ -265,7 +292,7 @@ function search(node: MinMaxNode, first: number, last: number, name: string): nu
     const found = node.index.get(name);
     return found === undefined ? last : found.pos;
   }
-  const children = node.children;
+  const children = node.children ?? kNoChildren;
   let i = first;
   for (let remaining = LINEAR_SEARCH_LIMIT; i < last && remaining > 0; i++, remaining--) {
     const child = children[i] as MinMaxNode;
@@ -285,7 +312,7 @@ function search(node: MinMaxNode, first: number, last: number, name: string): nu
 /** Whether `node` has a child named `name` anywhere (used only around unclaimed array positions). */
 function hasChild(node: MinMaxNode, name: string): boolean {
   if (node.index !== null) return node.index.has(name);
-  for (const child of node.children) if (child.name === name) return true;
+  for (const child of node.children ?? kNoChildren) if (child.name === name) return true;
   return false;
 }
 
@@ -296,7 +323,7 @@ function claim(node: MinMaxNode, child: MinMaxNode, name: string): void {
 }
 
 function insertChild(node: MinMaxNode, at: number, name: string | null): void {
-  const children = node.children;
+  const children = (node.children ??= []);
   children.splice(at, 0, newNode(name, at));
   for (let i = at + 1; i < children.length; i++) (children[i] as MinMaxNode).pos = i;
   if (name !== null) node.index?.set(name, children[at] as MinMaxNode);
@@ -306,8 +333,8 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
   const type = bsonTypeOf(value);
   let changed = false;
   if (type === BsonType.object) {
-    const takeMin = doMin && takesContainer(node.min, CanonicalType.object, 'object', MIN);
-    const takeMax = doMax && takesContainer(node.max, CanonicalType.object, 'object', MAX);
+    const takeMin = doMin && takesContainer(node.minKind, node.minValue, CanonicalType.object, 'object', MIN);
+    const takeMax = doMax && takesContainer(node.maxKind, node.maxValue, CanonicalType.object, 'object', MAX);
     if (takeMin && becomeContainer(node, 'min', 'object')) changed = true;
     if (takeMax && becomeContainer(node, 'max', 'object')) changed = true;
     if (takeMin || takeMax) {
@@ -316,14 +343,14 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
       if (updateObject(node, doc, takeMin, takeMax, undefined)) changed = true;
     }
   } else if (type === BsonType.array) {
-    const takeMin = doMin && takesContainer(node.min, CanonicalType.array, 'array', MIN);
-    const takeMax = doMax && takesContainer(node.max, CanonicalType.array, 'array', MAX);
+    const takeMin = doMin && takesContainer(node.minKind, node.minValue, CanonicalType.array, 'array', MIN);
+    const takeMax = doMax && takesContainer(node.maxKind, node.maxValue, CanonicalType.array, 'array', MAX);
     if (takeMin && becomeContainer(node, 'min', 'array')) changed = true;
     if (takeMax && becomeContainer(node, 'max', 'array')) changed = true;
     if (takeMin || takeMax) {
       // Positional: element i updates child i whatever its name; missing positions are appended.
       const arr = value as ReadonlyArray<unknown>;
-      const children = node.children;
+      const children = (node.children ??= []);
       for (let i = 0; i < arr.length; i++) {
         if (i === children.length) insertChild(node, i, null);
         // js-bson writes an undefined element (or a hole) as null.
@@ -331,25 +358,41 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
       }
     }
   } else {
-    if (doMin && maybeSetValue(node.min, value, MIN)) changed = true;
-    if (doMax && maybeSetValue(node.max, value, MAX)) changed = true;
+    if (doMin && takesValue(node.minKind, node.minValue, value, MIN)) {
+      node.minKind = 'value';
+      node.minValue = value;
+      node.minUpdated = true;
+      changed = true;
+    }
+    if (doMax && takesValue(node.maxKind, node.maxValue, value, MAX)) {
+      node.maxKind = 'value';
+      node.maxValue = value;
+      node.maxUpdated = true;
+      changed = true;
+    }
   }
   return changed;
 }
 
 /** Whether a slot moves to (or stays) the container of canonical type `canonical` (§3.2). */
-function takesContainer(slot: MinMaxSlot, canonical: number, kind: 'object' | 'array', dir: number): boolean {
-  switch (slot.kind) {
+function takesContainer(
+  slotKind: SlotKind,
+  slotValue: unknown,
+  canonical: number,
+  kind: 'object' | 'array',
+  dir: number,
+): boolean {
+  switch (slotKind) {
     case 'unset':
       return true;
     case 'object':
     case 'array':
       return (
-        slot.kind === kind ||
-        dir * (canonical - (slot.kind === 'object' ? CanonicalType.object : CanonicalType.array)) > 0
+        slotKind === kind ||
+        dir * (canonical - (slotKind === 'object' ? CanonicalType.object : CanonicalType.array)) > 0
       );
     case 'value':
-      return dir * (canonical - canonicalTypeOf(slot.value)) > 0;
+      return dir * (canonical - canonicalTypeOf(slotValue)) > 0;
   }
 }
 
@@ -358,24 +401,23 @@ function takesContainer(slot: MinMaxSlot, canonical: number, kind: 'object' | 'a
  * whether it switched.
  */
 function becomeContainer(node: MinMaxNode, side: Side, kind: 'object' | 'array'): boolean {
-  const slot = node[side];
-  if (slot.kind === kind) return false;
-  slot.kind = kind;
-  slot.value = undefined;
-  slot.updated = true;
-  for (const child of node.children) {
-    const c = child[side];
-    c.kind = 'unset';
-    c.value = undefined;
-    c.updated = false;
+  const slot = SLOT[side];
+  if (node[slot.kind] === kind) return false;
+  node[slot.kind] = kind;
+  node[slot.value] = undefined;
+  node[slot.updated] = true;
+  for (const child of node.children ?? kNoChildren) {
+    child[slot.kind] = 'unset';
+    child[slot.value] = undefined;
+    child[slot.updated] = false;
   }
   return true;
 }
 
-/** Take `value` into the slot if it is smaller (min) or larger (max); returns whether it did. */
-function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): boolean {
+/** Whether a slot takes scalar `value`: it is smaller (min) or larger (max) than what the slot holds. */
+function takesValue(slotKind: SlotKind, current: unknown, value: unknown, dir: number): boolean {
   let take: boolean;
-  switch (slot.kind) {
+  switch (slotKind) {
     case 'unset':
       take = true;
       break;
@@ -386,7 +428,6 @@ function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): boolean {
       take = dir * (canonicalTypeOf(value) - CanonicalType.array) > 0;
       break;
     case 'value': {
-      const current = slot.value;
       // Fast paths for the usual measurement values; both agree with compareBsonValues (NaN excluded: it
       // sorts below every number there).
       if (
@@ -404,11 +445,6 @@ function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): boolean {
       break;
     }
   }
-  if (take) {
-    slot.kind = 'value';
-    slot.value = value;
-    slot.updated = true;
-  }
   return take;
 }
 
@@ -421,19 +457,19 @@ function maybeSetValue(slot: MinMaxSlot, value: unknown, dir: number): boolean {
  * below become `emitted` and not `updated`; invisible direct children become not `emitted`.
  */
 function buildSlot(node: MinMaxNode, side: Side, mark: boolean): unknown {
-  const slot = node[side];
+  const slot = SLOT[side];
   if (mark) {
-    slot.updated = false;
-    slot.emitted = true;
+    node[slot.updated] = false;
+    node[slot.emitted] = true;
   }
-  switch (slot.kind) {
+  switch (node[slot.kind]) {
     case 'value':
-      return slot.value;
+      return node[slot.value];
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const child of node.children) {
-        if (child[side].kind === 'unset') {
-          if (mark) child[side].emitted = false;
+      for (const child of node.children ?? kNoChildren) {
+        if (child[slot.kind] === 'unset') {
+          if (mark) child[slot.emitted] = false;
           continue;
         }
         invariant(child.name !== null, 2101, 'visible child of an object without a field name');
@@ -443,9 +479,9 @@ function buildSlot(node: MinMaxNode, side: Side, mark: boolean): unknown {
     }
     case 'array': {
       const out: unknown[] = [];
-      for (const child of node.children) {
-        if (child[side].kind === 'unset') {
-          if (mark) child[side].emitted = false;
+      for (const child of node.children ?? kNoChildren) {
+        if (child[slot.kind] === 'unset') {
+          if (mark) child[slot.emitted] = false;
           continue;
         }
         out.push(buildSlot(child, side, mark));
@@ -502,7 +538,7 @@ const kNoUpdates: MinMaxUpdates = Object.freeze({ min: Object.freeze([]), max: O
 function takeSide(root: MinMaxNode, side: Side): SetOp[] {
   const out: SetOp[] = [];
   const path: string[] = [];
-  if (root[side].updated || collectChanges(root, side, path, out)) {
+  if (root[SLOT[side].updated] || collectChanges(root, side, path, out)) {
     out.length = 0;
     out.push({ path: [], value: buildSlot(root, side, true) });
   }
@@ -523,17 +559,17 @@ function compareUpdateFieldNames(a: string, b: string): number {
 }
 
 function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp[]): boolean {
-  const children = node.children;
+  const children = node.children ?? kNoChildren;
+  const slot = SLOT[side];
   // A `$set` of a missing field appends it: new children must all come after the old ones. And MongoDB
   // applies the fields of one `$set` in name order, so new object fields must also be in name order;
   // otherwise the node is set whole, which keeps the order on any server.
   let sawNew = false;
   let lastNew: string | undefined;
-  const isObject = node[side].kind !== 'array';
+  const isObject = node[slot.kind] !== 'array';
   for (const child of children) {
-    const c = child[side];
-    if (c.kind === 'unset') continue;
-    if (!c.emitted) {
+    if (child[slot.kind] === 'unset') continue;
+    if (!child[slot.emitted]) {
       sawNew = true;
       const name = child.name as string;
       if (isObject && lastNew !== undefined && compareUpdateFieldNames(lastNew, name) > 0) return true;
@@ -542,18 +578,18 @@ function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp
   }
 
   const start = out.length;
-  const isArray = node[side].kind === 'array';
+  const isArray = node[slot.kind] === 'array';
   let position = 0;
   for (const child of children) {
-    const c = child[side];
-    if (c.kind === 'unset') {
-      c.emitted = false;
+    const kind = child[slot.kind];
+    if (kind === 'unset') {
+      child[slot.emitted] = false;
       continue;
     }
     const segment = isArray ? String(position) : (child.name as string);
     position++;
     const safe = isArray || child.pathSafe;
-    if (c.updated || !c.emitted) {
+    if (child[slot.updated] || !child[slot.emitted]) {
       if (!safe) {
         out.length = start;
         return true;
@@ -561,7 +597,7 @@ function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp
       path.push(segment);
       out.push({ path: path.slice(), value: buildSlot(child, side, true) });
       path.pop();
-    } else if (c.kind === 'object' || c.kind === 'array') {
+    } else if (kind === 'object' || kind === 'array') {
       const before = out.length;
       path.push(segment);
       const whole = collectChanges(child, side, path, out);
@@ -606,9 +642,9 @@ export function minMaxFromDocuments(
   updateMinMax(mm, max);
   const builtMin = buildSlot(mm.root, 'min', true);
   const builtMax = buildSlot(mm.root, 'max', true);
-  if (!identical(builtMin, min)) mm.root.min.updated = true;
-  if (!identical(builtMax, max)) mm.root.max.updated = true;
-  mm.dirty = mm.root.min.updated || mm.root.max.updated;
+  if (!identical(builtMin, min)) mm.root.minUpdated = true;
+  if (!identical(builtMax, max)) mm.root.maxUpdated = true;
+  mm.dirty = mm.root.minUpdated || mm.root.maxUpdated;
   return mm;
 }
 
