@@ -1,0 +1,52 @@
+/**
+ * Calibration of the catalog's memory estimate (src/catalog/memory-usage.ts): heap held per open bucket,
+ * measured, next to the estimate. Open buckets of one measurement each are made in an engine whose storage
+ * keeps nothing, so the heap growth is the catalog's.
+ *
+ * One field count per process (a finished run's heap is not reliably gone before the next one starts), and
+ * a callable GC:
+ *   node --expose-gc --import tsx bench/memory-calibration.ts 3
+ *   node --expose-gc --import tsx bench/memory-calibration.ts 11
+ */
+import { BucketEngine, MemoryStorage } from '../src/index.js';
+import type { StoredBucket, StorageUpdateResult } from '../src/index.js';
+
+/** A storage that accepts every write and keeps nothing. */
+class DiscardingStorage extends MemoryStorage {
+  override insertOne(_ns: string, _doc: StoredBucket): Promise<void> {
+    return Promise.resolve();
+  }
+
+  override applyCommit(): Promise<StorageUpdateResult> {
+    return Promise.resolve({ kind: 'updated' });
+  }
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc === undefined) throw new Error('run with node --expose-gc --import tsx bench/memory-calibration.ts');
+
+const series = 50_000;
+const fields = Number(process.argv[2] ?? 3);
+const docs = Array.from({ length: series }, (_, i) => {
+  const doc: Record<string, unknown> = { ts: new Date(Date.UTC(2026, 0, 1)), sensor: i };
+  for (let f = 0; f < fields - 1; f++) doc[`f${f}`] = f * 1.5;
+  return doc;
+});
+gc();
+const before = process.memoryUsage().heapUsed;
+const engine = new BucketEngine({
+  storage: new DiscardingStorage(),
+  parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
+});
+const coll = await engine.createCollection('calibration', {
+  timeseries: { timeField: 'ts', metaField: 'sensor' },
+});
+for (let i = 0; i < series; i += 1000) await coll.insertMany(docs.slice(i, i + 1000), { ordered: false });
+gc();
+const heap = process.memoryUsage().heapUsed - before;
+const status = engine.serverStatus().bucketCatalog;
+if (status === undefined) throw new Error('no catalog status');
+console.log(
+  `${fields} fields: heap ${(heap / status.numOpenBuckets).toFixed(0)} B per open bucket, estimate ${(status.memoryUsage / status.numOpenBuckets).toFixed(0)} B`,
+);
+await engine.close();
