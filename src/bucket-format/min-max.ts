@@ -115,10 +115,12 @@ export interface MinMax {
   /** The root (the measurement document). */
   readonly root: MinMaxNode;
   /**
-   * Whether some slot changed since the last {@link takeUpdates}: most commits of a bucket past its first
-   * few measurements change no minimum or maximum, and then the walk of both sides is skipped.
+   * Which sides have a slot changed since the last {@link takeUpdates} ({@link MIN_CHANGED} |
+   * {@link MAX_CHANGED}): a side without changes is not walked. Measurements in time order change the
+   * maximum time on every commit but rarely any minimum, and past a bucket's first measurements most
+   * other fields change neither.
    */
-  dirty: boolean;
+  changed: number;
 }
 
 /** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
@@ -164,6 +166,10 @@ const kNoChildren: ReadonlyArray<MinMaxNode> = Object.freeze([]);
 const MIN = -1;
 const MAX = 1;
 
+/** Bits of {@link MinMax.changed}: a min slot changed; a max slot changed. */
+const MIN_CHANGED = 1;
+const MAX_CHANGED = 2;
+
 /** The server's `kMaxLinearSearchLength`: children searched linearly before a name index is built. */
 const LINEAR_SEARCH_LIMIT = 12;
 
@@ -205,7 +211,7 @@ export function createMinMax(): MinMax {
   root.minEmitted = true;
   root.maxEmitted = true;
   root.children = [];
-  return { root, dirty: false };
+  return { root, changed: 0 };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -225,12 +231,12 @@ export function updateMinMax(
   measurement: Readonly<Record<string, unknown>>,
   options: MinMaxUpdateOptions = {},
 ): void {
-  if (updateObject(mm.root, measurement, true, true, options.skipField)) mm.dirty = true;
+  mm.changed |= updateObject(mm.root, measurement, true, true, options.skipField);
 }
 
 /**
- * The children of `node` are walked with a cursor in step with `doc`'s fields (§3.3). Returns whether a
- * slot changed (here and in the update functions below).
+ * The children of `node` are walked with a cursor in step with `doc`'s fields (§3.3). Returns which sides
+ * had a slot changed ({@link MIN_CHANGED} | {@link MAX_CHANGED}; here and in the update functions below).
  */
 function updateObject(
   node: MinMaxNode,
@@ -238,8 +244,8 @@ function updateObject(
   doMin: boolean,
   doMax: boolean,
   skipField: string | undefined,
-): boolean {
-  let changed = false;
+): number {
+  let changed = 0;
   const children = (node.children ??= []);
   let cursor = 0;
   // Number of leading children matched in order; the range before it never needs searching again.
@@ -275,7 +281,7 @@ function updateObject(
       }
     }
 
-    if (updateNode(children[cursor] as MinMaxNode, value, doMin, doMax)) changed = true;
+    changed |= updateNode(children[cursor] as MinMaxNode, value, doMin, doMax);
     cursor++;
     if (!skipped) handled++;
   }
@@ -329,24 +335,24 @@ function insertChild(node: MinMaxNode, at: number, name: string | null): void {
   if (name !== null) node.index?.set(name, children[at] as MinMaxNode);
 }
 
-function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boolean): boolean {
+function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boolean): number {
   const type = bsonTypeOf(value);
-  let changed = false;
+  let changed = 0;
   if (type === BsonType.object) {
     const takeMin = doMin && takesContainer(node.minKind, node.minValue, CanonicalType.object, 'object', MIN);
     const takeMax = doMax && takesContainer(node.maxKind, node.maxValue, CanonicalType.object, 'object', MAX);
-    if (takeMin && becomeContainer(node, 'min', 'object')) changed = true;
-    if (takeMax && becomeContainer(node, 'max', 'object')) changed = true;
+    if (takeMin && becomeContainer(node, 'min', 'object')) changed |= MIN_CHANGED;
+    if (takeMax && becomeContainer(node, 'max', 'object')) changed |= MAX_CHANGED;
     if (takeMin || takeMax) {
       // A js-bson DBRef is written as the embedded document {$ref, $id, $db?, ...fields}.
       const doc = asDocument(value);
-      if (updateObject(node, doc, takeMin, takeMax, undefined)) changed = true;
+      changed |= updateObject(node, doc, takeMin, takeMax, undefined);
     }
   } else if (type === BsonType.array) {
     const takeMin = doMin && takesContainer(node.minKind, node.minValue, CanonicalType.array, 'array', MIN);
     const takeMax = doMax && takesContainer(node.maxKind, node.maxValue, CanonicalType.array, 'array', MAX);
-    if (takeMin && becomeContainer(node, 'min', 'array')) changed = true;
-    if (takeMax && becomeContainer(node, 'max', 'array')) changed = true;
+    if (takeMin && becomeContainer(node, 'min', 'array')) changed |= MIN_CHANGED;
+    if (takeMax && becomeContainer(node, 'max', 'array')) changed |= MAX_CHANGED;
     if (takeMin || takeMax) {
       // Positional: element i updates child i whatever its name; missing positions are appended.
       const arr = value as ReadonlyArray<unknown>;
@@ -354,7 +360,7 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
       for (let i = 0; i < arr.length; i++) {
         if (i === children.length) insertChild(node, i, null);
         // js-bson writes an undefined element (or a hole) as null.
-        if (updateNode(children[i] as MinMaxNode, arr[i] ?? null, takeMin, takeMax)) changed = true;
+        changed |= updateNode(children[i] as MinMaxNode, arr[i] ?? null, takeMin, takeMax);
       }
     }
   } else {
@@ -362,13 +368,13 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
       node.minKind = 'value';
       node.minValue = value;
       node.minUpdated = true;
-      changed = true;
+      changed |= MIN_CHANGED;
     }
     if (doMax && takesValue(node.maxKind, node.maxValue, value, MAX)) {
       node.maxKind = 'value';
       node.maxValue = value;
       node.maxUpdated = true;
-      changed = true;
+      changed |= MAX_CHANGED;
     }
   }
   return changed;
@@ -528,12 +534,17 @@ export function maxDocument(mm: MinMax): Record<string, unknown> {
  * @returns the operations for each side; empty lists when nothing changed.
  */
 export function takeUpdates(mm: MinMax): MinMaxUpdates {
-  if (!mm.dirty) return kNoUpdates;
-  mm.dirty = false;
-  return { min: takeSide(mm.root, 'min'), max: takeSide(mm.root, 'max') };
+  const changed = mm.changed;
+  if (changed === 0) return kNoUpdates;
+  mm.changed = 0;
+  return {
+    min: (changed & MIN_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'min'),
+    max: (changed & MAX_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'max'),
+  };
 }
 
-const kNoUpdates: MinMaxUpdates = Object.freeze({ min: Object.freeze([]), max: Object.freeze([]) });
+const kNoOps: ReadonlyArray<SetOp> = Object.freeze([]);
+const kNoUpdates: MinMaxUpdates = Object.freeze({ min: kNoOps, max: kNoOps });
 
 function takeSide(root: MinMaxNode, side: Side): SetOp[] {
   const out: SetOp[] = [];
@@ -644,7 +655,7 @@ export function minMaxFromDocuments(
   const builtMax = buildSlot(mm.root, 'max', true);
   if (!identical(builtMin, min)) mm.root.minUpdated = true;
   if (!identical(builtMax, max)) mm.root.maxUpdated = true;
-  mm.dirty = mm.root.minUpdated || mm.root.maxUpdated;
+  mm.changed = (mm.root.minUpdated ? MIN_CHANGED : 0) | (mm.root.maxUpdated ? MAX_CHANGED : 0);
   return mm;
 }
 
