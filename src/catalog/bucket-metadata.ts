@@ -13,6 +13,7 @@
 import { Buffer } from 'node:buffer';
 
 import { serialize } from 'bson';
+import { LRUCache } from 'lru-cache';
 
 import { defineField } from '../util/safe-record.js';
 import { compareUtf8, isPlainObject } from '../util/bson-value.js';
@@ -64,4 +65,65 @@ export function makeBucketMetadata(meta: unknown): BucketMetadata {
   const holder: Record<string, unknown> = {};
   defineField(holder, '', normalizedMeta);
   return { normalizedMeta, key: Buffer.from(serialize(holder)).toString('latin1') };
+}
+
+/** A scalar meta value whose series identity {@link BucketMetadataCache} keeps. */
+type ScalarMeta = string | number | boolean;
+
+/** Options of {@link BucketMetadataCache}. */
+export interface BucketMetadataCacheOptions {
+  /**
+   * Most distinct scalar metas kept.
+   * @defaultValue 10 000
+   */
+  readonly max?: number;
+  /**
+   * Most bytes kept, counting two per UTF-16 unit of a string meta and of its key.
+   * @defaultValue 16 MiB
+   */
+  readonly maxSize?: number;
+}
+
+/**
+ * The series identities of recently seen scalar metas (strings, numbers, booleans), kept across insert
+ * calls: an ingester sends the same sensor ids in every call, and normalising one is a BSON
+ * serialisation. Objects and arrays are not kept (they can change between calls), nor `-0` (a double,
+ * while `0` is an int32, yet one key for a map). Two strings that BSON cannot tell apart (lone
+ * surrogates are written as U+FFFD) are two entries with the same key: the identity is still BSON's.
+ */
+export class BucketMetadataCache {
+  readonly #cache: LRUCache<ScalarMeta, BucketMetadata>;
+
+  /**
+   * @param options - entry and byte limits.
+   */
+  constructor(options: BucketMetadataCacheOptions = {}) {
+    this.#cache = new LRUCache<ScalarMeta, BucketMetadata>({
+      max: options.max ?? 10_000,
+      maxSize: options.maxSize ?? 16 * 1024 * 1024,
+      sizeCalculation: (metadata, meta) =>
+        64 + 2 * metadata.key.length + (typeof meta === 'string' ? 2 * meta.length : 0),
+    });
+  }
+
+  /**
+   * The series identity of a meta value, as {@link makeBucketMetadata} computes it.
+   *
+   * @param meta - the metaField value, or `undefined` when the measurement has none.
+   * @returns the normalised meta and its key (shared: do not mutate).
+   * @throws what {@link makeBucketMetadata} throws for a value BSON cannot hold.
+   */
+  get(meta: unknown): BucketMetadata {
+    const scalar =
+      typeof meta === 'string' ||
+      typeof meta === 'boolean' ||
+      (typeof meta === 'number' && !Object.is(meta, -0));
+    if (!scalar) return makeBucketMetadata(meta);
+    let metadata = this.#cache.get(meta);
+    if (metadata === undefined) {
+      metadata = makeBucketMetadata(meta);
+      this.#cache.set(meta, metadata);
+    }
+    return metadata;
+  }
 }

@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 import { BucketCatalog } from '../catalog/bucket-catalog.js';
+import { BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { BucketCatalogServerStatus } from '../catalog/bucket-catalog.js';
 import { TimeseriesError } from '../errors.js';
 import { resolveCollectionOptions, resolveServerParameters, sameCollectionOptions } from '../options.js';
@@ -96,6 +97,8 @@ export class BucketEngine {
   /** Database name used in namespaces. */
   readonly dbName: string;
   readonly #collections = new Map<string, TimeseriesCollection>();
+  /** Series identities of scalar metas, shared by the collections (normalisation is per value, not per ns). */
+  readonly #metadataCache = new BucketMetadataCache();
   readonly #compressor: ClosedBucketCompressor | undefined;
   readonly #ttlMonitor: TTLMonitor | undefined;
   #closed = false;
@@ -183,6 +186,7 @@ export class BucketEngine {
         catalog: this.catalog,
         storage: this.storage,
         assertOpen: this.#assertOpen,
+        metadata: this.#metadataCache,
         afterWrite: () => this.#compressor?.drain() ?? Promise.resolve(),
         clock: this.clock,
         onDrop: (dropped) => {

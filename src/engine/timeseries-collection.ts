@@ -7,8 +7,7 @@ import { ObjectId } from 'bson';
 
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
-import { makeBucketMetadata } from '../catalog/bucket-metadata.js';
-import type { BucketMetadata } from '../catalog/bucket-metadata.js';
+import type { BucketMetadata, BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { ExecutionStatsSnapshot } from '../catalog/execution-stats.js';
 import { makeExecutionStats, snapshotExecutionStats } from '../catalog/execution-stats.js';
 import { BulkWriteError, TimeseriesError } from '../errors.js';
@@ -107,6 +106,8 @@ export interface CollectionContext {
   readonly storage: Storage;
   /** Throws if the engine was closed. */
   readonly assertOpen: () => void;
+  /** Series identities of scalar metas seen by the engine's collections (normalised once, not per call). */
+  readonly metadata: BucketMetadataCache;
   /** Finishes work an insert triggered (compressing the buckets it closed) before the insert returns. */
   readonly afterWrite: () => Promise<void>;
   /** The engine's clock (collMod's TTL bound). */
@@ -253,7 +254,7 @@ export class TimeseriesCollection {
       let metadata = cacheable ? metaCache.get(meta) : undefined;
       if (metadata === undefined) {
         try {
-          metadata = makeBucketMetadata(meta);
+          metadata = this.#ctx.metadata.get(meta);
         } catch (cause) {
           const error = new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
             ...(metaField === undefined ? {} : { field: metaField }),

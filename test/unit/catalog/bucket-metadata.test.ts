@@ -1,7 +1,12 @@
 import { Double, Int32, Long } from 'bson';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-import { makeBucketMetadata, normalizeMetadata } from '../../../src/catalog/bucket-metadata.js';
+import {
+  BucketMetadataCache,
+  makeBucketMetadata,
+  normalizeMetadata,
+} from '../../../src/catalog/bucket-metadata.js';
 import { compareUtf8 } from '../../../src/util/bson-value.js';
 
 describe('normalizeMetadata', () => {
@@ -53,5 +58,44 @@ describe('series identity (makeBucketMetadata)', () => {
   it('different values are different series', () => {
     expect(key({ a: 1 })).not.toBe(key({ a: 2 }));
     expect(key('a')).not.toBe(key(['a']));
+  });
+});
+
+describe('BucketMetadataCache', () => {
+  it('gives the identity makeBucketMetadata gives, for any sequence of metas, also under eviction', () => {
+    const scalar = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 4 }),
+      fc.integer({ min: -3, max: 3 }),
+      fc.constantFrom(0, -0, 0.5, 2 ** 31, -(2 ** 31) - 1, NaN, Infinity, true, false),
+    );
+    const meta = fc.oneof(
+      scalar,
+      fc.constant(null),
+      fc.constant(undefined),
+      fc.dictionary(fc.string(), scalar),
+    );
+    fc.assert(
+      fc.property(fc.array(meta, { maxLength: 60 }), fc.integer({ min: 1, max: 8 }), (metas, max) => {
+        const cache = new BucketMetadataCache({ max });
+        for (const m of metas) {
+          const expected = makeBucketMetadata(m);
+          const got = cache.get(m);
+          expect(got.key).toBe(expected.key);
+          expect(got.normalizedMeta).toEqual(expected.normalizedMeta);
+        }
+      }),
+    );
+  });
+
+  it('keeps scalars only: an object changed between calls gets its new identity', () => {
+    const cache = new BucketMetadataCache();
+    const meta: Record<string, unknown> = { site: 'a' };
+    const first = cache.get(meta).key;
+    meta.site = 'b';
+    expect(cache.get(meta).key).not.toBe(first);
+    expect(cache.get(meta).key).toBe(makeBucketMetadata({ site: 'b' }).key);
+    // 0 is an int32 and -0 a double: two series.
+    expect(cache.get(0).key).not.toBe(cache.get(-0).key);
+    expect(cache.get('x')).toBe(cache.get('x'));
   });
 });
