@@ -225,7 +225,10 @@ function makeBucketDelta(input: BucketUpdateInput): BucketDelta {
   const created = new Map<string, unknown[]>();
   for (let i = 0; i < n; i++) {
     const m = measurements[i] as Measurement;
-    for (const field of Object.keys(m)) {
+    // for-in with an own-property check, not Object.keys: no array of names per call (this runs
+    // for every measurement).
+    for (const field in m) {
+      if (!hasOwnField(m, field)) continue;
       if (field === metaField) continue;
       const value = m[field];
       if (value === undefined) continue;
@@ -377,7 +380,10 @@ function appendColumns(
   for (let i = 0; i < measurements.length; i++) {
     const m = measurements[i] as Measurement;
     const key = firstIndex + i;
-    for (const field of Object.keys(m)) {
+    // for-in with an own-property check, not Object.keys: no array of names per call (this runs
+    // for every measurement).
+    for (const field in m) {
+      if (!hasOwnField(m, field)) continue;
       if (field === metaField) continue;
       const value = m[field];
       if (value === undefined) continue;

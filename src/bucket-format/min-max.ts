@@ -56,7 +56,7 @@ import {
   compareUtf8,
   dbRefToDocument,
 } from '../util/bson-value.js';
-import { defineField, isPathSafeFieldName } from '../util/safe-record.js';
+import { defineField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 import type { DBRef } from 'bson';
 
 /** The kind of a min or max slot; see the transition table in this module's documentation. */
@@ -251,7 +251,10 @@ function updateObject(
   // Number of leading children matched in order; the range before it never needs searching again.
   let handled = 0;
   let skipped = false;
-  for (const name of Object.keys(doc)) {
+  // for-in with an own-property check, not Object.keys: no array of names per call (this runs
+  // for every measurement).
+  for (const name in doc) {
+    if (!hasOwnField(doc, name)) continue;
     const value = doc[name];
     // `undefined` means missing (js-bson `ignoreUndefined`), and the metaField is not summarised.
     if (value === undefined || name === skipField) continue;

@@ -27,6 +27,7 @@
 
 import type { DBRef } from 'bson';
 import { BsonType, bsonTypeOf, canonicalTypeOfBsonType, dbRefToDocument } from '../util/bson-value.js';
+import { hasOwnField } from '../util/safe-record.js';
 
 /** The kind of a {@link SchemaNode}: only containers are nodes (see {@link SchemaEntry}). */
 export type SchemaNodeKind = 'object' | 'array';
@@ -117,7 +118,10 @@ function updateObject(
   skipField: string | undefined,
 ): boolean {
   const fields = node.fields as Map<string, SchemaEntry>;
-  for (const name of Object.keys(doc)) {
+  // for-in with an own-property check, not Object.keys: no array of names per call (this runs
+  // for every measurement).
+  for (const name in doc) {
+    if (!hasOwnField(doc, name)) continue;
     const value = doc[name];
     if (value === undefined || name === skipField) continue;
     const entry = fields.get(name);

@@ -8,6 +8,7 @@ import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { MinMax } from '../bucket-format/min-max.js';
 import type { Schema } from '../bucket-format/schema.js';
 import { bsonValueSize } from '../util/bson-value.js';
+import { hasOwnField } from '../util/safe-record.js';
 import type { BucketId, BucketKey } from './bucket-identifiers.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
 import type { WriteBatch } from './write-batch.js';
@@ -159,7 +160,10 @@ export function calculateBucketFieldsAndSizeChange(
   const digits = numDigits(bucket.numMeasurements);
   let size = 0;
   let newFieldNames: string[] | undefined;
-  for (const field of Object.keys(measurement)) {
+  // for-in with an own-property check, not Object.keys: no array of names per call (this runs
+  // for every measurement).
+  for (const field in measurement) {
+    if (!hasOwnField(measurement, field)) continue;
     if (field === metaField) continue;
     const value = measurement[field];
     if (value === undefined) continue;

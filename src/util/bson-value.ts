@@ -35,7 +35,7 @@ import type {
   Timestamp,
 } from 'bson';
 import { TimeseriesError } from '../errors.js';
-import { defineField } from './safe-record.js';
+import { defineField, hasOwnField } from './safe-record.js';
 import { wrapInt64 } from './int64.js';
 
 /**
@@ -728,7 +728,10 @@ function indexNameLength(i: number): number {
 
 function documentSize(doc: Record<string, unknown>): number {
   let size = 5; // int32 length + trailing NUL
-  for (const key of Object.keys(doc)) {
+  // for-in with an own-property check, not Object.keys: no array of names per call (documents are
+  // sized for every measurement and every bucket).
+  for (const key in doc) {
+    if (!hasOwnField(doc, key)) continue;
     const v = doc[key];
     if (v !== undefined) size += 2 + Buffer.byteLength(key, 'utf8') + bsonValueSize(v);
   }
