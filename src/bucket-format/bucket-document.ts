@@ -221,29 +221,34 @@ export function applyCommitToDocument(doc: Record<string, unknown>, commit: Buck
 function makeBucketDelta(input: BucketUpdateInput): BucketDelta {
   const { measurements, metaField, existingColumns } = input;
   const n = measurements.length;
-  const existing = new Map<string, unknown[]>();
-  const created = new Map<string, unknown[]>();
+  // One map of cells by field, in first-appearance order; whether a column exists is asked per column
+  // below, not per cell.
+  const byField = new Map<string, unknown[]>();
   for (let i = 0; i < n; i++) {
     const m = measurements[i] as Measurement;
-    // for-in with an own-property check, not Object.keys: no array of names per call (this runs
-    // for every measurement).
+    // for-in with an own-property check, not Object.keys: no array of names per measurement.
     for (const field in m) {
-      if (!hasOwnField(m, field)) continue;
-      if (field === metaField) continue;
+      if (!hasOwnField(m, field) || field === metaField) continue;
       const value = m[field];
       if (value === undefined) continue;
-      const target = existingColumns.has(field) ? existing : created;
-      let values = target.get(field);
+      let values = byField.get(field);
       if (values === undefined) {
         values = new Array<unknown>(n);
-        target.set(field, values);
+        byField.set(field, values);
       }
       values[i] = value;
     }
   }
   const columns: DeltaColumn[] = [];
-  for (const [field, values] of existing) columns.push({ field, created: false, values });
-  for (const [field, values] of created) columns.push({ field, created: true, values });
+  let numCreated = 0;
+  for (const [field, values] of byField) {
+    if (existingColumns.has(field)) columns.push({ field, created: false, values });
+    else numCreated++;
+  }
+  if (numCreated > 0) {
+    for (const [field, values] of byField)
+      if (!existingColumns.has(field)) columns.push({ field, created: true, values });
+  }
   return {
     firstIndex: input.numPreviouslyCommittedMeasurements,
     count: n,

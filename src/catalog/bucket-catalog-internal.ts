@@ -320,7 +320,7 @@ function findEligibleBucket(
         alternates.push(bucket);
       }
     }
-    alternates.sort(compareAlternates);
+    if (alternates.length > 1) alternates.sort(compareAlternates);
     for (const bucket of alternates) {
       const check = determineRolloverReason(state, coll, options, bucket, item);
       if (check.kind === 'fits') return { kind: 'found', bucket, change: check.change };
