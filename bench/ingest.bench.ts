@@ -6,13 +6,16 @@
  * 2. vs the classic hand-written bucket pattern: per measurement, an `$inc`/`$push` update of a
  *    pre-allocated bucket document through mingo's updater;
  * 3. concurrency: 1, 8 and 64 writers on overlapping series;
- * 4. scaling: cost per measurement at 10, 1 000 and 100 000 series, memory per open bucket.
+ * 4. storage latency: a storage that takes 1 ms per bucket write, committed one at a time or 16 at once;
+ * 5. scaling: cost per measurement at 10, 1 000 and 100 000 series, memory per open bucket.
  */
+import { setTimeout as delay } from 'node:timers/promises';
+
 import { calculateObjectSize, serialize } from 'bson';
 import { update } from 'mingo/updater';
 
-import { BucketEngine } from '../src/index.js';
-import type { TimeseriesCollection } from '../src/index.js';
+import { BucketEngine, MemoryStorage } from '../src/index.js';
+import type { BucketCommit, StoredBucket, StorageUpdateResult, TimeseriesCollection } from '../src/index.js';
 import { tsbsCpuOnly, sparseSensors } from './datasets.js';
 import type { Doc } from './datasets.js';
 import { compare, heading, rate } from './harness.js';
@@ -130,6 +133,24 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     );
   }
 
+  heading('storage latency: 1 ms per bucket write (a storage across a network), TSBS, 100 hosts');
+  const slowDocs = docs.slice(0, quick ? 5_000 : 20_000);
+  for (const writeConcurrency of [1, 16]) {
+    const storage = new SlowStorage(writeConcurrency);
+    const engine = new BucketEngine({ storage });
+    const coll = await engine.createCollection('slow', {
+      timeseries: { timeField: 'ts', metaField: 'tags' },
+    });
+    const t = performance.now();
+    for (let i = 0; i < slowDocs.length; i += 1000)
+      await coll.insertMany(slowDocs.slice(i, i + 1000), { ordered: false });
+    const ms = performance.now() - t;
+    console.log(
+      `writeConcurrency ${String(writeConcurrency).padStart(2)}: ${rate((slowDocs.length / ms) * 1000)}, ${storage.writes} bucket writes, ${(ms / (slowDocs.length / 1000)).toFixed(0)} ms per insertMany of 1000`,
+    );
+    await engine.close();
+  }
+
   heading('scaling: cost per measurement by number of series (sparse sensors, 8 optional fields)');
   const perSeries: number[] = [];
   for (const series of [10, 1_000, 100_000]) {
@@ -159,6 +180,29 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     `spread of cost per measurement across 10..100000 series: ${spread.toFixed(0)}% (target <= 20%)`,
   );
   if (sink === 0) console.log('');
+}
+
+/** MemoryStorage with a 1 ms wait before each bucket write, like a round trip to a server. */
+class SlowStorage extends MemoryStorage {
+  writes = 0;
+  readonly writeConcurrency: number;
+
+  constructor(writeConcurrency: number) {
+    super();
+    this.writeConcurrency = writeConcurrency;
+  }
+
+  override async insertOne(ns: string, doc: StoredBucket): Promise<void> {
+    this.writes++;
+    await delay(1);
+    return super.insertOne(ns, doc);
+  }
+
+  override async applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+    this.writes++;
+    await delay(1);
+    return super.applyCommit(ns, commit);
+  }
 }
 
 async function ingestSensors(

@@ -71,9 +71,8 @@ export async function commitMeasurements(
     });
     // Commit what this writer claims, in bucket-id order (STYLE rule 3), then wait for the rest.
     const ordered = [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
-    for (const batch of ordered) {
-      if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) await commitBatch(ctx, batch);
-    }
+    const claimed = ordered.filter((batch) => ctx.catalog.claimWriteBatchCommitRights(batch, opId));
+    await commitAll(ctx, claimed, ctx.storage.writeConcurrency ?? 1);
     const retry: number[] = [];
     for (const batch of ordered) {
       const indices = batches.get(batch) as number[];
@@ -95,6 +94,32 @@ export async function commitMeasurements(
     pending = retry.sort((a, b) => a - b);
   }
   return outcomes;
+}
+
+/**
+ * Commit claimed batches, at most `concurrency` at a time, starting them in the given order.
+ *
+ * Concurrent commits cannot deadlock: a commit holds its bucket's prepared slot only while it writes and
+ * finishes, and waits for another writer's prepared batch only before taking a slot (prepareCommit).
+ *
+ * @param ctx - catalog, storage and buckets namespace.
+ * @param batches - batches whose commit rights this writer holds, in bucket-id order.
+ * @param concurrency - most commits in flight (the storage's `writeConcurrency`).
+ */
+async function commitAll(
+  ctx: CommitContext,
+  batches: ReadonlyArray<WriteBatch>,
+  concurrency: number,
+): Promise<void> {
+  if (concurrency <= 1 || batches.length <= 1) {
+    for (const batch of batches) await commitBatch(ctx, batch);
+    return;
+  }
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < batches.length) await commitBatch(ctx, batches[next++] as WriteBatch);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
 }
 
 /**

@@ -69,6 +69,13 @@ export interface MongoStorageOptions {
    * @defaultValue `{ maxRetries: 5, initialDelayMs: 50, maxDelayMs: 2000 }`
    */
   readonly retry?: MongoStorageRetryOptions;
+  /**
+   * Bucket writes one insert call may have in flight at once (`Storage.writeConcurrency`): an insert
+   * that touches many series waits for about `buckets / writeConcurrency` round trips instead of one per
+   * bucket. Bounded by the driver's connection pool (`maxPoolSize`, 100 by default).
+   * @defaultValue 16
+   */
+  readonly writeConcurrency?: number;
 }
 
 /** Validated retry options. Built only by {@link resolveMongoStorageOptions}. */
@@ -91,6 +98,8 @@ export interface ResolvedMongoStorageConfig {
   readonly mode: MongoStorageMode;
   /** Retry policy. */
   readonly retry: ResolvedRetryConfig;
+  /** Bucket writes in flight per insert call. */
+  readonly writeConcurrency: number;
 }
 
 /** Default retry count. */
@@ -99,6 +108,8 @@ export const kDefaultMaxRetries = 5;
 export const kDefaultInitialDelayMs = 50;
 /** Default cap of the delay bound, ms. */
 export const kDefaultMaxDelayMs = 2000;
+/** Default bucket writes in flight per insert call. */
+export const kDefaultWriteConcurrency = 16;
 
 /**
  * Sleep with a timer that does not keep the process alive (a retry must not delay process exit).
@@ -118,8 +129,8 @@ export function unrefSleep(ms: number): Promise<void> {
  * @param options - the public options (all optional).
  * @returns the resolved config.
  * @throws {@link TimeseriesError} `BadValue` naming the option (`field`) for an unknown mode, a negative
- *   or non-integer `maxRetries`, a negative or non-finite delay, `initialDelayMs > maxDelayMs`, or a
- *   `sleep`/`random` that is not a function.
+ *   or non-integer `maxRetries`, a negative or non-finite delay, `initialDelayMs > maxDelayMs`, a
+ *   `sleep`/`random` that is not a function, or a `writeConcurrency` that is not a positive integer.
  */
 export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): ResolvedMongoStorageConfig {
   const mode = options.mode ?? 'timeseries';
@@ -158,9 +169,18 @@ export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): R
   }
   const sleep = functionOption(retry.sleep, unrefSleep, 'retry.sleep');
   const random = functionOption(retry.random, Math.random, 'retry.random');
+  const writeConcurrency = options.writeConcurrency ?? kDefaultWriteConcurrency;
+  if (!Number.isSafeInteger(writeConcurrency) || writeConcurrency < 1) {
+    throw new TimeseriesError(
+      'BadValue',
+      `writeConcurrency must be a positive integer, got ${String(writeConcurrency)}`,
+      { field: 'writeConcurrency' },
+    );
+  }
   return Object.freeze({
     mode,
     retry: Object.freeze({ maxRetries, initialDelayMs, maxDelayMs, sleep, random }),
+    writeConcurrency,
   });
 }
 

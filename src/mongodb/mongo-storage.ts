@@ -108,6 +108,11 @@ export class MongoStorage implements Storage {
     this.config = resolveMongoStorageOptions(options);
   }
 
+  /** {@inheritDoc Storage.writeConcurrency} */
+  get writeConcurrency(): number {
+    return this.config.writeConcurrency;
+  }
+
   /** The storage mode. */
   get mode(): MongoStorageMode {
     return this.config.mode;

@@ -63,6 +63,15 @@ export interface StorageIndex {
  */
 export interface Storage {
   /**
+   * How many bucket writes (`insertOne` and `applyCommit`, each to a different bucket) one insert call
+   * may have in flight at once. A storage across a network sets it above 1, so that an insert touching
+   * many series waits for a few round trips rather than one per bucket; an in-memory storage leaves it
+   * at 1 (each write completes at once, and one at a time is cheapest).
+   *
+   * @defaultValue 1
+   */
+  readonly writeConcurrency?: number;
+  /**
    * Prepare a buckets collection (idempotent).
    *
    * @param ns - namespace of the buckets collection (`<db>.system.buckets.<name>`).

@@ -83,6 +83,8 @@ describe('MongoStorage options', () => {
     const config = resolveMongoStorageOptions();
     expect(config.mode).toBe('timeseries');
     expect(config.retry).toMatchObject({ maxRetries: 5, initialDelayMs: 50, maxDelayMs: 2000 });
+    expect(config.writeConcurrency).toBe(16);
+    expect(new MongoStorage(new FakeDb(), { writeConcurrency: 4 }).writeConcurrency).toBe(4);
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.retry)).toBe(true);
     expect(new MongoStorage(new FakeDb(), { mode: 'buckets' }).mode).toBe('buckets');
@@ -95,6 +97,8 @@ describe('MongoStorage options', () => {
     [{ retry: { initialDelayMs: Number.NaN } }, 'retry.initialDelayMs'],
     [{ retry: { maxDelayMs: -1 } }, 'retry.maxDelayMs'],
     [{ retry: { initialDelayMs: 100, maxDelayMs: 10 } }, 'retry.initialDelayMs'],
+    [{ writeConcurrency: 0 }, 'writeConcurrency'],
+    [{ writeConcurrency: 2.5 }, 'writeConcurrency'],
   ])('rejects %j naming the option', (options, field) => {
     let error: unknown;
     try {

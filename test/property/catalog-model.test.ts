@@ -156,28 +156,48 @@ const commandArb = fc
 describe('engine write path against a model', () => {
   it('acknowledges exactly what it stores, under concurrency and storage failures', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.commands([commandArb], { maxCommands: 12 }), async (cmds) => {
-        const storage = new FaultyStorage();
-        const engine = new BucketEngine({
-          storage,
-          parameters: {
-            timeseriesBucketMaxCount: kMaxCount,
-            timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
-          },
-        });
-        const coll = await engine.createCollection('m', {
-          timeseries: {
-            timeField: 'ts',
-            metaField: 'tag',
-            bucketMaxSpanSeconds: kSpanSeconds,
-            bucketRoundingSeconds: kSpanSeconds,
-          },
-        });
-        const model: Model = { acknowledged: new Set(), failed: new Set(), nextId: 0 };
-        await fc.asyncModelRun(() => ({ model, real: { engine, coll, storage } }), cmds);
-      }),
+      fc.asyncProperty(
+        fc.commands([commandArb], { maxCommands: 12 }),
+        fc.constantFrom(1, 3),
+        async (cmds, writeConcurrency) => {
+          // writeConcurrency 3: each call commits up to three batches at once, as over a network.
+          const storage = new FaultyStorage(writeConcurrency);
+          const engine = new BucketEngine({
+            storage,
+            parameters: {
+              timeseriesBucketMaxCount: kMaxCount,
+              timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+            },
+          });
+          const coll = await engine.createCollection('m', {
+            timeseries: {
+              timeField: 'ts',
+              metaField: 'tag',
+              bucketMaxSpanSeconds: kSpanSeconds,
+              bucketRoundingSeconds: kSpanSeconds,
+            },
+          });
+          const model: Model = { acknowledged: new Set(), failed: new Set(), nextId: 0 };
+          await fc.asyncModelRun(() => ({ model, real: { engine, coll, storage } }), cmds);
+        },
+      ),
       { numRuns: 150 },
     );
+  });
+
+  it("commits up to the storage's writeConcurrency batches of one call at once, and one at a time by default", async () => {
+    for (const writeConcurrency of [1, 4]) {
+      const storage = new FaultyStorage(writeConcurrency);
+      const engine = new BucketEngine({ storage });
+      const coll = await engine.createCollection('c', { timeseries: { timeField: 'ts', metaField: 'tag' } });
+      const docs = Array.from({ length: 30 }, (_, i) => ({ ts: new Date(base + i * 1000), tag: i % 10, i }));
+      await coll.insertMany(docs, { ordered: false });
+      expect(storage.maxInFlight).toBe(writeConcurrency);
+      await coll.insertMany(docs.map((d) => ({ ...d, ts: new Date(d.ts.getTime() + 60_000) })));
+      expect(await coll.countDocuments()).toBe(60);
+      expect((await coll.stats()).timeseries.numCommits).toBe(20);
+      await engine.close();
+    }
   });
 
   it('with several writers overlapping, group commit makes fewer commits than calls', async () => {

@@ -18,13 +18,34 @@ export type WriteFault =
 export class FaultyStorage extends MemoryStorage {
   readonly faults: WriteFault[] = [];
   writes = 0;
+  /** Writes started and not finished, and the most seen at once. */
+  inFlight = 0;
+  maxInFlight = 0;
+  /** {@inheritDoc Storage.writeConcurrency} */
+  readonly writeConcurrency: number;
+
+  /**
+   * @param writeConcurrency - what the storage tells the engine (1: one write at a time).
+   */
+  constructor(writeConcurrency = 1) {
+    super();
+    this.writeConcurrency = writeConcurrency;
+  }
 
   async #intercept(): Promise<void> {
     this.writes++;
-    const fault = this.faults.shift();
-    if (fault === undefined) return;
-    if (fault.kind === 'fail') throw fault.error;
-    await fault.gate;
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      const fault = this.faults.shift();
+      // Every write yields once, so that writes the engine starts together overlap.
+      await Promise.resolve();
+      if (fault === undefined) return;
+      if (fault.kind === 'fail') throw fault.error;
+      await fault.gate;
+    } finally {
+      this.inFlight--;
+    }
   }
 
   override async insertOne(ns: string, doc: StoredBucket): Promise<void> {
