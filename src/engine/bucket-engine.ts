@@ -131,6 +131,7 @@ export class BucketEngine {
                 ? undefined
                 : { bucketsNs: coll.bucketsNamespace, timeField: coll.options.timeField };
             },
+            parameters.timeseriesValidateCompressedBuckets,
           )
         : undefined;
     this.catalog = new BucketCatalog({

@@ -40,20 +40,25 @@ export class ClosedBucketCompressor {
   readonly #storage: Storage;
   readonly #catalog: () => BucketCatalog;
   readonly #target: (ns: string) => CompressionTarget | undefined;
+  readonly #validate: boolean;
 
   /**
    * @param storage - where buckets are stored.
    * @param catalog - the catalog whose statistics record the outcomes.
    * @param target - the buckets namespace and time field of a collection (undefined once dropped).
+   * @param validate - decompress each compressed bucket and compare it before writing it
+   *   (`timeseriesValidateCompressedBuckets`).
    */
   constructor(
     storage: Storage,
     catalog: () => BucketCatalog,
     target: (ns: string) => CompressionTarget | undefined,
+    validate: boolean,
   ) {
     this.#storage = storage;
     this.#catalog = catalog;
     this.#target = target;
+    this.#validate = validate;
   }
 
   /**
@@ -85,7 +90,7 @@ export class ClosedBucketCompressor {
       doc = found;
     }
     if (doc === undefined) return;
-    const result = compressBucket(doc, target.timeField);
+    const result = compressBucket(doc, target.timeField, { validate: this.#validate });
     const catalog = this.#catalog();
     switch (result.kind) {
       case 'compressed': {

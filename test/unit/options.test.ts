@@ -920,8 +920,12 @@ describe('resolveServerParameters', () => {
       timeseriesIdleBucketExpiryMemoryUsageThreshold: -1,
       timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: mib16 * 5 * 10485,
       timeseriesIdleBucketExpiryMaxCountPerAttempt: 3,
+      timeseriesValidateCompressedBuckets: true,
     });
     expect(Object.isFrozen(p)).toBe(true);
+    expect(resolveServerParameters({ timeseriesValidateCompressedBuckets: false }, GiB16)).toMatchObject({
+      timeseriesValidateCompressedBuckets: false,
+    });
   });
 
   it.each([
@@ -989,6 +993,16 @@ describe('resolveServerParameters', () => {
         codeName: 'TypeMismatch',
         message: "Invalid value for parameter timeseriesBucketMaxCount: expected a number, got type 'string'",
         field: 'timeseriesBucketMaxCount',
+      },
+    ],
+    [
+      'a non-boolean for timeseriesValidateCompressedBuckets',
+      { timeseriesValidateCompressedBuckets: 1 },
+      {
+        codeName: 'TypeMismatch',
+        message:
+          "Invalid value for parameter timeseriesValidateCompressedBuckets: expected a boolean, got type 'int'",
+        field: 'timeseriesValidateCompressedBuckets',
       },
     ],
     [

@@ -1,8 +1,9 @@
-import { Decimal128, Double, Int32, Long, ObjectId } from 'bson';
+import { calculateObjectSize, Decimal128, Double, Int32, Long, ObjectId, serialize } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, BulkWriteError, TimeseriesError } from '../../../src/index.js';
 import type { ServerParameters } from '../../../src/index.js';
+import { decompressBucket } from '../../../src/bucket-format/bucket-compression.js';
 import { Deferred } from '../../../src/util/deferred.js';
 import { FaultyStorage } from '../../support/faulty-storage.js';
 
@@ -239,6 +240,44 @@ describe('rollover', () => {
       (b) => Object.keys((b.data as { ts: object }).ts).length,
     );
     expect(counts).toEqual([3, 1]);
+  });
+});
+
+describe('compression on close', () => {
+  const rows = Array.from({ length: 250 }, (_, i) => ({
+    ts: new Date(Date.UTC(2024, 0, 1, 0, 0, i)),
+    sensor: i % 2,
+    temp: 20 + Math.round(Math.sin(i) * 1000) / 100,
+  }));
+
+  async function ingest(parameters: ServerParameters) {
+    const { coll } = await setup({ timeseriesBucketMaxCount: 50, ...parameters });
+    await coll.insertMany(rows, { ordered: false });
+    const buckets = await coll.buckets.find().toArray();
+    return { buckets, stats: (await coll.stats()).timeseries };
+  }
+
+  it('rewrites each closed bucket as version 2 and counts its sizes, with or without validation', async () => {
+    const validated = await ingest({});
+    const unvalidated = await ingest({ timeseriesValidateCompressedBuckets: false });
+    for (const { buckets, stats } of [validated, unvalidated]) {
+      const compressed = buckets.filter((b) => (b.control as { version: number }).version === 2);
+      // 125 measurements per series, 50 per bucket: two full buckets per series are closed.
+      expect(compressed).toHaveLength(4);
+      expect(stats.numCompressedBuckets).toBe(4);
+      expect(stats.numBytesCompressed).toBe(compressed.reduce((n, b) => n + calculateObjectSize(b), 0));
+      expect(stats.numBytesUncompressed).toBe(
+        compressed.reduce((n, b) => n + calculateObjectSize(decompressBucket(b)), 0),
+      );
+      const stored = buckets.flatMap((b) =>
+        Object.values((decompressBucket(b).data as { temp: object }).temp),
+      );
+      expect(stored.sort()).toEqual(rows.map((r) => r.temp).sort());
+    }
+    // The check changes nothing in what is written: the same bytes, bucket ids aside.
+    const bytes = (buckets: ReadonlyArray<Record<string, unknown>>) =>
+      buckets.map((b) => serialize({ ...b, _id: null }).toString('hex'));
+    expect(bytes(unvalidated.buckets)).toEqual(bytes(validated.buckets));
   });
 });
 
