@@ -269,8 +269,8 @@ describe('compression on close', () => {
       expect(stats.numBytesUncompressed).toBe(
         compressed.reduce((n, b) => n + calculateObjectSize(decompressBucket(b)), 0),
       );
-      const stored = buckets.flatMap((b) =>
-        Object.values((decompressBucket(b).data as { temp: object }).temp),
+      const stored = buckets.flatMap((b): number[] =>
+        Object.values((decompressBucket(b).data as { temp: Record<string, number> }).temp),
       );
       expect(stored.sort()).toEqual(rows.map((r) => r.temp).sort());
     }
