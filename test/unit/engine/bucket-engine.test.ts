@@ -276,7 +276,7 @@ describe('compression on close', () => {
     }
     // The check changes nothing in what is written: the same bytes, bucket ids aside.
     const bytes = (buckets: ReadonlyArray<Record<string, unknown>>) =>
-      buckets.map((b) => serialize({ ...b, _id: null }).toString('hex'));
+      buckets.map((b) => Buffer.from(serialize({ ...b, _id: null })).toString('hex'));
     expect(bytes(unvalidated.buckets)).toEqual(bytes(validated.buckets));
   });
 });
