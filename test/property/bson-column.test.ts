@@ -16,7 +16,7 @@ import {
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-import { BSONColumn } from '../../src/bucket-format/bson-column/bson-column.js';
+import { BSONColumn, BSONColumnBuilder } from '../../src/bucket-format/bson-column/bson-column.js';
 import { TimeseriesError } from '../../src/errors.js';
 
 /** BSON bytes of each entry, to compare sequences exactly. */
@@ -134,6 +134,47 @@ describe('BSONColumn round trip', () => {
         );
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+/** The column a new builder writes for `values`. */
+function encodeWithNewBuilder(values: ReadonlyArray<unknown>): string {
+  const builder = new BSONColumnBuilder();
+  for (const v of values) builder.append(v);
+  return Buffer.from(builder.finalize()).toString('hex');
+}
+
+describe('BSONColumnBuilder reuse', () => {
+  it('a builder reused after finalize writes what a new builder writes', () => {
+    fc.assert(
+      fc.property(fc.array(series, { minLength: 2, maxLength: 4 }), (columns) => {
+        // Arrange
+        const reused = new BSONColumnBuilder();
+        for (const values of columns) {
+          // Act
+          for (const v of values) reused.append(v);
+          const bytes = Buffer.from(reused.finalize()).toString('hex');
+          // Assert
+          expect(bytes).toBe(encodeWithNewBuilder(values));
+          expect(Buffer.from(BSONColumn.encode(values)).toString('hex')).toBe(bytes);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('BSONColumn.encode after an encode that threw writes what a new builder writes', () => {
+    fc.assert(
+      fc.property(series, series, fc.nat(), (failing, values, at) => {
+        // Arrange: a value with no BSON representation somewhere in the first column.
+        const withFunction = [...failing];
+        withFunction.splice(at % (failing.length + 1), 0, () => 0);
+        // Act / Assert
+        expect(() => BSONColumn.encode(withFunction)).toThrow(TimeseriesError);
+        expect(Buffer.from(BSONColumn.encode(values)).toString('hex')).toBe(encodeWithNewBuilder(values));
+      }),
+      { numRuns: 300 },
     );
   });
 });

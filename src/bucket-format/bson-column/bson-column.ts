@@ -31,6 +31,8 @@ export interface BSONColumnCodec {
   decode(bytes: Uint8Array, options?: DecodeOptions): unknown[];
 }
 
+let idleBuilder: BSONColumnBuilder | undefined;
+
 /**
  * Encoder and decoder of BSONColumn binaries.
  *
@@ -59,9 +61,15 @@ export interface BSONColumnCodec {
  */
 export const BSONColumn: BSONColumnCodec = Object.freeze({
   encode(values: ReadonlyArray<unknown>): Uint8Array {
-    const builder = new BSONColumnBuilder();
+    // One builder serves every call (a new one allocates a dozen buffers, more than a short column costs
+    // to encode). It is taken out while in use, so a nested call (a `toBSON` that encodes a column)
+    // builds its own, and a call that throws leaves no half-written builder behind.
+    const builder = idleBuilder ?? new BSONColumnBuilder();
+    idleBuilder = undefined;
     for (const v of values) builder.append(v);
-    return builder.finalize();
+    const bytes = builder.finalize();
+    idleBuilder = builder;
+    return bytes;
   },
   decode(bytes: Uint8Array, options?: DecodeOptions): unknown[] {
     return decodeColumn(bytes, options);

@@ -39,6 +39,16 @@ const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 const utf8Encoder = new TextEncoder();
 
 /**
+ * Whether js-bson serializes the number `x` as an int32 (else as a double).
+ *
+ * @param x - a number.
+ * @returns `true` for an integer in int32 range other than -0.
+ */
+export function isInt32Number(x: number): boolean {
+  return Number.isSafeInteger(x) && x >= kInt32Min && x <= kInt32Max && !Object.is(x, -0);
+}
+
+/**
  * The canonical JS value of a BSON double (see the module comment).
  *
  * @param x - the double.
@@ -319,12 +329,7 @@ export class ElementWriter {
     this.start = 0;
     switch (typeof value) {
       case 'number':
-        if (
-          Number.isSafeInteger(value) &&
-          value >= kInt32Min &&
-          value <= kInt32Max &&
-          !Object.is(value, -0)
-        ) {
+        if (isInt32Number(value)) {
           this.type = BsonType.int32;
           this.view.setInt32(0, value, true);
           this.end = 4;

@@ -14,7 +14,7 @@
  */
 import { InternalInvariantError } from '../../errors.js';
 import { BsonType, kInterleavedStartArray, kInterleavedStartObject } from './bsoncolumn-util.js';
-import { ElementWriter } from './bson-element.js';
+import { ElementWriter, isInt32Number } from './bson-element.js';
 import { ByteWriter } from './byte-writer.js';
 import { EncodingState } from './encoding-state.js';
 import type { RefField, RefObject } from './interleaved-reference.js';
@@ -38,11 +38,15 @@ interface SubStream {
   readonly state: EncodingState;
 }
 
-/** Encodes a sequence of values into one BSONColumn binary. Use once: append, then {@link finalize}. */
+/**
+ * Encodes a sequence of values into one BSONColumn binary: append, then {@link finalize}, which leaves the
+ * builder empty and ready for the next column.
+ */
 export class BSONColumnBuilder {
   readonly #out = new ByteWriter();
   readonly #element = new ElementWriter();
-  #regular = new EncodingState(this.#out);
+  // Reset rather than replaced between sections and columns: a new state allocates its tables.
+  readonly #regular = new EncodingState(this.#out);
   #mode: Mode = Mode.regular;
   #reference: RefObject = { isArray: false, fields: [] };
   #referenceType = 0;
@@ -58,6 +62,19 @@ export class BSONColumnBuilder {
    * @throws TimeseriesError when the value has no BSON representation.
    */
   append(value: unknown): void {
+    // Numbers and dates outside interleaved sections go to the state as numbers: writing their BSON bytes
+    // only for the state to read them back was a good part of the cost of a value.
+    if (this.#mode === Mode.regular) {
+      if (typeof value === 'number') {
+        if (isInt32Number(value)) this.#regular.appendInt32(value);
+        else this.#regular.appendDouble(value);
+        return;
+      }
+      if (value instanceof Date) {
+        this.#regular.appendDate(value.getTime());
+        return;
+      }
+    }
     if (value === undefined) {
       this.skip();
       return;
@@ -89,7 +106,7 @@ export class BSONColumnBuilder {
   }
 
   /**
-   * Finish the column.
+   * Finish the column and empty the builder, so that it can encode another column.
    *
    * @returns the BSONColumn binary (the BinData subtype 7 payload).
    */
@@ -97,7 +114,10 @@ export class BSONColumnBuilder {
     if (this.#mode === Mode.regular) this.#regular.flush();
     else this.#flushSubObjMode();
     this.#out.u8(0);
-    return this.#out.toBytes();
+    const bytes = this.#out.toBytes();
+    this.#out.reset();
+    this.#regular.reset();
+    return bytes;
   }
 
   #appendObject(type: number, obj: RefObject): void {
@@ -145,7 +165,8 @@ export class BSONColumnBuilder {
 
   #startDetermining(obj: RefObject, type: number): void {
     this.#regular.flush();
-    this.#regular = new EncodingState(this.#out);
+    // Left untouched until the section ends, when the next regular values start from a fresh state.
+    this.#regular.reset();
     this.#reference = obj;
     this.#referenceType = type;
     this.#buffered = [obj];
@@ -214,7 +235,6 @@ export class BSONColumnBuilder {
     this.#out.u8(0);
     this.#streams = [];
     this.#mode = Mode.regular;
-    this.#regular = new EncodingState(this.#out);
   }
 }
 

@@ -4,6 +4,10 @@
  * @packageDocumentation
  */
 
+const kDefaultCapacity = 256;
+/** Largest storage {@link ByteWriter.reset} keeps. */
+const kMaxRetainedBytes = 1 << 16;
+
 /** Growable byte buffer. `length` is the number of bytes written. */
 export class ByteWriter {
   /** Backing storage; valid up to {@link ByteWriter.length}. */
@@ -16,7 +20,7 @@ export class ByteWriter {
    * @param capacity - initial capacity in bytes.
    * @defaultValue capacity 256
    */
-  constructor(capacity = 256) {
+  constructor(capacity: number = kDefaultCapacity) {
     this.buf = new Uint8Array(capacity);
     this.#view = new DataView(this.buf.buffer);
   }
@@ -73,9 +77,13 @@ export class ByteWriter {
    * @param end - end (exclusive).
    */
   bytes(src: Uint8Array, start: number, end: number): void {
-    this.#reserve(end - start);
-    this.buf.set(src.subarray(start, end), this.length);
-    this.length += end - start;
+    const n = end - start;
+    this.#reserve(n);
+    const buf = this.buf;
+    // Literals are mostly a few bytes: a loop beats `set(subarray())`, which allocates a view.
+    if (n <= 16) for (let i = 0; i < n; i++) buf[this.length + i] = src[start + i] ?? 0;
+    else buf.set(src.subarray(start, end), this.length);
+    this.length += n;
   }
 
   /**
@@ -86,6 +94,19 @@ export class ByteWriter {
    */
   setI32(pos: number, v: number): void {
     this.#view.setInt32(pos, v, true);
+  }
+
+  /**
+   * Forget the bytes written, to write a new sequence into the same storage (saves growing a new buffer
+   * per column). Storage that grew past {@link kMaxRetainedBytes} is dropped so one large column does not
+   * pin its memory.
+   */
+  reset(): void {
+    this.length = 0;
+    if (this.buf.length > kMaxRetainedBytes) {
+      this.buf = new Uint8Array(kDefaultCapacity);
+      this.#view = new DataView(this.buf.buffer);
+    }
   }
 
   /**

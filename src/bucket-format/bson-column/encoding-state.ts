@@ -16,12 +16,13 @@ import {
   encodeDouble,
   encodeObjectId,
   encodeString,
+  highHalf,
   kMemoryAsInteger,
   readUint128LE,
   scaleAndEncodeDouble,
   unzigzag64,
   zigzag128,
-  zigzag64,
+  zigzagDelta64,
   zigzagNumber,
 } from './simple8b-type-util.js';
 import type { Int64Halves } from '../../util/int64.js';
@@ -39,6 +40,9 @@ function uses128(type: number): boolean {
 function usesDeltaOfDelta(type: number): boolean {
   return type === BsonType.date || type === BsonType.timestamp || type === BsonType.objectId;
 }
+
+// Scratch for the bytes of a double appended as a number.
+const doubleBits = new DataView(new ArrayBuffer(8));
 
 /** Sink for the double re-scaling trial: it only records that a block would have been written. */
 class TrialSink implements Simple8bSink64 {
@@ -134,6 +138,30 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     return (this.#spare64.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
   }
 
+  /**
+   * Return to the state of a new instance, keeping the allocated buffers and builders (the column
+   * builder reuses its states for every column it encodes).
+   */
+  reset(): void {
+    this.#b64.reset(this, false);
+    this.#b128 = undefined;
+    this.#wide = false;
+    this.#prevType = 0;
+    this.#prevSize = 0;
+    this.#prevEncodedLo = 0;
+    this.#prevEncodedHi = 0;
+    this.#prevEncoded128 = undefined;
+    this.#prevDeltaLo = 0;
+    this.#prevDeltaHi = 0;
+    this.#scaleIndex = kMemoryAsInteger;
+    this.#lastValueInPrevBlock = 0;
+    this.#blockEndLo = 0;
+    this.#blockEndHi = 0;
+    this.#controlPos = -1;
+    this.#controlBlocks = 0;
+    this.#controlEntries = 0;
+  }
+
   /** BSON type of the previous element, 0 if none. */
   get previousType(): number {
     return this.#prevType;
@@ -181,7 +209,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       }
       compressed =
         type === BsonType.double
-          ? this.#appendDouble(this.#inView.getFloat64(start, true), this.#prevView.getFloat64(0, true))
+          ? this.#appendDouble(this.#inView.getFloat64(start, true))
           : this.#append64(type, bytes, this.#inView, start);
     }
     this.#storePrevious(type, bytes, start, end);
@@ -189,6 +217,95 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       this.#flushBuilders();
       this.#writeLiteralFromPrevious();
     }
+  }
+
+  /**
+   * Append a double given as a number: {@link EncodingState.append} of its element, without the caller
+   * writing and this state re-reading its bytes (the column builder's path for JS numbers).
+   *
+   * @param x - the value.
+   */
+  appendDouble(x: number): void {
+    // The bytes as the element writer stores them, to compare with the previous value bit for bit.
+    doubleBits.setFloat64(0, x, true);
+    const lo = doubleBits.getUint32(0, true);
+    const hi = doubleBits.getUint32(4, true);
+    const prev = this.#prevView;
+    if (this.#prevType === BsonType.double) {
+      let compressed = true;
+      if (lo === prev.getUint32(0, true) && hi === prev.getUint32(4, true)) this.#b64.append(0, 0);
+      else compressed = this.#appendDouble(x);
+      prev.setUint32(0, lo, true);
+      prev.setUint32(4, hi, true);
+      if (compressed) return;
+    } else {
+      this.#prevType = BsonType.double;
+      this.#prevSize = 8;
+      prev.setUint32(0, lo, true);
+      prev.setUint32(4, hi, true);
+    }
+    this.#flushBuilders();
+    this.#writeLiteralFromPrevious();
+  }
+
+  /**
+   * Append an int32 given as a number, as {@link EncodingState.appendDouble} does for doubles.
+   *
+   * @param x - an integer in int32 range.
+   */
+  appendInt32(x: number): void {
+    const prev = this.#prevView;
+    if (this.#prevType === BsonType.int32) {
+      const previous = prev.getInt32(0, true);
+      let compressed = true;
+      if (x === previous) {
+        this.#b64.append(0, 0);
+      } else {
+        const d = this.#delta;
+        zigzagNumber(x - previous, d);
+        compressed = this.#b64.append(d.lo, d.hi);
+      }
+      prev.setInt32(0, x, true);
+      if (compressed) return;
+    } else {
+      this.#prevType = BsonType.int32;
+      this.#prevSize = 4;
+      prev.setInt32(0, x, true);
+    }
+    this.#flushBuilders();
+    this.#writeLiteralFromPrevious();
+  }
+
+  /**
+   * Append a date given as its `getTime()`, as {@link EncodingState.appendDouble} does for doubles.
+   *
+   * @param ms - milliseconds since the epoch; NaN (an invalid date) is stored as 0, as js-bson does.
+   */
+  appendDate(ms: number): void {
+    // An integer below 2^53 in magnitude: both halves are exact. NaN gives 0 in both.
+    const lo = ms >>> 0;
+    const hi = highHalf(ms);
+    const prev = this.#prevView;
+    if (this.#prevType === BsonType.date) {
+      const d = this.#delta;
+      sub64(lo, hi, prev.getUint32(0, true), prev.getUint32(4, true), d);
+      const deltaLo = d.lo;
+      const deltaHi = d.hi;
+      zigzagDelta64(deltaLo, deltaHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
+      this.#prevDeltaLo = deltaLo;
+      this.#prevDeltaHi = deltaHi;
+      const compressed = this.#b64.append(d.lo, d.hi);
+      prev.setUint32(0, lo, true);
+      prev.setUint32(4, hi, true);
+      if (compressed) return;
+    } else {
+      this.#prevType = BsonType.date;
+      this.#prevSize = 8;
+      prev.setUint32(0, lo, true);
+      prev.setUint32(4, hi, true);
+    }
+    this.#flushBuilders();
+    this.#writeLiteralFromPrevious();
   }
 
   /** Append a missing entry. */
@@ -421,19 +538,28 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         // regex, dbPointer, codeWScope, symbol, object, array: literal only.
         return false;
     }
-    if (type !== BsonType.int64) {
+    const curLo = d.lo;
+    const curHi = d.hi;
+    if (type === BsonType.int64) {
+      zigzagDelta64(curLo, curHi, 0, 0, d);
+    } else {
       // Delta of delta (date, timestamp, ObjectId).
-      const curLo = d.lo;
-      const curHi = d.hi;
-      sub64(curLo, curHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
+      zigzagDelta64(curLo, curHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
       this.#prevDeltaLo = curLo;
       this.#prevDeltaHi = curHi;
     }
-    zigzag64(d.lo, d.hi, d);
     return this.#b64.append(d.lo, d.hi);
   }
 
-  #appendDouble(value: number, previous: number): boolean {
+  /**
+   * Append a double that differs from the previous one.
+   *
+   * @param value - the double.
+   * @param replayedPrevious - the value before it when replaying pending values; otherwise the previous
+   *   element, read only when the scale changes (passing it on every call boxed a double per value).
+   * @returns `false` when it needs a literal.
+   */
+  #appendDouble(value: number, replayedPrevious?: number): boolean {
     const s = this.#scaled;
     scaleAndEncodeDouble(value, this.#scaleIndex, s);
     let encLo = s.lo;
@@ -455,6 +581,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       }
       this.#b64.flush();
       this.#closeControl();
+      const previous = replayedPrevious ?? this.#prevView.getFloat64(0, true);
       scaleAndEncodeDouble(previous, scale, s);
       let prevLo = s.lo;
       let prevHi = s.hi;
@@ -474,15 +601,31 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const builder = this.#b64;
     const before = builder.blocksWritten;
     const d = this.#delta;
-    sub64(encLo, encHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
-    zigzag64(d.lo, d.hi, d);
+    zigzagDelta64(encLo, encHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
     if (!builder.append(d.lo, d.hi)) return false;
-    if (builder.blocksWritten === before) {
+    if (builder.blocksWritten === before || this.#restartChangesNothing(builder)) {
       this.#prevEncodedLo = encLo;
       this.#prevEncodedHi = encHi;
       return true;
     }
     this.#restartScaleAfterBlock();
+    return true;
+  }
+
+  /**
+   * After `builder` wrote a block while appending a value: whether {@link #restartScaleAfterBlock} would
+   * leave everything as it is, so it can be skipped (it swaps builders and re-encodes every pending value,
+   * once per block). That is so when the last value written needs the current scale, so the pending values
+   * are re-added at their own scale with the same deltas, and the builder replays them as it holds them.
+   * The value appended last is the last pending one, so the previous encoded value is the caller's.
+   */
+  #restartChangesNothing(builder: Simple8bBuilder64): boolean {
+    if (!builder.replaysUnchanged) return false;
+    // The restart's smallest scale for the last value written is the current one when no smaller scale
+    // encodes it (the current scale does: the block holds it).
+    const last = this.#lastValueInPrevBlock;
+    const v = this.#pending;
+    for (let i = 0; i < this.#scaleIndex; i++) if (encodeDouble(last, i, v)) return false;
     return true;
   }
 
@@ -577,14 +720,12 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       prevLo = v.lo;
       prevHi = v.hi;
       if (!encodeDouble(decodeDouble(prevLo, prevHi, this.#scaleIndex), newScale, r)) return false;
-      sub64(r.lo, r.hi, rescaledLo, rescaledHi, d);
-      zigzag64(d.lo, d.hi, d);
+      zigzagDelta64(r.lo, r.hi, rescaledLo, rescaledHi, d);
       if (!trial.append(d.lo, d.hi) || trialSink.wrote) return false;
       rescaledLo = r.lo;
       rescaledHi = r.hi;
     }
-    sub64(encLo, encHi, rescaledLo, rescaledHi, d);
-    zigzag64(d.lo, d.hi, d);
+    zigzagDelta64(encLo, encHi, rescaledLo, rescaledHi, d);
     return trial.append(d.lo, d.hi) && !trialSink.wrote;
   }
 }

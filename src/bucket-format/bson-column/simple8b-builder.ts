@@ -328,8 +328,30 @@ export interface Simple8bSink64 {
   writeBlock64(lo: number, hi: number, entries: number, sumLo: number, sumHi: number): void;
 }
 
+/**
+ * Per extension type and number of pending values, the offset in `kLayoutsByType[type]` of the largest
+ * layout holding at most that many: looked up once per block instead of scanning the layouts.
+ */
+const kLayoutForCount = new Uint8Array(kTypes * (kMaxPending + 1));
+for (let type = 0; type < kTypes; type++) {
+  const layouts = kLayoutsByType[type] ?? [];
+  for (let count = 1; count <= kMaxPending; count++) {
+    let li = 0;
+    while ((layouts[li] ?? 0) > count) li += 4;
+    kLayoutForCount[type * (kMaxPending + 1) + count] = li;
+  }
+}
+
 /** A missing slot in {@link Simple8bBuilder64}: both halves all ones (no storable value is all ones). */
 const kMissingHalf = 0xffffffff;
+
+/**
+ * Whether `(hi:lo)` is the missing marker: one int32 compare, where comparing each half with 0xffffffff
+ * (outside int32) compares doubles.
+ */
+function isMissing(lo: number, hi: number): boolean {
+  return (lo & hi) === -1;
+}
 
 function ctz32(x: number): number {
   return 31 - Math.clz32(x & -x);
@@ -349,6 +371,76 @@ function bitLengthShiftedPlus1(lo: number, hi: number, k: number): number {
   slo = (slo + 1) >>> 0;
   if (slo === 0) shi++;
   return shi !== 0 ? 64 - Math.clz32(shi) : 32 - Math.clz32(slo);
+}
+
+// Widths per extension type packed one byte per type (type t in bits 8t..8t+7; a width is at most 64):
+// the per-value bookkeeping of Simple8bBuilder64 then stays in registers instead of four typed-array
+// slots per value.
+const kMinWidths = packWidths(
+  kMinDataBits[0] ?? 0,
+  kMinDataBits[1] ?? 0,
+  kMinDataBits[2] ?? 0,
+  kMinDataBits[3] ?? 0,
+);
+const kAllTypes = (1 << kTypes) - 1;
+
+function packWidths(w0: number, w1: number, w2: number, w3: number): number {
+  return w0 | (w1 << 8) | (w2 << 16) | (w3 << 24);
+}
+
+function widthOf(widths: number, type: number): number {
+  return (widths >>> (8 * type)) & 0xff;
+}
+
+/**
+ * The per-type maximum of two packed widths, all four lanes at once (widths are below 128, so setting
+ * each lane's top bit before subtracting leaves it set exactly where `a >= b`, with no borrow between
+ * lanes).
+ */
+function maxWidths(a: number, b: number): number {
+  const aGreaterOrEqual = Math.imul((((a | 0x80808080) - b) & 0x80808080) >>> 7, 0xff);
+  return (a & aGreaterOrEqual) | (b & ~aGreaterOrEqual);
+}
+
+/**
+ * Per number of values n (1..kMaxPending + 1), the largest width each type's slots can have, packed:
+ * `floor(kDataBits / n) - kTrailingZeroBits`, or 0 when none fits (every width is at least 1).
+ */
+const kWidthLimits = new Int32Array(kMaxPending + 2);
+for (let n = 1; n <= kMaxPending + 1; n++) {
+  let limits = 0;
+  for (let t = 0; t < kTypes; t++) {
+    const limit = Math.floor((kDataBits[t] ?? 0) / n) - (kTrailingZeroBits[t] ?? 0);
+    limits |= Math.max(limit, 0) << (8 * t);
+  }
+  kWidthLimits[n] = limits;
+}
+
+/**
+ * The width a value needs in each extension type, packed, or -1 when it fits none.
+ *
+ * @param lo - low half of the value; the value is not all ones.
+ * @param hi - high half.
+ * @returns the packed widths, or -1.
+ */
+function valueWidths(lo: number, hi: number): number {
+  // Widths of value + 1 (the all-ones slot is reserved for skips).
+  const p1lo = (lo + 1) >>> 0;
+  const p1hi = p1lo === 0 ? hi + 1 : hi;
+  const plus1 = p1hi !== 0 ? 64 - Math.clz32(p1hi) : 32 - Math.clz32(p1lo);
+  if (lo === 0 && hi === 0) return packWidths(plus1, plus1, plus1, plus1);
+  const tz = lo !== 0 ? ctz32(lo) : 32 + ctz32(hi);
+  const seven = tz === 15 ? bitLengthShiftedPlus1(lo, hi, 15) : plus1 - (tz < 15 ? tz : 15);
+  // tz <= 63 below 2^64, so `4 * floor(min(tz, 60) / 4)` is `tz & ~3` (60..63 all give 60), and
+  // eightLarge's cap of 124 never applies.
+  const tz4 = tz & ~3;
+  const eightSmall = tz === 60 ? bitLengthShiftedPlus1(lo, hi, 60) : plus1 - tz4;
+  const eightLarge = plus1 - tz4;
+  const widths = packWidths(plus1, seven, eightSmall, eightLarge);
+  if (plus1 <= (kDataBits[0] ?? 0)) return widths;
+  for (let t = 1; t < kTypes; t++)
+    if (widthOf(widths, t) + (kTrailingZeroBits[t] ?? 0) <= (kDataBits[t] ?? 0)) return widths;
+  return -1;
 }
 
 /**
@@ -373,11 +465,12 @@ export class Simple8bBuilder64 {
   // Pending values as halves; (kMissingHalf, kMissingHalf) is a skip.
   readonly #lo = new Uint32Array(kMaxPending);
   readonly #hi = new Uint32Array(kMaxPending);
-  // Per pending value and extension type, the width it needs: index `p * 4 + type`.
-  readonly #bits = new Uint8Array(kMaxPending * kTypes);
-  readonly #maxBits = new Uint8Array(kTypes);
-  readonly #possible = new Uint8Array(kTypes);
-  readonly #scratchBits = new Uint8Array(kTypes);
+  // Per extension type (packed), the largest width among the pending values.
+  #maxWidths = kMinWidths;
+  // Bit t set: type t can still hold all pending values.
+  #possible = kAllTypes;
+  // #maxWidths with the value #fits last accepted.
+  #fittingMaxWidths = kMinWidths;
   #count = 0;
   #lastValidType = 0;
   #rleCount = 0;
@@ -387,31 +480,31 @@ export class Simple8bBuilder64 {
   /** @param sink - receives the blocks. */
   constructor(sink: Simple8bSink64) {
     this.sink = sink;
-    this.#resetWidths();
   }
 
   /**
    * Make this builder empty again, continuing the stream position of `from` (the encoder restarts a
    * double stream after blocks whose scale drops, and tries re-scalings on a scratch builder; reusing
-   * builders avoids allocating their tables each time).
+   * builders avoids allocating their tables each time), or as a new builder when `from` is omitted.
    *
    * @param sink - receives the blocks.
    * @param trackSum - whether blocks report their delta sums.
    * @param from - the builder whose `lastWritten` and `blocksWritten` to continue from.
    * @returns this builder.
    */
-  reset(sink: Simple8bSink64, trackSum: boolean, from: Simple8bBuilder64): this {
+  reset(sink: Simple8bSink64, trackSum: boolean, from?: Simple8bBuilder64): this {
     this.sink = sink;
     this.trackSum = trackSum;
-    this.lastWrittenLo = from.lastWrittenLo;
-    this.lastWrittenHi = from.lastWrittenHi;
-    this.blocksWritten = from.blocksWritten;
+    this.lastWrittenLo = from?.lastWrittenLo ?? 0;
+    this.lastWrittenHi = from?.lastWrittenHi ?? 0;
+    this.blocksWritten = from?.blocksWritten ?? 0;
     this.#count = 0;
     this.#lastValidType = 0;
     this.#rleCount = 0;
     this.#rleLo = 0;
     this.#rleHi = 0;
-    this.#resetWidths();
+    this.#maxWidths = kMinWidths;
+    this.#possible = kAllTypes;
     return this;
   }
 
@@ -441,12 +534,24 @@ export class Simple8bBuilder64 {
       out.lo = this.#rleLo;
       out.hi = this.#rleHi;
     }
-    return out.lo !== kMissingHalf || out.hi !== kMissingHalf;
+    return !isMissing(out.lo, out.hi);
+  }
+
+  /**
+   * Whether a builder {@link Simple8bBuilder64.reset | reset} from this one and given the pending values
+   * again, in order, would end up exactly as this one is (same pending values, widths and types, no block
+   * written). So it is when values are pending (then none is held for RLE) and the last is not 0: the
+   * pending values fit one block, so no prefix of them writes one; and the reset builder can start RLE
+   * only on leading zeros, which the last value ends, putting the repeats back as pending values.
+   */
+  get replaysUnchanged(): boolean {
+    const last = this.#count - 1;
+    return last >= 0 && (this.#lo[last] !== 0 || this.#hi[last] !== 0);
   }
 
   /** Whether the value RLE repeats is a missing entry. */
   get rleIsMissing(): boolean {
-    return this.#rleLo === kMissingHalf && this.#rleHi === kMissingHalf;
+    return isMissing(this.#rleLo, this.#rleHi);
   }
 
   /**
@@ -457,7 +562,7 @@ export class Simple8bBuilder64 {
    * @returns `false` when it cannot be stored in Simple-8b (the caller writes a literal).
    */
   append(lo: number, hi: number): boolean {
-    if (lo === kMissingHalf && hi === kMissingHalf) {
+    if (isMissing(lo, hi)) {
       // 2^64 - 1 fits no selector. It would also read as a skip here; the bigint builder ends RLE first.
       if (this.#rleCount > 0) this.#endRle();
       return false;
@@ -502,91 +607,47 @@ export class Simple8bBuilder64 {
       return true;
     }
     if (this.#rleCount > 0) this.#endRle();
-    if (lo === kMissingHalf && hi === kMissingHalf) this.#scratchBits.fill(0);
-    else if (!this.#computeBits(lo, hi)) return false;
-    const bits = this.#scratchBits;
-    if (!this.#fits(bits)) {
+    // A skip needs no width of its own.
+    const widths = isMissing(lo, hi) ? 0 : valueWidths(lo, hi);
+    if (widths < 0) return false;
+    if (!this.#fits(widths)) {
       do this.#writeBlock(this.#lastValidType);
-      while (!this.#fits(bits));
+      while (!this.#fits(widths));
       if (tryRle && this.#count === 0 && lo === this.#rleLo && hi === this.#rleHi) {
         this.#rleCount = 1;
         return true;
       }
     }
-    this.#push(lo, hi, bits);
-    return true;
-  }
-
-  /** Fill #scratchBits with the width the value needs per extension type; `false` if it fits none. */
-  #computeBits(lo: number, hi: number): boolean {
-    const bits = this.#scratchBits;
-    // Widths of value + 1 (the all-ones slot is reserved for skips); the value is not all ones.
-    const p1lo = (lo + 1) >>> 0;
-    const p1hi = p1lo === 0 ? hi + 1 : hi;
-    const plus1 = p1hi !== 0 ? 64 - Math.clz32(p1hi) : 32 - Math.clz32(p1lo);
-    if (lo === 0 && hi === 0) {
-      bits[0] = plus1;
-      bits[1] = plus1;
-      bits[2] = plus1;
-      bits[3] = plus1;
-      return true;
-    }
-    const tz = lo !== 0 ? ctz32(lo) : 32 + ctz32(hi);
-    bits[ExtensionType.base] = plus1;
-    bits[ExtensionType.seven] = tz === 15 ? bitLengthShiftedPlus1(lo, hi, 15) : plus1 - (tz < 15 ? tz : 15);
-    // tz <= 63 below 2^64, so `4 * floor(min(tz, 60) / 4)` is `tz & ~3` (60..63 all give 60), and
-    // eightLarge's cap of 124 never applies.
-    const tz4 = tz & ~3;
-    bits[ExtensionType.eightSmall] = tz === 60 ? bitLengthShiftedPlus1(lo, hi, 60) : plus1 - tz4;
-    bits[ExtensionType.eightLarge] = plus1 - tz4;
-    if (plus1 <= 60) return true;
-    for (let t = 1; t < kTypes; t++)
-      if ((bits[t] ?? 0) + (kTrailingZeroBits[t] ?? 0) <= (kDataBits[t] ?? 0)) return true;
-    return false;
-  }
-
-  #fits(bits: Uint8Array): boolean {
-    const n = this.#count + 1;
-    for (let t = 0; t < kTypes; t++) {
-      if (this.#possible[t] === 0) continue;
-      const width = Math.max(this.#maxBits[t] ?? 0, bits[t] ?? 0) + (kTrailingZeroBits[t] ?? 0);
-      if (width * n <= (kDataBits[t] ?? 0)) {
-        this.#lastValidType = t;
-        return true;
-      }
-      this.#possible[t] = 0;
-    }
-    return false;
-  }
-
-  #push(lo: number, hi: number, bits: Uint8Array): void {
     const p = this.#count++;
     this.#lo[p] = lo;
     this.#hi[p] = hi;
-    const maxBits = this.#maxBits;
-    const at = p * kTypes;
-    for (let t = 0; t < kTypes; t++) {
-      const b = bits[t] ?? 0;
-      this.#bits[at + t] = b;
-      if (b > (maxBits[t] ?? 0)) maxBits[t] = b;
-    }
+    this.#maxWidths = this.#fittingMaxWidths;
+    return true;
   }
 
-  #resetWidths(): void {
-    // Runs after every block: four plain stores are cheaper than the `set`/`fill` builtin calls.
-    const maxBits = this.#maxBits;
-    const possible = this.#possible;
+  /**
+   * Whether the pending values and one more of `widths` fit a block of a still possible type. The first
+   * such type becomes the last valid type; the types before it are ruled out until the next block.
+   */
+  #fits(widths: number): boolean {
+    const max = maxWidths(this.#maxWidths, widths);
+    const limits = kWidthLimits[this.#count + 1] ?? 0;
     for (let t = 0; t < kTypes; t++) {
-      maxBits[t] = kMinDataBits[t] ?? 0;
-      possible[t] = 1;
+      if ((this.#possible & (1 << t)) === 0) continue;
+      if (widthOf(max, t) <= widthOf(limits, t)) {
+        this.#lastValidType = t;
+        this.#fittingMaxWidths = max;
+        return true;
+      }
+      this.#possible &= ~(1 << t);
     }
+    return false;
   }
 
   /** Write one block of `type` holding as many pending values as its largest fitting layout allows. */
   #writeBlock(type: number): void {
     const layouts = kLayoutsByType[type] ?? [];
-    let li = 0;
-    while ((layouts[li] ?? 0) > this.#count) li += 4;
+    const li = kLayoutForCount[type * (kMaxPending + 1) + this.#count] ?? 0;
     const entries = layouts[li] ?? 0;
     const selector = layouts[li + 1] ?? 0;
     const nibble = layouts[li + 2] ?? 0;
@@ -608,7 +669,7 @@ export class Simple8bBuilder64 {
     for (let i = 0; i < entries; i++, offset += width) {
       let slo = pendLo[i] ?? 0;
       let shi = pendHi[i] ?? 0;
-      if (slo === kMissingHalf && shi === kMissingHalf) {
+      if (isMissing(slo, shi)) {
         slo = onesLo;
         shi = onesHi;
       } else {
@@ -649,20 +710,18 @@ export class Simple8bBuilder64 {
     const lastLo = pendLo[entries - 1] ?? 0;
     const lastHi = pendHi[entries - 1] ?? 0;
     // Drop the written values from the front. Usually none or one remain: a plain loop is cheaper than
-    // three `copyWithin` builtin calls.
+    // `copyWithin` builtin calls, and recomputing their widths cheaper than keeping every value's.
     const left = this.#count - entries;
-    const bits = this.#bits;
-    this.#resetWidths();
-    const maxBits = this.#maxBits;
+    let max = kMinWidths;
     for (let j = 0; j < left; j++) {
-      pendLo[j] = pendLo[entries + j] ?? 0;
-      pendHi[j] = pendHi[entries + j] ?? 0;
-      for (let t = 0; t < kTypes; t++) {
-        const b = bits[(entries + j) * kTypes + t] ?? 0;
-        bits[j * kTypes + t] = b;
-        if (b > (maxBits[t] ?? 0)) maxBits[t] = b;
-      }
+      const vlo = pendLo[entries + j] ?? 0;
+      const vhi = pendHi[entries + j] ?? 0;
+      pendLo[j] = vlo;
+      pendHi[j] = vhi;
+      if (!isMissing(vlo, vhi)) max = maxWidths(max, valueWidths(vlo, vhi));
     }
+    this.#maxWidths = max;
+    this.#possible = kAllTypes;
     this.#count = left;
     this.lastWrittenLo = lastLo;
     this.lastWrittenHi = lastHi;
@@ -676,7 +735,7 @@ export class Simple8bBuilder64 {
     let groups = Math.floor(this.#rleCount / kRleMultiplier);
     const lo = this.#rleLo;
     const hi = this.#rleHi;
-    const missing = lo === kMissingHalf && hi === kMissingHalf;
+    const missing = isMissing(lo, hi);
     while (groups > 0) {
       const k = Math.min(groups, 16);
       groups -= k;

@@ -26,14 +26,33 @@ export const kMemoryAsInteger = 5;
 const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
 
+// Multiplying by 2^-32 is exact, and spares the division by 2^32 (a module constant is not folded).
+const kTwoPowMinus32 = 1 / kTwo32;
+
 /**
- * Zigzag-encode a signed 64-bit delta: `(d << 1) ^ (d >> 63)` on halves.
+ * Bits 32..63 of the int64 holding an integer-valued number: `floor(x / 2^32)` as uint32.
  *
- * @param lo - low half of the delta.
- * @param hi - high half of the delta.
- * @param out - receives the unsigned zigzag value.
+ * @param x - an integer-valued number, `|x| <= 2^53`; NaN gives 0.
+ * @returns the high half.
  */
-export function zigzag64(lo: number, hi: number, out: Int64Halves): void {
+export function highHalf(x: number): number {
+  return Math.floor(x * kTwoPowMinus32) >>> 0;
+}
+
+/**
+ * Zigzag-encode the 64-bit delta `a - b`: `(d << 1) ^ (d >> 63)` on halves. One step rather than a
+ * subtraction then a zigzag: encoders call it per value, and writing the (often negative, so >= 2^31 as
+ * unsigned halves) delta to a scratch object in between made V8 hold the object's fields as doubles.
+ *
+ * @param aLo - low half of `a`.
+ * @param aHi - high half of `a`.
+ * @param bLo - low half of `b`.
+ * @param bHi - high half of `b`.
+ * @param out - receives the unsigned zigzag value of `a - b` modulo 2^64.
+ */
+export function zigzagDelta64(aLo: number, aHi: number, bLo: number, bHi: number, out: Int64Halves): void {
+  const lo = (aLo - bLo) | 0;
+  const hi = (aHi - bHi - (aLo < bLo ? 1 : 0)) | 0;
   const sign = hi >> 31;
   out.hi = (((hi << 1) | (lo >>> 31)) ^ sign) >>> 0;
   out.lo = ((lo << 1) ^ sign) >>> 0;
@@ -62,7 +81,7 @@ export function unzigzag64(lo: number, hi: number, out: Int64Halves): void {
 export function zigzagNumber(d: number, out: Int64Halves): void {
   const z = d < 0 ? -2 * d - 1 : 2 * d;
   out.lo = z >>> 0;
-  out.hi = Math.floor(z / kTwo32);
+  out.hi = highHalf(z);
 }
 
 /**
@@ -107,10 +126,12 @@ export function encodeDouble(x: number, scaleIndex: number, out: Int64Halves): b
   if (!(y >= -kMaxScaled && y <= kMaxScaled)) return false;
   // llround: half away from zero; `+ 0` turns -0 into the integer 0 the server would hold.
   const r = (y < 0 ? -Math.round(-y) : Math.round(y)) + 0;
-  if (!Object.is(r / m, x)) return false;
+  // `Object.is(r / m, x)`: r / m is never NaN nor -0, so only x = -0 is equal without being the same.
+  // Spelled out because `Object.is` can end up as a builtin call, and this runs for every double.
+  if (r / m !== x || (x === 0 && 1 / x < 0)) return false;
   // |r| <= 2^53, so both halves are exact (see numberToInt64).
   out.lo = r >>> 0;
-  out.hi = Math.floor(r / kTwo32) >>> 0;
+  out.hi = highHalf(r);
   return true;
 }
 
