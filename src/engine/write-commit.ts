@@ -71,8 +71,7 @@ export async function commitMeasurements(
     });
     // Commit what this writer claims, in bucket-id order (STYLE rule 3), then wait for the rest.
     const ordered = [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
-    const claimed = ordered.filter((batch) => ctx.catalog.claimWriteBatchCommitRights(batch, opId));
-    await commitAll(ctx, claimed, ctx.storage.writeConcurrency ?? 1);
+    await commitAll(ctx, ordered, opId, ctx.storage.writeConcurrency ?? 1);
     const retry: number[] = [];
     for (const batch of ordered) {
       const indices = batches.get(batch) as number[];
@@ -97,28 +96,35 @@ export async function commitMeasurements(
 }
 
 /**
- * Commit claimed batches, at most `concurrency` at a time, starting them in the given order.
+ * Claim and commit batches in the given order, at most `concurrency` commits at a time. Each batch is
+ * claimed just before its commit (as the server does), so that a batch another writer reaches first is
+ * committed by that writer instead of waiting behind this writer's earlier commits.
  *
  * Concurrent commits cannot deadlock: a commit holds its bucket's prepared slot only while it writes and
  * finishes, and waits for another writer's prepared batch only before taking a slot (prepareCommit).
  *
  * @param ctx - catalog, storage and buckets namespace.
- * @param batches - batches whose commit rights this writer holds, in bucket-id order.
+ * @param batches - the batches this writer staged into, in bucket-id order.
+ * @param opId - this writer's opId.
  * @param concurrency - most commits in flight (the storage's `writeConcurrency`).
  */
 async function commitAll(
   ctx: CommitContext,
   batches: ReadonlyArray<WriteBatch>,
+  opId: number,
   concurrency: number,
 ): Promise<void> {
-  if (concurrency <= 1 || batches.length <= 1) {
-    for (const batch of batches) await commitBatch(ctx, batch);
-    return;
-  }
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < batches.length) await commitBatch(ctx, batches[next++] as WriteBatch);
+    while (next < batches.length) {
+      const batch = batches[next++] as WriteBatch;
+      if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) await commitBatch(ctx, batch);
+    }
   };
+  if (concurrency <= 1) {
+    await worker();
+    return;
+  }
   await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
 }
 
