@@ -7,7 +7,7 @@
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { MinMax } from '../bucket-format/min-max.js';
 import type { Schema } from '../bucket-format/schema.js';
-import { bsonValueSize } from '../util/bson-value.js';
+import { bsonValueSize, utf8ByteLength } from '../util/bson-value.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { BucketId, BucketKey } from './bucket-identifiers.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
@@ -172,7 +172,7 @@ export function calculateBucketFieldsAndSizeChange(
     const valueSize = bsonValueSize(value);
     if (!bucket.fieldNames.has(field) && bucket.uncommittedFieldNames?.has(field) !== true) {
       (newFieldNames ??= []).push(field);
-      const nameSize = Buffer.byteLength(field, 'utf8');
+      const nameSize = utf8ByteLength(field);
       size += 12 + nameSize + 2 * (2 + nameSize + valueSize);
     }
     size += 1 + valueSize + digits + 1;

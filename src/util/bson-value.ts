@@ -716,6 +716,32 @@ export function compareBsonValues(a: unknown, b: unknown): number {
 // Sizes
 // ---------------------------------------------------------------------------------------------------
 
+/** Strings at least this long are measured by Node's encoder; shorter ones (field names) in JS. */
+const kNativeUtf8LengthThreshold = 32;
+
+/**
+ * The number of bytes of `s` in UTF-8, as js-bson writes it (a lone surrogate becomes U+FFFD, 3 bytes):
+ * what `Buffer.byteLength(s, 'utf8')` returns. Field names are short, and sizing visits every name of
+ * every document; counting them here avoids a call into the runtime per name.
+ *
+ * @param s - a string.
+ * @returns its UTF-8 byte length.
+ */
+export function utf8ByteLength(s: string): number {
+  if (s.length >= kNativeUtf8LengthThreshold) return Buffer.byteLength(s, 'utf8');
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4; // a surrogate pair: one code point above U+FFFF
+      i++;
+    } else n += 3; // the rest of the BMP, and a lone surrogate (written as U+FFFD)
+  }
+  return n;
+}
+
 /** UTF-8 length of the decimal representation of an array index. */
 function indexNameLength(i: number): number {
   let n = 1;
@@ -733,7 +759,7 @@ function documentSize(doc: Record<string, unknown>): number {
   for (const key in doc) {
     if (!hasOwnField(doc, key)) continue;
     const v = doc[key];
-    if (v !== undefined) size += 2 + Buffer.byteLength(key, 'utf8') + bsonValueSize(v);
+    if (v !== undefined) size += 2 + utf8ByteLength(key) + bsonValueSize(v);
   }
   return size;
 }
@@ -780,7 +806,7 @@ export function bsonValueSize(v: unknown): number {
       return 12;
     case BsonType.string:
     case BsonType.symbol:
-      return 5 + Buffer.byteLength(stringOf(v), 'utf8');
+      return 5 + utf8ByteLength(stringOf(v));
     case BsonType.object:
       return documentSize(documentOf(v as object));
     case BsonType.array:
@@ -815,5 +841,5 @@ export function bsonValueSize(v: unknown): number {
  */
 export function bsonElementSize(fieldName: string, v: unknown): number {
   if (v === undefined) return 0;
-  return 2 + Buffer.byteLength(fieldName, 'utf8') + bsonValueSize(v);
+  return 2 + utf8ByteLength(fieldName) + bsonValueSize(v);
 }

@@ -30,6 +30,7 @@ import {
   compareUtf8,
   isPlainObject,
   objectIdHex,
+  utf8ByteLength,
 } from '../../../src/util/bson-value.js';
 
 const oid = (hex: string) => new ObjectId(hex.padStart(24, '0'));
@@ -116,6 +117,24 @@ describe('bsonTypeOf / canonicalTypeOf', () => {
           expect(bsonTypeOf(n)).toBe(serializedType(n));
         },
       ),
+    );
+  });
+});
+
+describe('utf8ByteLength', () => {
+  it("is Buffer.byteLength(s, 'utf8') for any UTF-16 string, lone surrogates included", () => {
+    const unit = fc.oneof(
+      fc.integer({ min: 0, max: 0x7f }),
+      fc.integer({ min: 0x80, max: 0x7ff }),
+      fc.integer({ min: 0x800, max: 0xffff }),
+      fc.integer({ min: 0xd800, max: 0xdfff }),
+    );
+    fc.assert(
+      fc.property(fc.array(unit, { maxLength: 70 }), (units) => {
+        const s = String.fromCharCode(...units);
+        expect(utf8ByteLength(s)).toBe(Buffer.byteLength(s, 'utf8'));
+      }),
+      { numRuns: 2000 },
     );
   });
 });
