@@ -10,7 +10,7 @@ import { Binary, serialize } from 'bson';
 import { TimeseriesError } from '../errors.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { BSONColumn } from './bson-column/bson-column.js';
-import { bsonElementSize, bsonValueSize, isPlainObject } from '../util/bson-value.js';
+import { bsonElementSize, bsonValueSize, isPlainObject, utf8ByteLength } from '../util/bson-value.js';
 
 /** Result of {@link compressBucket}. */
 export type CompressBucketResult =
@@ -71,7 +71,7 @@ function numDigitsOf(row: number): number {
  * cells (each: type byte, key, NUL, value).
  */
 function columnElementSize(field: string, cellBytes: number): number {
-  return 2 + Buffer.byteLength(field, 'utf8') + 5 + cellBytes;
+  return 2 + utf8ByteLength(field) + 5 + cellBytes;
 }
 
 function columnBinary(values: ReadonlyArray<unknown>): Binary {
@@ -237,19 +237,35 @@ export function compressBucket(
  *   when a column is malformed.
  */
 export function decompressBucket(doc: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return decompressBucketSized(doc)?.doc ?? doc;
+}
+
+/**
+ * {@link decompressBucket} for a compressed bucket, with the version-1 document's BSON size counted while
+ * it is built (reopening needs the size; measuring the built document again would visit every cell
+ * twice).
+ *
+ * @param doc - a bucket document.
+ * @returns the version-1 document and its BSON size, or `undefined` for a version-1 bucket.
+ * @throws what {@link decompressBucket} throws.
+ */
+export function decompressBucketSized(
+  doc: Readonly<Record<string, unknown>>,
+): { readonly doc: Record<string, unknown>; readonly size: number } | undefined {
   const control = getOwnField(doc, 'control');
   const data = getOwnField(doc, 'data');
   if (!isPlainObject(control) || !isPlainObject(data)) {
     throw new TimeseriesError('InvalidTimeseriesBucket', 'bucket document without control or data object');
   }
   const version = Number(getOwnField(control, 'version'));
-  if (version === 1) return doc;
+  if (version === 1) return undefined;
   if (version !== 2 && version !== 3) {
     throw new TimeseriesError('InvalidTimeseriesBucket', `unsupported bucket version ${String(version)}`);
   }
   const countValue = getOwnField(control, 'count');
   const count = countValue === undefined ? Infinity : Number(countValue);
   const newData = {};
+  let dataSize = 5;
   for (const field of Object.keys(data)) {
     const column = data[field];
     if (!(column instanceof Binary) || column.sub_type !== Binary.SUBTYPE_COLUMN) {
@@ -258,18 +274,28 @@ export function decompressBucket(doc: Readonly<Record<string, unknown>>): Record
       });
     }
     const values = BSONColumn.decode(column.buffer.subarray(0, column.position), { maxCount: count });
-    const rows = {};
-    for (let i = 0; i < values.length; i++)
-      if (values[i] !== undefined) defineField(rows, String(i), values[i]);
+    const rows: Record<number, unknown> = {};
+    let cellBytes = 0;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      if (v === undefined) continue;
+      // A row index is never `__proto__`: a plain numeric store is safe, and keeps the cells as elements.
+      rows[i] = v;
+      cellBytes += 2 + numDigitsOf(i) + bsonValueSize(v);
+    }
     defineField(newData, field, rows);
+    dataSize += columnElementSize(field, cellBytes);
   }
   const newControl = {};
   for (const key of Object.keys(control)) {
     if (key !== 'count') defineField(newControl, key, key === 'version' ? 1 : control[key]);
   }
   const out = {};
+  let size = 5;
   for (const key of Object.keys(doc)) {
-    defineField(out, key, key === 'control' ? newControl : key === 'data' ? newData : doc[key]);
+    const value = key === 'control' ? newControl : key === 'data' ? newData : doc[key];
+    defineField(out, key, value);
+    size += key === 'data' ? 2 + 4 + dataSize : bsonElementSize(key, value);
   }
-  return out;
+  return { doc: out, size };
 }

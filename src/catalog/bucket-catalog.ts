@@ -306,13 +306,15 @@ export class BucketCatalog {
       this.#state.parameters.timeseriesBucketMaxSize,
     );
     if (candidate.kind === 'notFound') return undefined;
-    const doc = await uncompressedForReopening(source, candidate.doc);
-    if (doc === undefined) {
+    const v1 = await uncompressedForReopening(source, candidate.doc);
+    if (v1 === undefined) {
       coll.stats.inc('numBucketReopeningsFailed');
       return undefined;
     }
-    // The query measured the candidate; a version-1 candidate is the document rehydrated.
-    const result = rehydrateBucket(key, options, doc, doc === candidate.doc ? candidate.size : undefined);
+    // A version-1 candidate is the document rehydrated (the query measured it); a decompressed one was
+    // measured while it was built.
+    const size = v1.doc === candidate.doc ? candidate.size : v1.size;
+    const result = rehydrateBucket(key, options, v1.doc, size);
     if (result.kind === 'ok') return result.bucket;
     coll.stats.inc('numBucketReopeningsFailed');
     return undefined;

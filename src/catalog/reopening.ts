@@ -19,7 +19,7 @@
  */
 import { ObjectId } from 'bson';
 
-import { decompressBucket } from '../bucket-format/bucket-compression.js';
+import { decompressBucketSized } from '../bucket-format/bucket-compression.js';
 import { minMaxFromDocuments } from '../bucket-format/min-max.js';
 import { schemaFromDocuments } from '../bucket-format/schema.js';
 import type { StoredBucket } from '../storage/storage.js';
@@ -198,24 +198,26 @@ export async function findReopeningCandidate(
  *
  * @param source - the storage.
  * @param doc - the candidate document.
- * @returns the version-1 document, or `undefined` when it could not be rewritten.
+ * @returns the version-1 document (with its BSON size when it was decompressed here; a version-1
+ *   candidate is returned as is, size unknown), or `undefined` when it could not be rewritten.
  */
 export async function uncompressedForReopening(
   source: ReopeningSource,
   doc: StoredBucket,
-): Promise<StoredBucket | undefined> {
+): Promise<{ readonly doc: StoredBucket; readonly size: number | undefined } | undefined> {
   const control = doc.control as { version?: unknown; count?: unknown } | undefined;
-  if (control?.version === 1) return doc;
+  if (control?.version === 1) return { doc, size: undefined };
   if (control?.version !== 2 && control?.version !== 3) return undefined;
-  let v1: StoredBucket;
+  let v1: { readonly doc: StoredBucket; readonly size: number } | undefined;
   try {
-    v1 = decompressBucket(doc);
+    v1 = decompressBucketSized(doc);
   } catch {
     return undefined;
   }
+  if (v1 === undefined) return undefined;
   const replaced = await source.replaceBucket(
     { _id: doc._id, 'control.version': control.version, 'control.count': control.count },
-    v1,
+    v1.doc,
   );
   return replaced ? v1 : undefined;
 }

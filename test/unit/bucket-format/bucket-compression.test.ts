@@ -1,9 +1,13 @@
 import type { Binary } from 'bson';
-import { ObjectId, serialize } from 'bson';
+import { calculateObjectSize, ObjectId, serialize } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
-import { compressBucket, decompressBucket } from '../../../src/bucket-format/bucket-compression.js';
+import {
+  compressBucket,
+  decompressBucket,
+  decompressBucketSized,
+} from '../../../src/bucket-format/bucket-compression.js';
 
 const id = new ObjectId('66ffbfe8aabbccddee000001');
 const t = (s: number): Date => new Date(Date.UTC(2024, 9, 4, 10, 14, s));
@@ -129,6 +133,19 @@ describe('compressBucket', () => {
 });
 
 describe('decompressBucket', () => {
+  it('counts the BSON size of the version-1 document it builds', () => {
+    const doc = v1Bucket();
+    const data = doc['data'] as Record<string, Record<string, unknown>>;
+    data['note'] = { '1': 'é☃𝄞', '11': null };
+    data['nested'] = { '0': { a: [1, 'x'], b: new Date(0) }, '5': 2.5 };
+    const r = compressBucket(doc, 'time');
+    if (r.kind !== 'compressed') throw new Error('expected compression');
+    const sized = decompressBucketSized(r.doc);
+    expect(sized?.size).toBe(calculateObjectSize(sized?.doc ?? {}));
+    expect(sized?.doc).toEqual(decompressBucket(r.doc));
+    expect(decompressBucketSized(doc)).toBeUndefined();
+  });
+
   it('turns version 2 and 3 into version 1 and leaves version 1 alone', () => {
     const r = compressBucket(v1Bucket(), 'time');
     if (r.kind !== 'compressed') throw new Error('expected compression');
