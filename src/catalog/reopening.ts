@@ -305,8 +305,9 @@ export function installReopenedBucket(
   // As when a bucket is allocated, the stripe sheds idle buckets first if the catalog is over its memory
   // threshold (INTERNALS §5.7).
   expireIdleBuckets(state, lock);
-  const series = stripe.openBucketsByKey.get(bucket.key.signature);
-  for (const other of series ?? []) {
+  // A copy: closing a bucket removes it from the series' list.
+  const series = [...(stripe.openBucketsByKey.get(bucket.key.signature) ?? [])];
+  for (const other of series) {
     if (other.rolloverAction !== 'none') continue;
     coll.stats.inc('numBucketsClosedDueToReopening');
     if (other.openBatches.size === 0 && other.preparedBatch === undefined) {
