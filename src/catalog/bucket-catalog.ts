@@ -37,7 +37,7 @@ import type {
   StageResult,
 } from './bucket-catalog-internal.js';
 import type { Bucket } from './bucket.js';
-import { makeBucketMetadata } from './bucket-metadata.js';
+import { makeBucketMetadata, normalizeMetadata } from './bucket-metadata.js';
 import {
   clearBucketForDirectWrite,
   isSafeToReopen,
@@ -383,7 +383,9 @@ export class BucketCatalog {
       const document = makeNewBucketDocument({
         id: bucket.id.oid,
         hasMeta: bucket.hasMeta,
-        normalizedMeta: bucket.normalizedMeta,
+        // Each bucket document gets its own copy: the normalised value is shared by every bucket of the
+        // series (BucketMetadataCache), and a stored document may be changed in place.
+        normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
         min: minDocument(bucket.minMax),
         max: maxDocument(bucket.minMax),
         measurements: batch.measurements,

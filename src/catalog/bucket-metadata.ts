@@ -15,7 +15,7 @@ import { Buffer } from 'node:buffer';
 import { serialize } from 'bson';
 import { LRUCache } from 'lru-cache';
 
-import { defineField } from '../util/safe-record.js';
+import { defineField, hasOwnField } from '../util/safe-record.js';
 import { compareUtf8, isPlainObject } from '../util/bson-value.js';
 
 /** The identity of a series: its normalised meta and the binary key derived from it. */
@@ -85,14 +85,20 @@ export interface BucketMetadataCacheOptions {
 }
 
 /**
- * The series identities of recently seen scalar metas (strings, numbers, booleans), kept across insert
- * calls: an ingester sends the same sensor ids in every call, and normalising one is a BSON
- * serialisation. Objects and arrays are not kept (they can change between calls), nor `-0` (a double,
- * while `0` is an int32, yet one key for a map). Two strings that BSON cannot tell apart (lone
- * surrogates are written as U+FFFD) are two entries with the same key: the identity is still BSON's.
+ * Series identities kept across insert calls: an ingester sends the same series in every call, and
+ * normalising a meta value is a BSON serialisation.
+ *
+ * - Scalar metas (strings, numbers, booleans) in an LRU, by value. Not `-0` (a double, while `0` is an
+ *   int32, yet one key for a map). Two strings that BSON cannot tell apart (lone surrogates are written as
+ *   U+FFFD) are two entries with the same key: the identity is still BSON's.
+ * - Meta objects, by identity (a WeakMap: an ingester often keeps one object per series), when they hold
+ *   only plain objects, arrays, strings, numbers, booleans and null. An object can change between calls,
+ *   so a hit is used only if the object still holds exactly what was normalised (compared field by field,
+ *   which costs far less than a serialisation); otherwise it is normalised again.
  */
 export class BucketMetadataCache {
   readonly #cache: LRUCache<ScalarMeta, BucketMetadata>;
+  readonly #objects = new WeakMap<object, BucketMetadata>();
 
   /**
    * @param options - entry and byte limits.
@@ -118,7 +124,14 @@ export class BucketMetadataCache {
       typeof meta === 'string' ||
       typeof meta === 'boolean' ||
       (typeof meta === 'number' && !Object.is(meta, -0));
-    if (!scalar) return makeBucketMetadata(meta);
+    if (!scalar) {
+      if (!isPlainObject(meta)) return makeBucketMetadata(meta);
+      const cached = this.#objects.get(meta);
+      if (cached !== undefined && sameSimpleValue(meta, cached.normalizedMeta)) return cached;
+      const metadata = makeBucketMetadata(meta);
+      if (isSimpleValue(metadata.normalizedMeta)) this.#objects.set(meta, metadata);
+      return metadata;
+    }
     let metadata = this.#cache.get(meta);
     if (metadata === undefined) {
       metadata = makeBucketMetadata(meta);
@@ -126,4 +139,53 @@ export class BucketMetadataCache {
     }
     return metadata;
   }
+}
+
+/**
+ * Whether a normalised meta holds only values compared exactly by {@link sameSimpleValue}: plain objects,
+ * arrays, strings, numbers, booleans, null (and array holes, written as null).
+ */
+function isSimpleValue(v: unknown): boolean {
+  switch (typeof v) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return true;
+    default:
+      if (v === null) return true;
+      if (Array.isArray(v)) return v.every(isSimpleValue);
+      if (!isPlainObject(v)) return false;
+      for (const key in v) if (hasOwnField(v, key) && !isSimpleValue(v[key])) return false;
+      return true;
+  }
+}
+
+/**
+ * Whether `value` (a meta as given) normalises to `normalized` (a simple normalised meta): the same
+ * fields whatever their order, the same scalars (numbers by `Object.is`: `-0` is a double, `0` an
+ * int32), arrays element by element.
+ */
+function sameSimpleValue(value: unknown, normalized: unknown): boolean {
+  if (typeof value !== 'object' || value === null) {
+    return typeof value === 'number' ? Object.is(value, normalized) : value === normalized;
+  }
+  if (Array.isArray(value)) {
+    if (!Array.isArray(normalized) || value.length !== normalized.length) return false;
+    for (let i = 0; i < value.length; i++) if (!sameSimpleValue(value[i], normalized[i])) return false;
+    return true;
+  }
+  if (!isPlainObject(value) || !isPlainObject(normalized) || Array.isArray(normalized)) return false;
+  // Normalising drops fields whose value is undefined: count the others.
+  let fields = 0;
+  for (const key in value) {
+    if (!hasOwnField(value, key)) continue;
+    const v = value[key];
+    if (v === undefined) continue;
+    if (!hasOwnField(normalized, key) || !sameSimpleValue(v, normalized[key])) return false;
+    fields++;
+  }
+  let normalizedFields = 0;
+  for (const key in normalized) if (hasOwnField(normalized, key)) normalizedFields++;
+  return fields === normalizedFields;
 }

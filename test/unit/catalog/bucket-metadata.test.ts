@@ -87,15 +87,54 @@ describe('BucketMetadataCache', () => {
     );
   });
 
-  it('keeps scalars only: an object changed between calls gets its new identity', () => {
+  it('reuses the identity of an unchanged meta object, and recomputes it once the object changed', () => {
     const cache = new BucketMetadataCache();
-    const meta: Record<string, unknown> = { site: 'a' };
-    const first = cache.get(meta).key;
+    const meta: Record<string, unknown> = { site: 'a', pos: { x: 1, tags: ['n', 2] } };
+    const first = cache.get(meta);
+    expect(cache.get(meta)).toBe(first);
     meta.site = 'b';
-    expect(cache.get(meta).key).not.toBe(first);
-    expect(cache.get(meta).key).toBe(makeBucketMetadata({ site: 'b' }).key);
+    expect(cache.get(meta).key).not.toBe(first.key);
+    expect(cache.get(meta).key).toBe(makeBucketMetadata({ site: 'b', pos: { x: 1, tags: ['n', 2] } }).key);
+    (meta.pos as { tags: unknown[] }).tags.push(-0);
+    expect(cache.get(meta).key).toBe(makeBucketMetadata(meta).key);
     // 0 is an int32 and -0 a double: two series.
     expect(cache.get(0).key).not.toBe(cache.get(-0).key);
     expect(cache.get('x')).toBe(cache.get('x'));
+  });
+
+  it('gives the identity makeBucketMetadata gives while meta objects are changed between calls', () => {
+    const value = fc.oneof(
+      fc.constantFrom<unknown>(0, -0, 1, 1.5, NaN, 'a', 'b', true, null, undefined, new Date(0)),
+      fc.constantFrom<unknown>([], [0], [-0], ['a', undefined], { z: 1 }, { z: -0 }),
+    );
+    const step = fc.record({
+      target: fc.nat({ max: 2 }),
+      path: fc.constantFrom('a', 'b', 'n.c', 'n.d'),
+      op: fc.oneof(
+        fc.record({ kind: fc.constant('set' as const), value }),
+        fc.constant({ kind: 'delete' as const }),
+      ),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const cache = new BucketMetadataCache();
+        const metas: Array<Record<string, unknown>> = [{ a: 1 }, { a: 1, n: { c: 'x' } }, { b: [1, 2] }];
+        for (const { target, path, op } of steps) {
+          const meta = metas[target] as Record<string, unknown>;
+          const [head, tail] = path.split('.') as [string, string | undefined];
+          let holder: Record<string, unknown> = meta;
+          if (tail !== undefined) {
+            if (typeof meta[head] !== 'object' || meta[head] === null || Array.isArray(meta[head]))
+              meta[head] = {};
+            holder = meta[head] as Record<string, unknown>;
+          }
+          const field = tail ?? head;
+          if (op.kind === 'set') holder[field] = op.value;
+          else Reflect.deleteProperty(holder, field);
+          for (const m of metas) expect(cache.get(m).key).toBe(makeBucketMetadata(m).key);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
