@@ -1,3 +1,6 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
 /**
  * Side-by-side measurement: candidates are run alternately (A, B, A, B, ...) so that warm-up, GC pressure
  * and machine noise affect them equally; each reports the median of its runs and its ratio to the first.
@@ -60,3 +63,13 @@ export function rate(perSecond: number): string {
 export function heading(title: string): void {
   console.log(`\n## ${title}`);
 }
+
+/**
+ * A full garbage collection, so that heap readings count live objects only. The benchmarks run under tsx
+ * without `--expose-gc`; the flag is set at run time and `gc` taken from a fresh context, which is the
+ * documented effect of setting V8 flags after startup (benchmarks only, never the library).
+ */
+export const collectGarbage: () => void = (() => {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+})();

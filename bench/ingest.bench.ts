@@ -18,7 +18,7 @@ import { BucketEngine, MemoryStorage } from '../src/index.js';
 import type { BucketCommit, StoredBucket, StorageUpdateResult, TimeseriesCollection } from '../src/index.js';
 import { tsbsCpuOnly, sparseSensors } from './datasets.js';
 import type { Doc } from './datasets.js';
-import { compare, heading, rate } from './harness.js';
+import { collectGarbage, compare, heading, rate } from './harness.js';
 
 async function freshCollection(): Promise<{ engine: BucketEngine; coll: TimeseriesCollection }> {
   const engine = new BucketEngine({
@@ -156,11 +156,13 @@ export async function runIngestBench(quick: boolean): Promise<void> {
   for (const series of [10, 1_000, 100_000]) {
     const m = quick ? 100_000 : 300_000;
     const data = sparseSensors(series, m);
+    collectGarbage();
     const before = process.memoryUsage().heapUsed;
     const t = performance.now();
     const { engine, coll } = await ingestSensors(data);
     const ms = performance.now() - t;
     const status = engine.serverStatus().bucketCatalog!;
+    collectGarbage();
     const heap = process.memoryUsage().heapUsed - before;
     let bucketBytes = 0;
     let buckets = 0;

@@ -3,13 +3,13 @@
  * measured, next to the estimate. Open buckets of one measurement each are made in an engine whose storage
  * keeps nothing, so the heap growth is the catalog's.
  *
- * One field count per process (a finished run's heap is not reliably gone before the next one starts), and
- * a callable GC:
- *   node --expose-gc --import tsx bench/memory-calibration.ts 3
- *   node --expose-gc --import tsx bench/memory-calibration.ts 11
+ * One field count per process (a finished run's heap is not reliably gone before the next one starts):
+ *   npx tsx bench/memory-calibration.ts 3
+ *   npx tsx bench/memory-calibration.ts 11
  */
 import { BucketEngine, MemoryStorage } from '../src/index.js';
 import type { StoredBucket, StorageUpdateResult } from '../src/index.js';
+import { collectGarbage } from './harness.js';
 
 /** A storage that accepts every write and keeps nothing. */
 class DiscardingStorage extends MemoryStorage {
@@ -22,8 +22,6 @@ class DiscardingStorage extends MemoryStorage {
   }
 }
 
-const gc = (globalThis as { gc?: () => void }).gc;
-if (gc === undefined) throw new Error('run with node --expose-gc --import tsx bench/memory-calibration.ts');
 
 const series = 50_000;
 const fields = Number(process.argv[2] ?? 3);
@@ -32,7 +30,7 @@ const docs = Array.from({ length: series }, (_, i) => {
   for (let f = 0; f < fields - 1; f++) doc[`f${f}`] = f * 1.5;
   return doc;
 });
-gc();
+collectGarbage();
 const before = process.memoryUsage().heapUsed;
 const engine = new BucketEngine({
   storage: new DiscardingStorage(),
@@ -42,7 +40,7 @@ const coll = await engine.createCollection('calibration', {
   timeseries: { timeField: 'ts', metaField: 'sensor' },
 });
 for (let i = 0; i < series; i += 1000) await coll.insertMany(docs.slice(i, i + 1000), { ordered: false });
-gc();
+collectGarbage();
 const heap = process.memoryUsage().heapUsed - before;
 const status = engine.serverStatus().bucketCatalog;
 if (status === undefined) throw new Error('no catalog status');
