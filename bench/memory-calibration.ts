@@ -22,7 +22,6 @@ class DiscardingStorage extends MemoryStorage {
   }
 }
 
-
 const series = 50_000;
 const fields = Number(process.argv[2] ?? 3);
 const docs = Array.from({ length: series }, (_, i) => {
