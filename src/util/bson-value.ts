@@ -716,13 +716,17 @@ export function compareBsonValues(a: unknown, b: unknown): number {
 // Sizes
 // ---------------------------------------------------------------------------------------------------
 
-/** Strings at least this long are measured by Node's encoder; shorter ones (field names) in JS. */
-const kNativeUtf8LengthThreshold = 32;
+/**
+ * Strings at least this long are measured by Node's encoder, shorter ones in JS. Measured on Node 20:
+ * row keys ("0".."359") 6 ns in JS vs 13 ns through `Buffer.byteLength`; 10–16-character field names
+ * 22 ns vs 14 ns.
+ */
+const kNativeUtf8LengthThreshold = 8;
 
 /**
  * The number of bytes of `s` in UTF-8, as js-bson writes it (a lone surrogate becomes U+FFFD, 3 bytes):
- * what `Buffer.byteLength(s, 'utf8')` returns. Field names are short, and sizing visits every name of
- * every document; counting them here avoids a call into the runtime per name.
+ * what `Buffer.byteLength(s, 'utf8')` returns. Sizing visits every name of every document, most of them
+ * short row keys of bucket columns, for which counting in JS is cheaper than the call.
  *
  * @param s - a string.
  * @returns its UTF-8 byte length.
