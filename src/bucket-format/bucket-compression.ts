@@ -157,20 +157,33 @@ export function compressBucket(
     if (field === timeField) continue;
     const column = data[field];
     if (!isPlainObject(column)) return fail(`data.${field} is not an object`);
-    const byRow: unknown[] = new Array<unknown>(n).fill(undefined);
-    let cells = 0;
+    const keys = Object.keys(column);
+    let byRow: unknown[];
     let valueBytes = 0;
-    for (let row = 0; row < n; row++) {
-      if (!hasOwnField(column, row)) continue;
-      const v = column[row];
-      // A stored undefined is written as null by BSON; keep it a value, not a missing entry.
-      byRow[row] = v === undefined ? null : v;
-      // (Sized as the document was: an undefined field is not counted.)
-      if (v !== undefined) valueBytes += 2 + numDigitsOf(row) + bsonValueSize(v);
-      cells++;
+    if (keys.length === n && keys[n - 1] === String(n - 1)) {
+      // Every row has the field: integer keys are listed first and in order, so n keys ending with
+      // "n-1" are exactly "0".."n-1" (any other key would be listed last). One native call reads them.
+      byRow = Object.values(column);
+      for (let row = 0; row < n; row++) {
+        const v = byRow[row];
+        // A stored undefined is written as null by BSON; keep it a value, not a missing entry. (Sized
+        // as the document was: an undefined field is not counted.)
+        if (v === undefined) byRow[row] = null;
+        else valueBytes += 2 + numDigitsOf(row) + bsonValueSize(v);
+      }
+    } else {
+      byRow = new Array<unknown>(n).fill(undefined);
+      let cells = 0;
+      for (let row = 0; row < n; row++) {
+        if (!hasOwnField(column, row)) continue;
+        const v = column[row];
+        byRow[row] = v === undefined ? null : v;
+        if (v !== undefined) valueBytes += 2 + numDigitsOf(row) + bsonValueSize(v);
+        cells++;
+      }
+      if (cells !== keys.length)
+        return fail(`data.${field} has unordered keys or more entries than the time column`);
     }
-    if (cells !== Object.keys(column).length)
-      return fail(`data.${field} has unordered keys or more entries than the time column`);
     dataSize += columnElementSize(field, valueBytes);
     columns.push([field, permute(byRow)]);
   }

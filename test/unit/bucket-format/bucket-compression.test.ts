@@ -92,6 +92,16 @@ describe('compressBucket', () => {
     const extra = v1Bucket();
     (extra['data'] as Record<string, unknown>)['temp'] = { '0': 1, '50': 2 };
     expect(compressBucket(extra, 'time').kind).toBe('failed');
+    // A full column with one more key, or with its last row key replaced by a name.
+    const fullPlusName = v1Bucket();
+    const temps = (fullPlusName['data'] as Record<string, Record<string, unknown>>)['temp'] as Record<
+      string,
+      unknown
+    >;
+    temps['x'] = 1;
+    expect(compressBucket(fullPlusName, 'time').kind).toBe('failed');
+    delete temps['11'];
+    expect(compressBucket(fullPlusName, 'time').kind).toBe('failed');
     const badTime = v1Bucket();
     (badTime['data'] as Record<string, unknown>)['time'] = { '0': 5 };
     const r = compressBucket(badTime, 'time');
