@@ -10,7 +10,13 @@ import { Binary, serialize } from 'bson';
 import { TimeseriesError } from '../errors.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { BSONColumn } from './bson-column/bson-column.js';
-import { bsonElementSize, bsonValueSize, isPlainObject, utf8ByteLength } from '../util/bson-value.js';
+import {
+  bsonElementSize,
+  bsonValueSize,
+  indexNameLength,
+  isPlainObject,
+  utf8ByteLength,
+} from '../util/bson-value.js';
 
 /** Result of {@link compressBucket}. */
 export type CompressBucketResult =
@@ -59,11 +65,6 @@ function fail(message: string, cause?: unknown): CompressBucketResult {
       cause === undefined ? {} : { cause },
     ),
   };
-}
-
-/** Decimal digits of a row index (its key's length). */
-function numDigitsOf(row: number): number {
-  return row < 10 ? 1 : row < 100 ? 2 : row < 1000 ? 3 : String(row).length;
 }
 
 /**
@@ -137,7 +138,7 @@ export function compressBucket(
     const t = timeColumn[i];
     if (!(t instanceof Date)) return fail(`data.${timeField}.${i} is not a Date`);
     times[i] = t.getTime();
-    timeCellBytes += 2 + numDigitsOf(i) + 8;
+    timeCellBytes += 2 + indexNameLength(i) + 8;
     if (i > 0 && (times[i] as number) < (times[i - 1] as number)) sorted = false;
   }
   // Buckets filled in time order (the usual case) skip the sort and the permutation of every column.
@@ -169,7 +170,7 @@ export function compressBucket(
         // A stored undefined is written as null by BSON; keep it a value, not a missing entry. (Sized
         // as the document was: an undefined field is not counted.)
         if (v === undefined) byRow[row] = null;
-        else valueBytes += 2 + numDigitsOf(row) + bsonValueSize(v);
+        else valueBytes += 2 + indexNameLength(row) + bsonValueSize(v);
       }
     } else {
       byRow = new Array<unknown>(n).fill(undefined);
@@ -178,7 +179,7 @@ export function compressBucket(
         if (!hasOwnField(column, row)) continue;
         const v = column[row];
         byRow[row] = v === undefined ? null : v;
-        if (v !== undefined) valueBytes += 2 + numDigitsOf(row) + bsonValueSize(v);
+        if (v !== undefined) valueBytes += 2 + indexNameLength(row) + bsonValueSize(v);
         cells++;
       }
       if (cells !== keys.length)
@@ -294,7 +295,7 @@ export function decompressBucketSized(
       if (v === undefined) continue;
       // A row index is never `__proto__`: a plain numeric store is safe, and keeps the cells as elements.
       rows[i] = v;
-      cellBytes += 2 + numDigitsOf(i) + bsonValueSize(v);
+      cellBytes += 2 + indexNameLength(i) + bsonValueSize(v);
     }
     defineField(newData, field, rows);
     dataSize += columnElementSize(field, cellBytes);

@@ -164,8 +164,11 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 /**
  * Whether a JS number is written by js-bson as an int32 (type 16) rather than a double (type 1): an
  * integer within int32 range that is not `-0` (`serializeNumber` in js-bson's serializer).
+ *
+ * @param v - a number.
+ * @returns `true` for an integer in int32 range other than -0.
  */
-function isInt32Number(v: number): boolean {
+export function isInt32Number(v: number): boolean {
   // `v | 0` truncates to int32, so equality means "integer in int32 range"; -0 passes it and is excluded.
   return (v | 0) === v && !(v === 0 && 1 / v < 0);
 }
@@ -746,8 +749,13 @@ export function utf8ByteLength(s: string): number {
   return n;
 }
 
-/** UTF-8 length of the decimal representation of an array index. */
-function indexNameLength(i: number): number {
+/**
+ * UTF-8 length of the decimal representation of an array index (or a version-1 row key).
+ *
+ * @param i - a non-negative integer.
+ * @returns its number of decimal digits (1 for 0).
+ */
+export function indexNameLength(i: number): number {
   let n = 1;
   while (i >= 10) {
     i = Math.floor(i / 10);

@@ -30,23 +30,11 @@ import { Binary, Decimal128, Double, Int32, Long, ObjectId, Timestamp, deseriali
 import { TimeseriesError } from '../../errors.js';
 import { defineField } from '../../util/safe-record.js';
 import { BsonType, invalidColumn } from './bsoncolumn-util.js';
+import { isInt32Number } from '../../util/bson-value.js';
 import { wrapInt64 } from '../../util/int64.js';
-
-const kInt32Min = -2147483648;
-const kInt32Max = 2147483647;
 
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 const utf8Encoder = new TextEncoder();
-
-/**
- * Whether js-bson serializes the number `x` as an int32 (else as a double).
- *
- * @param x - a number.
- * @returns `true` for an integer in int32 range other than -0.
- */
-export function isInt32Number(x: number): boolean {
-  return Number.isSafeInteger(x) && x >= kInt32Min && x <= kInt32Max && !Object.is(x, -0);
-}
 
 /**
  * The canonical JS value of a BSON double (see the module comment).
@@ -55,7 +43,7 @@ export function isInt32Number(x: number): boolean {
  * @returns `x`, or `new Double(x)` when `x` would otherwise re-serialize as an int32.
  */
 export function canonicalDouble(x: number): number | Double {
-  return Number.isInteger(x) && x >= kInt32Min && x <= kInt32Max && !Object.is(x, -0) ? new Double(x) : x;
+  return isInt32Number(x) ? new Double(x) : x;
 }
 
 function need(end: number, pos: number, n: number): void {

@@ -14,7 +14,8 @@
  */
 import { InternalInvariantError } from '../../errors.js';
 import { BsonType, kInterleavedStartArray, kInterleavedStartObject } from './bsoncolumn-util.js';
-import { ElementWriter, isInt32Number } from './bson-element.js';
+import { isInt32Number } from '../../util/bson-value.js';
+import { ElementWriter } from './bson-element.js';
 import { ByteWriter } from './byte-writer.js';
 import { EncodingState } from './encoding-state.js';
 import type { RefField, RefObject } from './interleaved-reference.js';
