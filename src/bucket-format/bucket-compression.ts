@@ -68,6 +68,17 @@ function fail(message: string, cause?: unknown): CompressBucketResult {
 }
 
 /**
+ * BSON size of a bucket document whose `data` object's size is known (counted while its cells were
+ * read or built): the other top-level fields are sized here.
+ */
+function sizeWithDataOf(doc: Readonly<Record<string, unknown>>, dataSize: number): number {
+  let size = 5; // the document's length and EOO
+  for (const key of Object.keys(doc))
+    size += key === 'data' ? 2 + 4 + dataSize : bsonElementSize(key, doc[key]);
+  return size;
+}
+
+/**
  * BSON size of the element `field: {"0": v0, "1": v1, ...}` of a version-1 `data`, given the bytes of its
  * cells (each: type byte, key, NUL, value).
  */
@@ -231,8 +242,7 @@ export function compressBucket(
   }
   defineField(out, 'data', newData);
 
-  let bytesBefore = 5 + 2 + 4 + dataSize; // the document's length and EOO; the `data` element's header
-  for (const key of Object.keys(doc)) if (key !== 'data') bytesBefore += bsonElementSize(key, doc[key]);
+  const bytesBefore = sizeWithDataOf(doc, dataSize);
   const bytesAfter = bsonValueSize(out);
   if (bytesAfter >= bytesBefore) return { kind: 'notSmaller', bytesBefore, bytesAfter };
   return { kind: 'compressed', doc: out, bytesBefore, bytesAfter };
@@ -305,11 +315,8 @@ export function decompressBucketSized(
     if (key !== 'count') defineField(newControl, key, key === 'version' ? 1 : control[key]);
   }
   const out = {};
-  let size = 5;
   for (const key of Object.keys(doc)) {
-    const value = key === 'control' ? newControl : key === 'data' ? newData : doc[key];
-    defineField(out, key, value);
-    size += key === 'data' ? 2 + 4 + dataSize : bsonElementSize(key, value);
+    defineField(out, key, key === 'control' ? newControl : key === 'data' ? newData : doc[key]);
   }
-  return { doc: out, size };
+  return { doc: out, size: sizeWithDataOf(out, dataSize) };
 }
