@@ -231,21 +231,17 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const lo = doubleBits.getUint32(0, true);
     const hi = doubleBits.getUint32(4, true);
     const prev = this.#prevView;
+    let compressed = false;
     if (this.#prevType === BsonType.double) {
-      let compressed = true;
-      if (lo === prev.getUint32(0, true) && hi === prev.getUint32(4, true)) this.#b64.append(0, 0);
-      else compressed = this.#appendDouble(x);
-      prev.setUint32(0, lo, true);
-      prev.setUint32(4, hi, true);
-      if (compressed) return;
-    } else {
-      this.#prevType = BsonType.double;
-      this.#prevSize = 8;
-      prev.setUint32(0, lo, true);
-      prev.setUint32(4, hi, true);
+      if (lo === prev.getUint32(0, true) && hi === prev.getUint32(4, true)) {
+        // A repeated value: a zero delta, which always fits.
+        this.#b64.append(0, 0);
+        compressed = true;
+      } else compressed = this.#appendDouble(x);
     }
-    this.#flushBuilders();
-    this.#writeLiteralFromPrevious();
+    prev.setUint32(0, lo, true);
+    prev.setUint32(4, hi, true);
+    if (!compressed) this.#writeLiteral(BsonType.double, 8);
   }
 
   /**
@@ -255,25 +251,21 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    */
   appendInt32(x: number): void {
     const prev = this.#prevView;
+    let compressed = false;
     if (this.#prevType === BsonType.int32) {
       const previous = prev.getInt32(0, true);
-      let compressed = true;
       if (x === previous) {
+        // A zero delta, which always fits.
         this.#b64.append(0, 0);
+        compressed = true;
       } else {
         const d = this.#delta;
         zigzagNumber(x - previous, d);
         compressed = this.#b64.append(d.lo, d.hi);
       }
-      prev.setInt32(0, x, true);
-      if (compressed) return;
-    } else {
-      this.#prevType = BsonType.int32;
-      this.#prevSize = 4;
-      prev.setInt32(0, x, true);
     }
-    this.#flushBuilders();
-    this.#writeLiteralFromPrevious();
+    prev.setInt32(0, x, true);
+    if (!compressed) this.#writeLiteral(BsonType.int32, 4);
   }
 
   /**
@@ -286,6 +278,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const lo = ms >>> 0;
     const hi = highHalf(ms);
     const prev = this.#prevView;
+    let compressed = false;
     if (this.#prevType === BsonType.date) {
       const d = this.#delta;
       sub64(lo, hi, prev.getUint32(0, true), prev.getUint32(4, true), d);
@@ -294,16 +287,20 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       zigzagDelta64(deltaLo, deltaHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
       this.#prevDeltaLo = deltaLo;
       this.#prevDeltaHi = deltaHi;
-      const compressed = this.#b64.append(d.lo, d.hi);
-      prev.setUint32(0, lo, true);
-      prev.setUint32(4, hi, true);
-      if (compressed) return;
-    } else {
-      this.#prevType = BsonType.date;
-      this.#prevSize = 8;
-      prev.setUint32(0, lo, true);
-      prev.setUint32(4, hi, true);
+      compressed = this.#b64.append(d.lo, d.hi);
     }
+    prev.setUint32(0, lo, true);
+    prev.setUint32(4, hi, true);
+    if (!compressed) this.#writeLiteral(BsonType.date, 8);
+  }
+
+  /**
+   * The number paths' fallback, once the value (of `type`, `size` bytes) is stored as the previous one:
+   * it starts a new type or did not fit the current block, so it is written as an uncompressed literal.
+   */
+  #writeLiteral(type: number, size: number): void {
+    this.#prevType = type;
+    this.#prevSize = size;
     this.#flushBuilders();
     this.#writeLiteralFromPrevious();
   }
