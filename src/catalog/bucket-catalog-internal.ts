@@ -15,7 +15,7 @@ import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/ti
 import { TimeseriesError } from '../errors.js';
 import { kBSONObjMaxUserSize, objectIdHex } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
-import { calculateBucketFieldsAndSizeChange, makeOpenBucket } from './bucket.js';
+import { calculateBucketFieldsAndSizeChange, makeOpenBucket, openBatchFor } from './bucket.js';
 import type { Bucket, BucketSizeChange } from './bucket.js';
 import { makeBucketId, makeBucketKey, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
@@ -443,10 +443,10 @@ function stageInto(
   change: BucketSizeChange,
   op: StagingOp,
 ): WriteBatch {
-  let batch = bucket.openBatches.get(op.batchKey);
+  let batch = openBatchFor(bucket, op.batchKey);
   if (batch === undefined) {
     batch = makeWriteBatch(bucket, op.batchKey, coll.stats);
-    bucket.openBatches.set(op.batchKey, batch);
+    bucket.openBatches.push(batch);
     // A bucket with a batch is not idle; one that already had an open batch was not idle either.
     lock.stripe.idleBuckets.delete(bucket.id.hex);
     // The flag moves to the bucket's first batch and is counted when that batch commits.
@@ -501,7 +501,7 @@ export function rollover(
   bucket.rolloverAction = rolloverActionFor[effective];
   coll.stats.inc(kRolloverStat[effective]);
   lock.stripe.idleBuckets.delete(bucket.id.hex);
-  if (bucket.openBatches.size === 0 && bucket.preparedBatch === undefined)
+  if (bucket.openBatches.length === 0 && bucket.preparedBatch === undefined)
     performRolloverAction(state, lock, coll, bucket);
 }
 
@@ -708,11 +708,11 @@ export function clearNamespace(state: CatalogState, lock: StripeLock, coll: Coll
  * @param error - the failure given to the batches' waiters.
  */
 export function failUnpreparedBatches(bucket: Bucket, error: unknown): void {
-  for (const batch of bucket.openBatches.values()) {
+  for (const batch of bucket.openBatches) {
     batch.state = 'finished';
     batch.result.reject(error);
   }
-  bucket.openBatches.clear();
+  bucket.openBatches.length = 0;
 }
 
 /**

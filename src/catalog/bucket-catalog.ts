@@ -36,6 +36,7 @@ import type {
   StagePause,
   StageResult,
 } from './bucket-catalog-internal.js';
+import { removeOpenBatch } from './bucket.js';
 import type { Bucket } from './bucket.js';
 import { makeBucketMetadata, normalizeMetadata } from './bucket-metadata.js';
 import {
@@ -373,7 +374,7 @@ export class BucketCatalog {
     }
     if (bucket.preparedBatch !== undefined) return { kind: 'wait', inFlight: bucket.preparedBatch };
     bucket.preparedBatch = batch;
-    bucket.openBatches.delete(batch.opId);
+    removeOpenBatch(bucket, batch);
     batch.state = 'prepared';
     batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
     const skip = { skipField: coll.options.metaField };
@@ -447,7 +448,7 @@ export class BucketCatalog {
       if (bucket.state === 'cleared') {
         failUnpreparedBatches(bucket, clearedError(bucket));
         closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');
-      } else if (bucket.openBatches.size === 0) {
+      } else if (bucket.openBatches.length === 0) {
         performRolloverAction(this.#state, lock, coll, bucket);
       }
     });
@@ -468,7 +469,7 @@ export class BucketCatalog {
       const ownPrepared = bucket.preparedBatch === batch;
       batch.state = 'finished';
       batch.result.reject(error);
-      if (bucket.openBatches.get(batch.opId) === batch) bucket.openBatches.delete(batch.opId);
+      removeOpenBatch(bucket, batch);
       failUnpreparedBatches(bucket, clearedError(bucket));
       bucket.state = 'cleared';
       if (ownPrepared) bucket.preparedBatch = undefined;

@@ -310,7 +310,7 @@ export function installReopenedBucket(
   for (const other of series) {
     if (other.rolloverAction !== 'none') continue;
     coll.stats.inc('numBucketsClosedDueToReopening');
-    if (other.openBatches.size === 0 && other.preparedBatch === undefined) {
+    if (other.openBatches.length === 0 && other.preparedBatch === undefined) {
       closeOpenBucket(state, lock, coll, other, 'closed');
     } else {
       other.rolloverAction = 'softClose';
