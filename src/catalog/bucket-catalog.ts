@@ -438,6 +438,8 @@ export class BucketCatalog {
         bucket.fieldNames.add(field);
         bucket.uncommittedFieldNames?.delete(field);
       }
+      // Every new bucket stages its fields as uncommitted; an emptied set is dropped, not kept for life.
+      if (bucket.uncommittedFieldNames?.size === 0) bucket.uncommittedFieldNames = undefined;
       updateBucketMemoryUsage(this.#state, bucket);
       coll.stats.inc('numCommits');
       coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');

@@ -8,8 +8,8 @@
  *
  * The constants were calibrated on Node 20 with `bench/memory-calibration.ts`: 50 000 one-measurement
  * series ingested into an engine whose storage keeps nothing, the growth of `heapUsed` (after a full GC)
- * divided by the number of open buckets. Measured 2026-11-22: 2 239 bytes per bucket with 3 fields and
- * 3 991 with 11, i.e. about 220 bytes per field and about 1 520 per bucket besides its key.
+ * divided by the number of open buckets. Measured 2026-11-22: 2 084 bytes per bucket with 3 fields and
+ * 3 838 with 11, i.e. about 220 bytes per field and about 1 360 per bucket besides its key.
  *
  * @packageDocumentation
  */
@@ -17,7 +17,7 @@ import type { Bucket } from './bucket.js';
 import type { BucketKey } from './bucket-identifiers.js';
 
 /** Fixed bytes per open bucket: the object, its maps and sets, ids, counters, min/max and schema roots. */
-export const kBucketOverheadBytes = 1520;
+export const kBucketOverheadBytes = 1360;
 
 /** Fixed bytes per archived record: the record and its map entries. */
 export const kArchivedBucketOverheadBytes = 160;
