@@ -764,6 +764,19 @@ export function indexNameLength(i: number): number {
   return n;
 }
 
+/**
+ * The bytes of the field names "0".."n-1" together: the sum of {@link indexNameLength} over `[0, n)`.
+ *
+ * @param n - how many consecutive indices, from 0.
+ * @returns bytes, without NULs.
+ */
+export function indexNamesLength(n: number): number {
+  let total = 0;
+  for (let digits = 1, low = 0, high = 10; low < n; digits++, low = high, high *= 10)
+    total += (Math.min(n, high) - low) * digits;
+  return total;
+}
+
 function documentSize(doc: Record<string, unknown>): number {
   let size = 5; // int32 length + trailing NUL
   // for-in with an own-property check, not Object.keys: no array of names per call (documents are

@@ -28,6 +28,7 @@ import {
   canonicalTypeOf,
   compareBsonValues,
   compareUtf8,
+  indexNamesLength,
   isPlainObject,
   objectIdHex,
   utf8ByteLength,
@@ -148,6 +149,22 @@ describe('objectIdHex', () => {
         const plain = { id: new Uint8Array(bytes) } as unknown as ObjectId;
         expect(objectIdHex(plain)).toBe(oid.toHexString());
       }),
+    );
+  });
+});
+
+describe('indexNamesLength', () => {
+  it('is the byte length of the names "0".."n-1" together', () => {
+    expect(indexNamesLength(0)).toBe(0);
+    expect(indexNamesLength(10)).toBe(10);
+    expect(indexNamesLength(11)).toBe(12);
+    expect(indexNamesLength(1000)).toBe(10 + 90 * 2 + 900 * 3);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 20_000 }), (n) => {
+        const names = Array.from({ length: n }, (_, i) => String(i)).join('');
+        expect(indexNamesLength(n)).toBe(names.length);
+      }),
+      { numRuns: 200 },
     );
   });
 });
