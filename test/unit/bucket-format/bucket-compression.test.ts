@@ -79,6 +79,19 @@ describe('compressBucket', () => {
     expect(result.bytesAfter).toBe(serialize(out).length);
   });
 
+  it('sizes the version-1 document as stored, with an undefined cell in a full column left out', () => {
+    const doc = v1Bucket();
+    const temps = (doc['data'] as Record<string, Record<string, unknown>>)['temp'] as Record<string, unknown>;
+    temps['3'] = undefined;
+    const result = compressBucket(doc, 'time');
+    expect(result.kind).toBe('compressed');
+    if (result.kind !== 'compressed') return;
+    expect(result.bytesBefore).toBe(serialize(doc, { ignoreUndefined: true }).length);
+    // The undefined cell is kept as a value (BSON null), not as a missing entry.
+    const stored = column((result.doc['data'] as Record<string, unknown>)['temp']);
+    expect(stored.filter((v) => v === null)).toHaveLength(1);
+  });
+
   it('reports notSmaller for a tiny bucket', () => {
     const doc = { _id: id, control: { version: 1, min: {}, max: {} }, data: { time: { '0': t(0) } } };
     expect(compressBucket(doc, 'time').kind).toBe('notSmaller');
