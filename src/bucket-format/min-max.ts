@@ -546,6 +546,25 @@ export function takeUpdates(mm: MinMax): MinMaxUpdates {
   };
 }
 
+/**
+ * The current `control.min` and `control.max` as whole documents, recorded as emitted: what a bucket's
+ * first commit writes. Like {@link minDocument} and {@link maxDocument} followed by {@link takeUpdates},
+ * without building the per-field operations that the first commit would discard.
+ *
+ * @param mm - the MinMax.
+ * @returns fresh documents in stored field order; the next {@link takeUpdates} reports later changes only.
+ */
+export function takeDocuments(mm: MinMax): {
+  readonly min: Record<string, unknown>;
+  readonly max: Record<string, unknown>;
+} {
+  mm.changed = 0;
+  return {
+    min: buildSlot(mm.root, 'min', true) as Record<string, unknown>,
+    max: buildSlot(mm.root, 'max', true) as Record<string, unknown>,
+  };
+}
+
 const kNoOps: ReadonlyArray<SetOp> = Object.freeze([]);
 const kNoUpdates: MinMaxUpdates = Object.freeze({ min: kNoOps, max: kNoOps });
 

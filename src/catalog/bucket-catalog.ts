@@ -12,7 +12,7 @@ import { makeBucketUpdate, makeNewBucketDocument } from '../bucket-format/bucket
 import type { BucketCommit, BucketDocumentV1 } from '../bucket-format/bucket-document.js';
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { defaultBucketIdGenerator } from '../bucket-format/bucket-oid.js';
-import { maxDocument, minDocument, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
+import { takeDocuments, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
 import {
   clearedError,
@@ -379,22 +379,24 @@ export class BucketCatalog {
     batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
     const skip = { skipField: coll.options.metaField };
     for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
-    const changes = takeUpdates(bucket.minMax);
     if (batch.numPreviouslyCommittedMeasurements === 0) {
+      // The first commit writes whole documents: built once, not also as per-field updates.
+      const { min, max } = takeDocuments(bucket.minMax);
       const document = makeNewBucketDocument({
         id: bucket.id.oid,
         hasMeta: bucket.hasMeta,
         // Each bucket document gets its own copy: the normalised value is shared by every bucket of the
         // series (BucketMetadataCache), and a stored document may be changed in place.
         normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
-        min: minDocument(bucket.minMax),
-        max: maxDocument(bucket.minMax),
+        min,
+        max,
         measurements: batch.measurements,
         metaField: skip.skipField,
       });
       batch.createdColumns = Object.keys(document.data);
       return { kind: 'insert', bucketId: bucket.id.oid, document };
     }
+    const changes = takeUpdates(bucket.minMax);
     const n = batch.numPreviouslyCommittedMeasurements;
     const update = makeBucketUpdate({
       measurements: batch.measurements,

@@ -8,6 +8,7 @@ import {
   maxDocument,
   minDocument,
   minMaxFromDocuments,
+  takeDocuments,
   takeUpdates,
   updateMinMax,
   type SetOp,
@@ -269,6 +270,45 @@ describe('MinMax properties', () => {
         }
       }),
       { numRuns: 1500 },
+    );
+  });
+
+  it('(b) also when the first commit writes whole documents (takeDocuments)', () => {
+    fc.assert(
+      fc.property(batchesArb(names), batchesArb(names), (first, later) => {
+        // Arrange: a bucket's first commit writes control.min and control.max whole; a twin takes the
+        // same first commit as per-field updates instead.
+        const mm = createMinMax();
+        const twin = createMinMax();
+        for (const batch of first) {
+          for (const m of batch) {
+            updateMinMax(mm, m, { skipField: 'c' });
+            updateMinMax(twin, m, { skipField: 'c' });
+          }
+        }
+        const taken = takeDocuments(mm);
+        takeUpdates(twin);
+        expectIdentical(taken.min, minDocument(mm));
+        expectIdentical(taken.max, maxDocument(mm));
+        expect(takeUpdates(mm)).toEqual({ min: [], max: [] });
+        let min = taken.min;
+        let max = taken.max;
+        for (const batch of later) {
+          // Act: later commits.
+          for (const m of batch) {
+            updateMinMax(mm, m, { skipField: 'c' });
+            updateMinMax(twin, m, { skipField: 'c' });
+          }
+          const ops = takeUpdates(mm);
+          min = applyWithMingo(min, ops.min);
+          max = applyWithMingo(max, ops.max);
+          // Assert: the documents, and the same (minimal) updates as after a per-field first commit.
+          expectIdentical(min, minDocument(mm));
+          expectIdentical(max, maxDocument(mm));
+          expect(ops).toEqual(takeUpdates(twin));
+        }
+      }),
+      { numRuns: 1000 },
     );
   });
 
