@@ -6,7 +6,7 @@
 import { BucketEngine } from '../src/index.js';
 import { prng } from './datasets.js';
 import type { Doc } from './datasets.js';
-import { heading } from './harness.js';
+import { compare, heading, rate } from './harness.js';
 
 /** Measurements every 10 s per series, in arrival order: 10% arrive up to one span (1 h) late. */
 function lateStream(series: number, perSeries: number): Doc[] {
@@ -32,13 +32,11 @@ async function ingest(docs: ReadonlyArray<Doc>, reopening: 'enabled' | 'disabled
   const coll = await engine.createCollection('late', {
     timeseries: { timeField: 'ts', metaField: 'sensor' },
   });
-  const t = performance.now();
   for (let i = 0; i < docs.length; i += 1000)
     await coll.insertMany(docs.slice(i, i + 1000), { ordered: false });
-  const ms = performance.now() - t;
   const s = (await coll.stats()).timeseries;
   await engine.close();
-  return { ms, buckets: s.bucketCount, fill: docs.length / s.bucketCount, reopened: s.numBucketsReopened };
+  return { buckets: s.bucketCount, fill: docs.length / s.bucketCount, reopened: s.numBucketsReopened };
 }
 
 /**
@@ -51,10 +49,22 @@ export async function runReopeningBench(quick: boolean): Promise<void> {
   const perSeries = quick ? 720 : 1_440; // 2 h or 4 h of 10 s data per series
   const docs = lateStream(series, perSeries);
   heading(`late data: ${series} series, ${docs.length} measurements, 10% late by up to 1 h`);
-  for (const mode of ['disabled', 'enabled'] as const) {
-    const r = await ingest(docs, mode);
+  const modes = ['disabled', 'enabled'] as const;
+  const outcome = new Map<string, Awaited<ReturnType<typeof ingest>>>();
+  const results = await compare(
+    modes.map((mode) => ({
+      name: mode,
+      run: async () => {
+        outcome.set(mode, await ingest(docs, mode));
+        return docs.length;
+      },
+    })),
+    quick ? 2 : 3,
+  );
+  for (const result of results) {
+    const r = outcome.get(result.name)!;
     console.log(
-      `reopening ${mode.padEnd(8)}: ${r.buckets} buckets, average fill ${r.fill.toFixed(1)} measurements/bucket, ${r.reopened} reopened, ${(((docs.length / r.ms) * 1000) / 1000).toFixed(1)} k measurements/s`,
+      `reopening ${result.name.padEnd(8)}: ${r.buckets} buckets, average fill ${r.fill.toFixed(1)} measurements/bucket, ${r.reopened} reopened, ${rate(result.perSecond)}`,
     );
   }
 }
