@@ -403,6 +403,7 @@ function allocateBucket(
   const bucket = makeOpenBucket({
     id: makeBucketId(key.ns, oid),
     key,
+    collection: coll,
     hasMeta: item.metadata.normalizedMeta !== undefined,
     normalizedMeta: item.metadata.normalizedMeta,
     startMs,

@@ -277,7 +277,7 @@ export class BucketCatalog {
         await withStripe(stripe, async (lock) => {
           let next: StagePause | undefined = pause;
           while (next !== undefined && source !== undefined) {
-            const reopened = await this.#reopen(lock, coll, options, series.key, source, next.request);
+            const reopened = await this.#reopen(lock, coll, series.key, source, next.request);
             if (reopened !== undefined) installReopenedBucket(this.#state, lock, coll, reopened);
             next = stageSeries(this.#state, lock, series, {
               index: next.index,
@@ -291,23 +291,34 @@ export class BucketCatalog {
     return out;
   }
 
-  /** Read and rehydrate the bucket a pause asked for; `undefined` when there is none to reopen. */
+  /**
+   * Read and rehydrate the bucket a pause asked for; `undefined` when there is none to reopen, or when
+   * reading or rewriting it failed: reopening only fills buckets better, so a storage error here sends the
+   * measurements to a new bucket (counted in `numBucketReopeningsFailed`) instead of failing a call whose
+   * other series are already staged.
+   */
   async #reopen(
     _lock: StripeLock,
     coll: CollectionState,
-    options: BucketingOptions,
     key: BucketKey,
     source: ReopeningSource,
     request: ReopeningRequest,
   ): Promise<Bucket | undefined> {
-    const candidate = await findReopeningCandidate(
-      coll,
-      source,
-      request,
-      this.#state.parameters.timeseriesBucketMaxSize,
-    );
-    if (candidate.kind === 'notFound') return undefined;
-    const v1 = await uncompressedForReopening(source, candidate.doc);
+    let candidate: Awaited<ReturnType<typeof findReopeningCandidate>>;
+    let v1: Awaited<ReturnType<typeof uncompressedForReopening>>;
+    try {
+      candidate = await findReopeningCandidate(
+        coll,
+        source,
+        request,
+        this.#state.parameters.timeseriesBucketMaxSize,
+      );
+      if (candidate.kind === 'notFound') return undefined;
+      v1 = await uncompressedForReopening(source, candidate.doc);
+    } catch {
+      coll.stats.inc('numBucketReopeningsFailed');
+      return undefined;
+    }
     if (v1 === undefined) {
       coll.stats.inc('numBucketReopeningsFailed');
       return undefined;
@@ -315,7 +326,7 @@ export class BucketCatalog {
     // A version-1 candidate is the document rehydrated (the query measured it); a decompressed one was
     // measured while it was built.
     const size = v1.doc === candidate.doc ? candidate.size : v1.size;
-    const result = rehydrateBucket(key, options, v1.doc, size);
+    const result = rehydrateBucket(coll, key, v1.doc, size);
     if (result.kind === 'ok') return result.bucket;
     coll.stats.inc('numBucketReopeningsFailed');
     return undefined;
@@ -366,7 +377,7 @@ export class BucketCatalog {
   ): PreparedCommit | { readonly kind: 'wait'; readonly inFlight: WriteBatch } {
     const bucket = batch.bucket;
     if (batch.state === 'finished') return { kind: 'aborted', error: batch.result.error };
-    const coll = this.#collection(bucket.id.ns);
+    const coll = bucket.collection;
     if (bucket.state === 'cleared') {
       const error = clearedError(bucket);
       failUnpreparedBatches(bucket, error);
@@ -430,7 +441,7 @@ export class BucketCatalog {
         2004,
         'finish of unprepared batch',
       );
-      const coll = this.#collection(bucket.id.ns);
+      const coll = bucket.collection;
       const n = batch.measurements.length;
       const inserted = batch.numPreviouslyCommittedMeasurements === 0;
       batch.state = 'finished';
@@ -469,7 +480,7 @@ export class BucketCatalog {
   async abort(batch: WriteBatch, error: unknown): Promise<void> {
     const bucket = batch.bucket;
     await withStripeSync(stripeFor(this.#state, bucket.key), (lock) => {
-      const coll = this.#collection(bucket.id.ns);
+      const coll = bucket.collection;
       const ownPrepared = bucket.preparedBatch === batch;
       batch.state = 'finished';
       batch.result.reject(error);

@@ -10,6 +10,7 @@ import type { Schema } from '../bucket-format/schema.js';
 import { bsonValueSize, utf8ByteLength } from '../util/bson-value.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { BucketId, BucketKey } from './bucket-identifiers.js';
+import type { CollectionState } from './bucket-catalog-internal.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -26,6 +27,11 @@ export interface Bucket {
   readonly id: BucketId;
   /** The bucket's series. */
   readonly key: BucketKey;
+  /**
+   * The collection's catalog state. Kept with the bucket so that a batch in flight can still prepare,
+   * finish or abort after a drop removed the collection from the catalog.
+   */
+  readonly collection: CollectionState;
   /** Whether the series has a meta value, and the normalised value. */
   readonly hasMeta: boolean;
   /** The normalised meta value (`undefined` when `hasMeta` is false). */
@@ -80,7 +86,16 @@ export interface Bucket {
 /** What distinguishes one new open bucket from another; everything else starts empty. */
 export type BucketInit = Pick<
   Bucket,
-  'id' | 'key' | 'hasMeta' | 'normalizedMeta' | 'startMs' | 'maxSpanSeconds' | 'minMax' | 'schema' | 'size'
+  | 'id'
+  | 'key'
+  | 'collection'
+  | 'hasMeta'
+  | 'normalizedMeta'
+  | 'startMs'
+  | 'maxSpanSeconds'
+  | 'minMax'
+  | 'schema'
+  | 'size'
 > & {
   /** Measurements already in the stored document (a reopened bucket), 0 for a new one. */
   readonly committedMeasurements: number;
@@ -98,6 +113,7 @@ export function makeOpenBucket(init: BucketInit): Bucket {
   return {
     id: init.id,
     key: init.key,
+    collection: init.collection,
     hasMeta: init.hasMeta,
     normalizedMeta: init.normalizedMeta,
     startMs: init.startMs,

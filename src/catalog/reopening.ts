@@ -229,18 +229,19 @@ export type RehydrateResult =
 /**
  * Rebuild an open bucket from a stored version-1 document (`rehydrateBucket`).
  *
+ * @param collection - the collection (its bucketing options are those of its latest insert).
  * @param key - the series the measurement belongs to.
- * @param options - the collection's bucketing options.
  * @param doc - the stored document.
  * @param size - its BSON size, when already known.
  * @returns the bucket, or why it cannot be reopened.
  */
 export function rehydrateBucket(
+  collection: CollectionState,
   key: BucketKey,
-  options: BucketingOptions,
   doc: StoredBucket,
   size?: number,
 ): RehydrateResult {
+  const options = collection.options;
   const id = doc._id;
   if (!(id instanceof ObjectId)) return { kind: 'failed', reason: 'bucket _id is not an ObjectId' };
   const control = doc.control as Record<string, unknown> | undefined;
@@ -266,6 +267,7 @@ export function rehydrateBucket(
   const bucket = makeOpenBucket({
     id: makeBucketId(key.ns, id),
     key,
+    collection,
     hasMeta,
     normalizedMeta: metadata.normalizedMeta,
     startMs: start.getTime(),

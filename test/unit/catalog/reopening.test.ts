@@ -5,7 +5,8 @@
 import { ObjectId } from 'bson';
 import { describe, expect, it } from 'vitest';
 
-import { BucketEngine } from '../../../src/index.js';
+import { BucketEngine, MemoryStorage } from '../../../src/index.js';
+import type { BucketFilter, StorageFindOptions, StoredBucket } from '../../../src/index.js';
 
 const at = (s: string) => new Date(s);
 
@@ -128,6 +129,47 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     expect(stats.numBucketFetchesFailed).toBe(1);
     expect(stats.numBucketsReopened).toBe(0);
     expect(stats.bucketCount).toBe(2);
+  });
+
+  it('a storage error while reading a candidate sends the measurement to a new bucket; the call succeeds', async () => {
+    // A storage whose next bucket query fails (a network error while looking for a bucket to reopen).
+    class FlakyReads extends MemoryStorage {
+      failNextFind = false;
+      override find(
+        ns: string,
+        filter: BucketFilter,
+        options?: StorageFindOptions,
+      ): AsyncIterable<StoredBucket> {
+        if (this.failNextFind) {
+          this.failNextFind = false;
+          throw new Error('connection reset');
+        }
+        return super.find(ns, filter, options);
+      }
+    }
+    const storage = new FlakyReads();
+    const engine = new BucketEngine({ storage });
+    const coll = await engine.createCollection('flaky', {
+      timeseries: { timeField: 'time', metaField: 'mm' },
+    });
+    await coll.insertOne({ time: at('2024-10-04T10:00:00Z'), mm: 'A', v: 0 });
+    storage.failNextFind = true;
+    // Series A is staged first; series B's reopening query fails.
+    const result = await coll.insertMany(
+      [
+        { time: at('2024-10-04T10:01:00Z'), mm: 'A', v: 1 },
+        { time: at('2024-10-04T10:01:00Z'), mm: 'B', v: 1 },
+      ],
+      { ordered: false },
+    );
+    expect(result.insertedCount).toBe(2);
+    const stats = (await coll.stats()).timeseries;
+    expect(stats.numBucketReopeningsFailed).toBe(1);
+    expect(stats.bucketCount).toBe(2);
+    // Every acknowledged measurement exactly once; nothing left staged for a later call to commit.
+    await coll.insertOne({ time: at('2024-10-04T10:02:00Z'), mm: 'A', v: 2 });
+    const found = await coll.find({}, { projection: { _id: 0, mm: 1, v: 1 } }).toArray();
+    expect(found.map((d) => `${String(d.mm)}${String(d.v)}`).sort()).toEqual(['A0', 'A1', 'A2', 'B1']);
   });
 
   it('without a metaField there is no {meta, time} index: the query is skipped and counted as failed', async () => {

@@ -1,8 +1,8 @@
 import { calculateObjectSize, Decimal128, Double, Int32, Long, ObjectId, serialize } from 'bson';
 import { describe, expect, it } from 'vitest';
 
-import { BucketEngine, BulkWriteError, TimeseriesError } from '../../../src/index.js';
-import type { ServerParameters } from '../../../src/index.js';
+import { BucketEngine, BulkWriteError, MemoryStorage, TimeseriesError } from '../../../src/index.js';
+import type { ServerParameters, StoredBucket } from '../../../src/index.js';
 import { decompressBucket } from '../../../src/bucket-format/bucket-compression.js';
 import { Deferred } from '../../../src/util/deferred.js';
 import { FaultyStorage } from '../../support/faulty-storage.js';
@@ -414,6 +414,36 @@ describe('drop', () => {
     const again = await engine.createCollection('weather', { timeseries: { timeField: 't' } });
     await again.insertOne({ t: iso('2024-01-01T00:00:00Z') });
     expect(await again.buckets.countDocuments()).toBe(1);
+  });
+});
+
+describe('drop while a commit is in flight', () => {
+  it('lets the committing writer and the writer waiting on it settle', async () => {
+    // A storage whose bucket inserts wait at a gate: writer A's commit is in flight while the drop runs.
+    const gate = new Deferred<void>();
+    const reached = new Deferred<void>();
+    class GatedStorage extends MemoryStorage {
+      override async insertOne(ns: string, doc: StoredBucket): Promise<void> {
+        reached.resolve();
+        await gate.promise;
+        return super.insertOne(ns, doc);
+      }
+    }
+    const engine = new BucketEngine({ storage: new GatedStorage() });
+    const coll = await engine.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+    const t = iso('2024-01-01T00:00:00Z');
+    const a = coll.insertMany([{ t, m: 1, v: 1 }]);
+    await reached.promise;
+    // B stages into the same bucket and waits for A's prepared batch.
+    const b = coll.insertMany([{ t, m: 1, v: 2 }]);
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    await coll.drop();
+    gate.resolve();
+    const [ra, rb] = await Promise.allSettled([a, b]);
+    // A's write went through before it learnt of the drop; B settles either way instead of hanging.
+    expect(ra.status).toBe('fulfilled');
+    expect(['fulfilled', 'rejected']).toContain(rb.status);
+    expect(engine.serverStatus().bucketCatalog?.numOpenBuckets ?? 0).toBeLessThanOrEqual(1);
   });
 });
 
