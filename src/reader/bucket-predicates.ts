@@ -208,6 +208,9 @@ function dataComparison(path: string, op: TimeOp, v: unknown): BucketFilter | un
   return { $or: [cmp, ...typeGuards(path)] };
 }
 
+/** The largest magnitude of a JS Date's time value (ECMA-262: ±8.64e15 ms). */
+const kMaxDateMs = 8.64e15;
+
 function timeComparison(spec: BucketPredicateSpec, op: TimeOp, v: unknown): BucketFilter | undefined {
   // The time field always holds dates: a non-Date operand never matches, and is left to the event filter.
   if (!(v instanceof Date) || Number.isNaN(v.getTime())) return undefined;
@@ -215,36 +218,40 @@ function timeComparison(spec: BucketPredicateSpec, op: TimeOp, v: unknown): Buck
   const span = spec.bucketMaxSpanSeconds * 1000;
   const min = `control.min.${spec.timeField}`;
   const max = `control.max.${spec.timeField}`;
-  const before = new Date(
-    spec.fixedBuckets ? roundTimestampBySeconds(t, spec.bucketMaxSpanSeconds) : t - span,
-  );
-  const after = new Date(t + span);
+  const beforeMs = spec.fixedBuckets ? roundTimestampBySeconds(t, spec.bucketMaxSpanSeconds) : t - span;
+  const afterMs = t + span;
+  // A bound past the range of a JS Date (a "no bound" sentinel such as the largest Date, widened by the
+  // span) would be an Invalid Date that matches nothing; no stored time lies beyond it, so it is left out.
+  const before = Math.abs(beforeMs) <= kMaxDateMs ? new Date(beforeMs) : undefined;
+  const after = Math.abs(afterMs) <= kMaxDateMs ? new Date(afterMs) : undefined;
+  const bound = (path: string, expr: string, date: Date | undefined): BucketFilter[] =>
+    date === undefined ? [] : [single(path, { [expr]: date })];
   const preds: BucketFilter[] = [];
   // A bucket with start m holds times in [m, m + span), and control.max is its real maximum.
   switch (op) {
     case '$eq':
       preds.push(
         single(min, { $_internalExprLte: v }),
-        single(min, { $_internalExprGte: before }),
+        ...bound(min, '$_internalExprGte', before),
         single(max, { $_internalExprGte: v }),
-        single(max, { $_internalExprLte: after }),
+        ...bound(max, '$_internalExprLte', after),
       );
       break;
     case '$gt':
       // With fixed buckets `before` is the start of the bucket holding v itself: inclusive.
       preds.push(
         single(max, { $_internalExprGt: v }),
-        single(min, spec.fixedBuckets ? { $_internalExprGte: before } : { $_internalExprGt: before }),
+        ...bound(min, spec.fixedBuckets ? '$_internalExprGte' : '$_internalExprGt', before),
       );
       break;
     case '$gte':
-      preds.push(single(max, { $_internalExprGte: v }), single(min, { $_internalExprGte: before }));
+      preds.push(single(max, { $_internalExprGte: v }), ...bound(min, '$_internalExprGte', before));
       break;
     case '$lt':
-      preds.push(single(min, { $_internalExprLt: v }), single(max, { $_internalExprLt: after }));
+      preds.push(single(min, { $_internalExprLt: v }), ...bound(max, '$_internalExprLt', after));
       break;
     case '$lte':
-      preds.push(single(min, { $_internalExprLte: v }), single(max, { $_internalExprLte: after }));
+      preds.push(single(min, { $_internalExprLte: v }), ...bound(max, '$_internalExprLte', after));
       break;
     default: {
       const never: never = op;

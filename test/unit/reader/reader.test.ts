@@ -261,6 +261,28 @@ describe('find: bucket-level predicates and explain', () => {
     expect(JSON.stringify((await cursor.explain()).bucketFilter)).not.toContain('_id');
   });
 
+  it('time bounds at the ends of the Date range ("no bound" sentinels) prune nothing that matches', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('1950-01-01T00:00:00Z'), sensor: 's', v: 1 },
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 2 },
+    ]);
+    const latest = new Date(8.64e15);
+    const earliest = new Date(-8.64e15);
+    for (const filter of [
+      { ts: { $lt: latest } },
+      { ts: { $lte: latest } },
+      { ts: { $gt: earliest } },
+      { ts: { $gte: earliest } },
+    ]) {
+      const cursor = find(ctx(), filter);
+      expect((await cursor.toArray()).map((d) => d.v).sort()).toEqual([1, 2]);
+      expect(await countDocuments(ctx(), filter)).toBe(2);
+      // No Invalid Date in the bucket filter (JSON writes one as null).
+      expect(JSON.stringify((await cursor.explain()).bucketFilter)).not.toContain('null');
+    }
+  });
+
   it('data-field comparisons use control.min/max with the mixed-type guard', async () => {
     const { coll, ctx } = await setupCollection({}, { timeseriesBucketMaxCount: 5 });
     await coll.insertMany(
