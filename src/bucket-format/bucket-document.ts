@@ -12,6 +12,7 @@
 import type { ObjectId } from 'bson';
 
 import type { SetOp } from './min-max.js';
+import { cloneBsonValue } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 
 /** A measurement as given by the user: any object with a time field and other fields. */
@@ -236,7 +237,8 @@ function makeBucketDelta(input: BucketUpdateInput): BucketDelta {
         values = new Array<unknown>(n);
         byField.set(field, values);
       }
-      values[i] = value;
+      // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
+      values[i] = cloneBsonValue(value);
     }
   }
   const columns: DeltaColumn[] = [];
@@ -397,7 +399,8 @@ function appendColumns(
         column = {};
         defineField(columns, field, column);
       }
-      column[key] = value;
+      // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
+      column[key] = cloneBsonValue(value);
     }
   }
 }

@@ -50,6 +50,7 @@ import { invariant } from '../util/invariant.js';
 import {
   bsonTypeOf,
   BsonType,
+  cloneBsonValue,
   canonicalTypeOf,
   CanonicalType,
   compareBsonValues,
@@ -367,15 +368,17 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
       }
     }
   } else {
+    // A slot keeps its own copy of a date or binary value: the caller may change its object after the
+    // insert, and the slot is written to control.min/max later.
     if (doMin && takesValue(node.minKind, node.minValue, value, MIN)) {
       node.minKind = 'value';
-      node.minValue = value;
+      node.minValue = cloneBsonValue(value);
       node.minUpdated = true;
       changed |= MIN_CHANGED;
     }
     if (doMax && takesValue(node.maxKind, node.maxValue, value, MAX)) {
       node.maxKind = 'value';
-      node.maxValue = value;
+      node.maxValue = cloneBsonValue(value);
       node.maxUpdated = true;
       changed |= MAX_CHANGED;
     }

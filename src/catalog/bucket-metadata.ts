@@ -16,7 +16,7 @@ import { serialize } from 'bson';
 import { LRUCache } from 'lru-cache';
 
 import { defineField, hasOwnField } from '../util/safe-record.js';
-import { compareUtf8, isPlainObject } from '../util/bson-value.js';
+import { cloneBsonValue, compareUtf8, isPlainObject } from '../util/bson-value.js';
 
 /** The identity of a series: its normalised meta and the binary key derived from it. */
 export interface BucketMetadata {
@@ -41,7 +41,8 @@ const kNoMetaKey = '';
  */
 export function normalizeMetadata(meta: unknown): unknown {
   if (Array.isArray(meta)) return meta.map(normalizeMetadata);
-  if (!isPlainObject(meta)) return meta;
+  // A date or binary value is copied: the normalised meta is stored, and must not change with the caller's.
+  if (!isPlainObject(meta)) return cloneBsonValue(meta);
   const names = Object.keys(meta);
   // MongoDB compares field names by their UTF-8 bytes, which is not JS's UTF-16 order.
   names.sort(compareUtf8);

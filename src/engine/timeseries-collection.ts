@@ -15,7 +15,7 @@ import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
 import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
-import { bsonValueSize, kBSONObjMaxUserSize } from '../util/bson-value.js';
+import { bsonValueSize, cloneBsonValue, kBSONObjMaxUserSize } from '../util/bson-value.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
@@ -359,10 +359,12 @@ export class TimeseriesCollection {
     return {
       find: (filter = {}, options = {}) =>
         new Cursor(() =>
-          storage.find(
-            ns,
-            filter,
-            options.projection === undefined ? {} : { projection: options.projection },
+          copiesOf(
+            storage.find(
+              ns,
+              filter,
+              options.projection === undefined ? {} : { projection: options.projection },
+            ),
           ),
         ),
       countDocuments: (filter = {}) => storage.countDocuments(ns, filter),
@@ -549,4 +551,9 @@ function toWriteError(index: number, error: unknown): WriteError {
   }
   const message = error instanceof Error ? error.message : String(error);
   return { index, code: 1, codeName: 'InternalError', errmsg: message };
+}
+
+/** Copies of stored buckets: the embedded storage hands out the documents it holds. */
+async function* copiesOf(source: AsyncIterable<StoredBucket>): AsyncIterable<StoredBucket> {
+  for await (const doc of source) yield cloneBsonValue(doc) as StoredBucket;
 }

@@ -13,7 +13,7 @@
 import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
 import { TimeseriesError } from '../errors.js';
 import type { StoredBucket } from '../storage/storage.js';
-import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, cloneBsonValue, isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 
 /** An unpacked measurement. */
@@ -326,18 +326,22 @@ export function unpackRow(opened: OpenedBucket, row: number): MeasurementDocumen
   // The two layouts get separate loops so that the per-column test is one property lookup.
   if (opened.layout === 'rows') {
     const key = opened.rowKeys[row] as string;
-    if (opened.time !== undefined) defineField(out, opened.timeField, opened.time[key]);
-    if (opened.emitMeta) defineField(out, opened.metaField, opened.meta);
+    // A version-1 bucket's cells are the stored values themselves: the caller gets copies, so changing a
+    // result (a Date's setHours, a nested document) cannot change storage.
+    if (opened.time !== undefined) defineField(out, opened.timeField, cloneBsonValue(opened.time[key]));
+    if (opened.emitMeta) defineField(out, opened.metaField, cloneBsonValue(opened.meta));
     const { names, columns } = opened;
     for (let c = 0; c < columns.length; c++) {
       const column = columns[c] as Readonly<Record<string, unknown>>;
       if (Object.prototype.hasOwnProperty.call(column, key))
-        defineField(out, names[c] as string, column[key]);
+        defineField(out, names[c] as string, cloneBsonValue(column[key]));
     }
     return out;
   }
+  // Decoded columns are fresh for each opening and each value appears in one row; the meta is shared by
+  // every row and is the stored one.
   if (opened.time !== undefined) defineField(out, opened.timeField, opened.time[row]);
-  if (opened.emitMeta) defineField(out, opened.metaField, opened.meta);
+  if (opened.emitMeta) defineField(out, opened.metaField, cloneBsonValue(opened.meta));
   const { names, columns } = opened;
   for (let c = 0; c < columns.length; c++) {
     const value = (columns[c] as ReadonlyArray<unknown>)[row];

@@ -21,6 +21,7 @@
 
 import { Buffer } from 'node:buffer';
 
+import { Binary as BinaryClass } from 'bson';
 import type {
   Binary,
   BSONRegExp,
@@ -159,6 +160,39 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null) return false;
   const proto: unknown = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
+}
+
+/**
+ * A copy of a BSON value that shares nothing mutable with it: dates, documents, arrays and binary data are
+ * copied (deeply); primitives and js-bson's value classes that nobody changes in place (ObjectId, Long,
+ * Decimal128, Timestamp...) are returned as they are. tsbuckets copies what it keeps from callers and what
+ * it hands back, so that a caller changing its own objects cannot change stored measurements.
+ *
+ * @param v - a BSON value (acyclic).
+ * @returns the copy.
+ */
+export function cloneBsonValue(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  if (v instanceof Date) return new Date(v.getTime());
+  if (Array.isArray(v)) {
+    const out = new Array<unknown>(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = cloneBsonValue(v[i]);
+    return out;
+  }
+  if (isPlainObject(v)) {
+    const out = {};
+    for (const key in v) if (hasOwnField(v, key)) defineField(out, key, cloneBsonValue(v[key]));
+    return out;
+  }
+  if (v instanceof Uint8Array) return Uint8Array.prototype.slice.call(v);
+  if ((v as { _bsontype?: unknown })._bsontype === 'Binary') {
+    const binary = v as Binary;
+    return new BinaryClass(
+      Uint8Array.prototype.slice.call(binary.buffer, 0, binary.position),
+      binary.sub_type,
+    );
+  }
+  return v;
 }
 
 /**

@@ -58,3 +58,47 @@ describe('collMod', () => {
     expect(coll.options.expireAfterSeconds).toBeUndefined();
   });
 });
+
+describe('values are copied at the boundary', () => {
+  async function setup() {
+    const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('c', { timeseries: { timeField: 'time', metaField: 'm' } });
+    return coll;
+  }
+
+  it("changing the caller's objects after an insert does not change what was acknowledged", async () => {
+    const coll = await setup();
+    const time = iso('2024-01-01T00:00:00Z');
+    const reading = { temp: 20, tags: ['a'] };
+    const meta = { site: 'north', since: iso('2020-01-01T00:00:00Z') };
+    await coll.insertOne({ time, m: meta, reading });
+    // An ingester reusing its objects for the next measurement.
+    time.setTime(Date.UTC(2030, 0, 1));
+    reading.temp = 99;
+    reading.tags.push('b');
+    meta.since.setTime(0);
+    const [doc] = await coll.find({ time: iso('2024-01-01T00:00:00Z') }).toArray();
+    expect(doc).toEqual({
+      time: iso('2024-01-01T00:00:00Z'),
+      m: { since: iso('2020-01-01T00:00:00Z'), site: 'north' },
+      reading: { temp: 20, tags: ['a'] },
+    });
+    const [bucket] = await coll.buckets.find().toArray();
+    expect((bucket!.control as { max: { time: Date } }).max.time).toEqual(iso('2024-01-01T00:00:00Z'));
+  });
+
+  it('changing a result, or a bucket read through buckets.find, does not change storage', async () => {
+    const coll = await setup();
+    await coll.insertOne({ time: iso('2024-01-01T00:00:00Z'), m: { site: 'north' }, reading: { temp: 20 } });
+    const [first] = await coll.find({}).toArray();
+    (first!.time as Date).setUTCHours(12);
+    (first!.m as { site: string }).site = 'south';
+    (first!.reading as { temp: number }).temp = -1;
+    const [raw] = await coll.buckets.find().toArray();
+    ((raw!.data as { reading: Record<string, { temp: number }> }).reading['0'] as { temp: number }).temp = -2;
+    (raw!.meta as { site: string }).site = 'east';
+    const [again] = await coll.find({}).toArray();
+    expect(again).toEqual({ time: iso('2024-01-01T00:00:00Z'), m: { site: 'north' }, reading: { temp: 20 } });
+    expect(await coll.countDocuments({ 'm.site': 'north' })).toBe(1);
+  });
+});

@@ -28,6 +28,7 @@ import {
   canonicalTypeOf,
   compareBsonValues,
   compareUtf8,
+  cloneBsonValue,
   indexNamesLength,
   isPlainObject,
   objectIdHex,
@@ -150,6 +151,42 @@ describe('objectIdHex', () => {
         expect(objectIdHex(plain)).toBe(oid.toHexString());
       }),
     );
+  });
+});
+
+describe('cloneBsonValue', () => {
+  it('copies dates, documents, arrays and binary data deeply; the copy serialises the same', () => {
+    const original = {
+      at: new Date(5),
+      doc: { n: 1, list: [new Date(6), { deep: 'x' }] },
+      bytes: new Binary(Buffer.from([1, 2, 3]), 4),
+      raw: new Uint8Array([7, 8]),
+      id: new ObjectId(),
+      big: Long.fromNumber(2 ** 40),
+      none: null,
+    };
+    const copy = cloneBsonValue(original) as typeof original;
+    expect(BSON.serialize(copy)).toEqual(BSON.serialize(original));
+    original.at.setTime(0);
+    original.doc.n = 2;
+    (original.doc.list[0] as Date).setTime(0);
+    (original.doc.list[1] as { deep: string }).deep = 'y';
+    original.bytes.buffer[0] = 9;
+    original.raw[0] = 9;
+    expect(copy.at.getTime()).toBe(5);
+    expect(copy.doc).toEqual({ n: 1, list: [new Date(6), { deep: 'x' }] });
+    expect([...copy.bytes.buffer.subarray(0, copy.bytes.position)]).toEqual([1, 2, 3]);
+    expect(copy.bytes.sub_type).toBe(4);
+    expect([...copy.raw]).toEqual([7, 8]);
+    expect(copy.id).toBe(original.id);
+  });
+
+  it('keeps __proto__ as an own field', () => {
+    const hostile = JSON.parse('{"__proto__": {"polluted": 1}, "a": 1}') as Record<string, unknown>;
+    const copy = cloneBsonValue(hostile) as Record<string, unknown>;
+    expect(Object.keys(copy)).toEqual(['__proto__', 'a']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
   });
 });
 
