@@ -41,9 +41,35 @@ function addExpressionRefs(expr: unknown, out: Set<string>): boolean {
   if (isPlainObject(expr)) {
     for (const key of Object.keys(expr)) {
       if (key === '$literal') continue;
+      if (key === '$getField') {
+        if (!addGetFieldRefs(expr[key], out)) return false;
+        continue;
+      }
+      // They build documents from field names given as plain strings: assume every field.
+      if (key === '$setField' || key === '$unsetField') return false;
       if (!addExpressionRefs(expr[key], out)) return false;
     }
   }
+  return true;
+}
+
+/**
+ * `$getField` names its field as a plain string, not a `$path`: `{$getField: 'v'}` (MongoDB 5.0+ shorthand)
+ * or `{$getField: {field: 'v'}}` read field `v` of `$$CURRENT` (a literal name: `a.b` is a field named
+ * "a.b"); with `input`, the field is read from that expression's value. A computed name needs every field.
+ */
+function addGetFieldRefs(arg: unknown, out: Set<string>): boolean {
+  if (typeof arg === 'string') {
+    if (arg.startsWith('$')) return false;
+    out.add(arg);
+    return true;
+  }
+  if (!isPlainObject(arg)) return false;
+  const field = arg.field;
+  if (arg.input !== undefined) return addExpressionRefs(arg.input, out) && addExpressionRefs(field, out);
+  const name = isPlainObject(field) && Object.keys(field).length === 1 ? field.$literal : field;
+  if (typeof name !== 'string' || (name === field && name.startsWith('$'))) return false;
+  out.add(name);
   return true;
 }
 

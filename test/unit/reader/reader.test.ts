@@ -366,6 +366,24 @@ describe('countDocuments', () => {
   });
 });
 
+describe('fields read through $getField', () => {
+  it('are unpacked for filters, projections and pipelines', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([1, 5, 9].map((v, i) => ({ ts: new Date(1e12 + i * 1000), sensor: 's', v })));
+    const shorthand = { $expr: { $gt: [{ $getField: 'v' }, 4] } };
+    const full = { $expr: { $gt: [{ $getField: { field: 'v' } }, 4] } };
+    const literal = { $expr: { $gt: [{ $getField: { field: { $literal: 'v' } } }, 4] } };
+    for (const filter of [shorthand, full, literal]) {
+      expect(await countDocuments(ctx(), filter)).toBe(2);
+      expect(await find(ctx(), filter, { projection: { _id: 0, ts: 1 } }).toArray()).toHaveLength(2);
+    }
+    const sum = await aggregate(ctx(), [
+      { $group: { _id: null, s: { $sum: { $getField: 'v' } } } },
+    ]).toArray();
+    expect(sum).toEqual([{ _id: null, s: 15 }]);
+  });
+});
+
 describe('aggregate', () => {
   it('pushes the leading $match down and unpacks only the needed fields', async () => {
     const { coll, ctx } = await setupCollection();
