@@ -11,6 +11,7 @@ import type {
   BucketCatalog,
   CombineWithInsertsFromOtherClients,
   InsertItem,
+  StageResult,
 } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, ReopeningSource, WriteBatch } from '../catalog/bucket-catalog.js';
 import { ErrorCodes, TimeseriesError } from '../errors.js';
@@ -58,11 +59,32 @@ export async function commitMeasurements(
   for (let attempt = 0; pending.length > 0; attempt++) {
     const round = pending.map((i) => items[i] as InsertItem);
     const staged = await ctx.catalog.insert(ns, options, round, combine, opId, ctx.reopeningSource);
+    // An ordered insert stops at its first failed measurement (`pending` is in input order). Staging groups
+    // by series, so later measurements may be staged already: this call's batches (its own, keyed by its
+    // opId) are then abandoned and the measurements before the failure staged again.
+    const stop = combine === 'disallow' ? staged.findIndex((r) => r.kind === 'error') : -1;
+    if (stop >= 0) {
+      const failure = staged[stop] as Extract<StageResult, { kind: 'error' }>;
+      outcomes[pending[stop] as number] = { kind: 'failed', error: failure.error };
+      if (staged.some((r, j) => j > stop && r.kind === 'staged')) {
+        const abandoned = new Set<WriteBatch>();
+        for (const r of staged) if (r.kind === 'staged') abandoned.add(r.batch);
+        for (const batch of abandoned) {
+          await ctx.catalog.abort(
+            batch,
+            new TimeseriesError('TimeseriesBucketCleared', 'ordered insert stopped at a failed measurement'),
+          );
+        }
+        pending = pending.slice(0, stop);
+        continue;
+      }
+    }
     const batches = new Map<WriteBatch, number[]>();
     staged.forEach((result, j) => {
       const index = pending[j] as number;
       if (result.kind === 'error') {
-        outcomes[index] = { kind: 'failed', error: result.error };
+        // After an ordered insert's first failure nothing more is attempted, so nothing more is reported.
+        if (stop < 0) outcomes[index] = { kind: 'failed', error: result.error };
         return;
       }
       const list = batches.get(result.batch);

@@ -353,6 +353,28 @@ describe('insertMany semantics', () => {
     expect(await coll.buckets.countDocuments()).toBe(0);
   });
 
+  it('ordered: stops at a measurement its bucket cannot hold, even with later series staged already', async () => {
+    const { engine, coll } = await setup();
+    const t = (s: number) => iso(`2024-01-01T00:00:${String(s).padStart(2, '0')}Z`);
+    // A 6 MiB string is a valid document but counts three times in its bucket (min, max, data).
+    const error = (await coll
+      .insertMany([
+        { ts: t(0), sensor: 'a', v: 0 },
+        { ts: t(1), sensor: 'b', blob: 'x'.repeat(6 * 1024 * 1024) },
+        { ts: t(2), sensor: 'c', v: 2 },
+        { ts: t(3), sensor: 'a', v: 3 },
+      ])
+      .catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.writeErrors.map((w) => [w.index, w.codeName])).toEqual([[1, 'BSONObjectTooLarge']]);
+    expect(error.insertedCount).toBe(1);
+    const stored = await coll.find({}, { projection: { _id: 0, sensor: 1, v: 1 } }).toArray();
+    expect(stored).toEqual([{ sensor: 'a', v: 0 }]);
+    // The abandoned batches left nothing behind: the next insert of series a reopens or starts cleanly.
+    await coll.insertOne({ ts: t(4), sensor: 'a', v: 4 });
+    expect((await coll.find({ sensor: 'a' }).toArray()).map((d) => d.v)).toEqual([0, 4]);
+    expect(engine.serverStatus().bucketCatalog?.numOpenBuckets).toBe(1);
+  });
+
   it('unordered: a measurement over 16 MiB fails alone and counts numBucketDocumentsTooLargeInsert', async () => {
     const { coll } = await setup();
     const huge = { ...good(1), blob: 'x'.repeat(16 * 1024 * 1024) };
