@@ -198,21 +198,29 @@ export class BucketEngine {
       name,
       resolved,
     );
+    // Registered before the storage calls, so that a concurrent create of the same name sees it; taken
+    // back if they fail, so that a retry creates the namespace and index instead of finding a half-made
+    // collection.
     this.#collections.set(name, coll);
-    const stored = resolved.storedOptions;
-    await this.storage.createNamespace(coll.bucketsNamespace, {
-      timeseries: stored.timeseries as unknown as Record<string, unknown>,
-      ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
-    });
-    const { metaField, timeField } = resolved;
-    if (metaField !== undefined) {
-      // MongoDB 6.3+ creates this index with every collection that has a metaField; query-based reopening
-      // and lookups by series and time use it.
-      await this.storage.createIndex(coll.bucketsNamespace, {
-        name: `${metaField}_1_${timeField}_1`,
-        key: { meta: 1, [`control.min.${timeField}`]: 1, [`control.max.${timeField}`]: 1 },
-        options: { originalSpec: { key: { [metaField]: 1, [timeField]: 1 } } },
+    try {
+      const stored = resolved.storedOptions;
+      await this.storage.createNamespace(coll.bucketsNamespace, {
+        timeseries: stored.timeseries as unknown as Record<string, unknown>,
+        ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
       });
+      const { metaField, timeField } = resolved;
+      if (metaField !== undefined) {
+        // MongoDB 6.3+ creates this index with every collection that has a metaField; query-based
+        // reopening and lookups by series and time use it.
+        await this.storage.createIndex(coll.bucketsNamespace, {
+          name: `${metaField}_1_${timeField}_1`,
+          key: { meta: 1, [`control.min.${timeField}`]: 1, [`control.max.${timeField}`]: 1 },
+          options: { originalSpec: { key: { [metaField]: 1, [timeField]: 1 } } },
+        });
+      }
+    } catch (error) {
+      if (this.#collections.get(name) === coll) this.#collections.delete(name);
+      throw error;
     }
     return coll;
   }

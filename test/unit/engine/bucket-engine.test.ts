@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, BulkWriteError, MemoryStorage, TimeseriesError } from '../../../src/index.js';
 import type { ServerParameters, StoredBucket } from '../../../src/index.js';
+import type { NamespaceOptions } from '../../../src/storage/storage.js';
 import { decompressBucket } from '../../../src/bucket-format/bucket-compression.js';
 import { Deferred } from '../../../src/util/deferred.js';
 import { FaultyStorage } from '../../support/faulty-storage.js';
@@ -470,6 +471,23 @@ describe('drop while a commit is in flight', () => {
 });
 
 describe('createCollection', () => {
+  it('is not left half-made when the storage fails: a retry creates the namespace and index', async () => {
+    class FailingOnce extends MemoryStorage {
+      failures = 1;
+      override createNamespace(ns: string, options: NamespaceOptions): Promise<void> {
+        if (this.failures-- > 0) return Promise.reject(new Error('storage unavailable'));
+        return super.createNamespace(ns, options);
+      }
+    }
+    const engine = new BucketEngine({ storage: new FailingOnce() });
+    const options = { timeseries: { timeField: 'ts', metaField: 'sensor' } };
+    await expect(engine.createCollection('w', options)).rejects.toThrow('storage unavailable');
+    expect(engine.collection('w')).toBeUndefined();
+    const coll = await engine.createCollection('w', options);
+    const indexes = await engine.storage.listIndexes(coll.bucketsNamespace);
+    expect(indexes.map((i) => i.name)).toEqual(['sensor_1_ts_1']);
+  });
+
   it('is a no-op with identical options and fails with NamespaceExists otherwise', async () => {
     const { engine, coll } = await setup();
     expect(
