@@ -177,14 +177,20 @@ export function stageSeries(
     const position = positions[i] as number;
     let chosen: EligibleBucket | undefined;
     try {
+      // Why the bucket this call was filling does not take the item: the series had a bucket (so a new one
+      // is not "due to metadata"), and only a time-backward rollover allows query-based reopening.
+      let rolledOver: Exclude<RolloverReason, 'none'> | undefined;
       if (current?.state === 'normal' && lock.stripe.openBucketsById.get(current.id.hex) === current) {
         const check = determineRolloverReason(state, coll, options, current, item);
         if (check.kind === 'fits') chosen = { kind: 'found', bucket: current, change: check.change };
-        else if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
+        else {
+          rolledOver = check.reason;
+          if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
+        }
       }
       if (chosen === undefined) {
         const attempt = resume?.index === i ? resume : { index: i, reopening, why: undefined };
-        chosen = findEligibleBucket(state, lock, coll, options, key, item, attempt);
+        chosen = findEligibleBucket(state, lock, coll, options, key, item, attempt, rolledOver);
       }
     } catch (error) {
       // A value BSON cannot hold (a symbol, a function) is found while sizing the measurement, before
@@ -303,10 +309,12 @@ function findEligibleBucket(
   key: BucketKey,
   item: InsertItem,
   resume: StageResume,
+  rolledOver: Exclude<RolloverReason, 'none'> | undefined,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
-  let hadCurrent = false;
-  let queryAllowed = true;
+  // A bucket the caller already rolled over for this item counts as the series' current bucket.
+  let hadCurrent = rolledOver !== undefined;
+  let queryAllowed = rolledOver === undefined || rolledOver === 'timeBackward';
   if (open !== undefined) {
     const alternates: Bucket[] = [];
     let current: Bucket | undefined;

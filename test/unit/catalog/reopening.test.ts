@@ -172,6 +172,38 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     expect(found.map((d) => `${String(d.mm)}${String(d.v)}`).sort()).toEqual(['A0', 'A1', 'A2', 'B1']);
   });
 
+  it('a rollover inside one call counts and reopens as across calls (not "opened due to metadata")', async () => {
+    const statsAfter = async (calls: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) => {
+      const engine = new BucketEngine({ parameters: { timeseriesBucketMaxCount: 2 } });
+      const coll = await engine.createCollection('r', { timeseries: { timeField: 'time', metaField: 'mm' } });
+      for (const docs of calls) await coll.insertMany(docs, { ordered: false });
+      const s = (await coll.stats()).timeseries;
+      return {
+        buckets: s.bucketCount,
+        openedDueToMetadata: s.numBucketsOpenedDueToMetadata,
+        queried: s.numBucketsQueried,
+        queriesFailed: s.numBucketQueriesFailed,
+        duplicatesReopened: s.numDuplicateBucketsReopened,
+      };
+    };
+    // Time forward (two hours apart), then count (a third measurement in a bucket of two).
+    for (const docs of [
+      [
+        { time: at('2024-10-04T10:00:00Z'), mm: 'A' },
+        { time: at('2024-10-04T12:00:00Z'), mm: 'A' },
+      ],
+      [
+        { time: at('2024-10-04T10:00:00Z'), mm: 'A' },
+        { time: at('2024-10-04T10:00:01Z'), mm: 'A' },
+        { time: at('2024-10-04T10:00:02Z'), mm: 'A' },
+      ],
+    ]) {
+      const oneCall = await statsAfter([docs]);
+      expect(oneCall).toEqual(await statsAfter(docs.map((d) => [d])));
+      expect(oneCall).toMatchObject({ buckets: 2, openedDueToMetadata: 1, queriesFailed: 1, queried: 0 });
+    }
+  });
+
   it('without a metaField there is no {meta, time} index: the query is skipped and counted as failed', async () => {
     const engine = new BucketEngine();
     const coll = await engine.createCollection('nometa', { timeseries: { timeField: 'time' } });
