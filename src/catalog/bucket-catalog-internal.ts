@@ -494,24 +494,27 @@ export function rollover(
   bucket: Bucket,
   reason: Exclude<RolloverReason, 'none'>,
 ): void {
-  const params = state.parameters;
   // Newest: a bucket already full by count or size is closed rather than archived (INTERNALS §5.5).
-  let effective: Exclude<RolloverReason, 'none'> = reason;
-  if (reason === 'timeBackward') {
-    if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) effective = 'count';
-    else if (
-      bucket.size >= params.timeseriesBucketMaxSize &&
-      bucket.numMeasurements >= params.timeseriesBucketMinCount
-    ) {
-      effective = 'size';
-    }
-  }
+  const effective = reason === 'timeBackward' ? (fullBy(state, bucket) ?? reason) : reason;
   bucket.rolloverReason = effective;
   bucket.rolloverAction = rolloverActionFor[effective];
   coll.stats.inc(kRolloverStat[effective]);
   lock.stripe.idleBuckets.delete(bucket.id.hex);
   if (bucket.openBatches.length === 0 && bucket.preparedBatch === undefined)
     performRolloverAction(state, lock, coll, bucket);
+}
+
+/** Whether a bucket is full by count, or definitely full by size (`timeseriesBucketMinCount` reached). */
+function fullBy(state: CatalogState, bucket: Bucket): 'count' | 'size' | undefined {
+  const params = state.parameters;
+  if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return 'count';
+  if (
+    bucket.size >= params.timeseriesBucketMaxSize &&
+    bucket.numMeasurements >= params.timeseriesBucketMinCount
+  ) {
+    return 'size';
+  }
+  return undefined;
 }
 
 const kRolloverStat = {
@@ -595,6 +598,14 @@ export function closeOpenBucket(
  * for the same series and start exists, the bucket is closed instead (INTERNALS §5.5).
  */
 function archiveBucket(state: CatalogState, lock: StripeLock, coll: CollectionState, bucket: Bucket): void {
+  // Newest: a bucket already full is closed instead (INTERNALS §5.5): reopening it could add nothing.
+  // (A time-backward rollover has made that choice already; this is for expiry under memory pressure.)
+  const full = fullBy(state, bucket);
+  if (full !== undefined) {
+    coll.stats.inc(kRolloverStat[full]);
+    closeOpenBucket(state, lock, coll, bucket, 'closed');
+    return;
+  }
   let records = lock.stripe.archivedBuckets.get(bucket.key.signature);
   if (records?.has(bucket.startMs) === true) {
     closeOpenBucket(state, lock, coll, bucket, 'closed');

@@ -65,6 +65,31 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     expect(await coll.buckets.countDocuments()).toBe(30);
   });
 
+  it('closes an idle bucket already full by count instead of archiving it (newest, INTERNALS §5.5)', async () => {
+    const engine = new BucketEngine({
+      parameters: { timeseriesBucketMaxCount: 2, timeseriesIdleBucketExpiryMemoryUsageThreshold: 1000 },
+    });
+    const coll = await engine.createCollection('full', { timeseries: { timeField: 't', metaField: 'm' } });
+    const [full, other] = sameStripeMetas(coll.namespace, 2);
+    const t = (s: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, s));
+    // Two measurements fill the bucket by count; it stays open and idle until the next one arrives.
+    await coll.insertMany([
+      { t: t(0), m: full },
+      { t: t(1), m: full },
+    ]);
+    // An allocation on the stripe, over the threshold, expires it.
+    await coll.insertOne({ t: t(0), m: other });
+    const status = engine.serverStatus().bucketCatalog!;
+    expect(status.numBucketsArchivedDueToMemoryThreshold).toBe(1);
+    expect(status.numBucketsClosedDueToCount).toBe(1);
+    expect(status.numArchivedBuckets).toBe(0);
+    // A late measurement of its window is not fetched back into a bucket that cannot take it.
+    await coll.insertOne({ t: t(0), m: full });
+    const after = engine.serverStatus().bucketCatalog!;
+    expect(after.numBucketsFetched).toBe(0);
+    expect(after.numBucketsReopened).toBe(0);
+  });
+
   it('never expires anything below the threshold', async () => {
     const engine = new BucketEngine({
       parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
