@@ -156,13 +156,11 @@ export interface WriteError {
 
 /**
  * Thrown by `insertMany`/`insertOne` when at least one measurement failed. Everything counted in
- * `insertedCount` is stored; every failed measurement is listed in `writeErrors`.
+ * `insertedCount` is stored; every failed measurement is listed in `writeErrors`. A
+ * {@link TimeseriesError} (as the driver's `MongoBulkWriteError` is a `MongoServerError`) whose `code` and
+ * `codeName` are those of the first write error.
  */
-export class BulkWriteError extends TsBucketsError {
-  /** MongoDB's code of the first write error. */
-  readonly code: number;
-  /** MongoDB's code name of the first write error. */
-  readonly codeName: string;
+export class BulkWriteError extends TimeseriesError {
   /** Failed measurements, in index order. */
   readonly writeErrors: ReadonlyArray<WriteError>;
   /** Number of measurements inserted (acknowledged and stored). */
@@ -176,10 +174,11 @@ export class BulkWriteError extends TsBucketsError {
     const first = writeErrors[0];
     if (first === undefined) throw new InternalInvariantError(1001, 'BulkWriteError without write errors');
     super(
+      first.codeName as ErrorCodeName,
       `${writeErrors.length} write error(s), ${insertedCount} inserted; first at index ${first.index}: ${first.errmsg}`,
     );
-    this.code = first.code;
-    this.codeName = first.codeName;
+    // As reported, also when the first error is not one tsbuckets raises itself (a server's code).
+    (this as { code: number }).code = first.code;
     this.writeErrors = Object.freeze([...writeErrors]);
     this.insertedCount = insertedCount;
   }

@@ -308,6 +308,9 @@ describe('insertMany semantics', () => {
     const { coll } = await setup();
     const error = await coll.insertMany([good(0), good(1), bad, good(3)]).catch((e: unknown) => e);
     expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+    // A TimeseriesError too (SPEC §2), with the first write error's code.
+    expect(error).toBeInstanceOf(TimeseriesError);
+    expect([(error as TimeseriesError).code, (error as TimeseriesError).codeName]).toEqual([2, 'BadValue']);
     const e = error as BulkWriteError;
     expect(e.insertedCount).toBe(2);
     expect(e.writeErrors).toEqual([
@@ -568,5 +571,17 @@ describe('group commit and failures', () => {
     await coll.insertOne(t(1));
     const buckets = await coll.buckets.find().toArray();
     expect(buckets.map((b) => (b.data as { i: Record<string, number> }).i)).toEqual([{ '0': 1 }]);
+  });
+});
+
+describe('BulkWriteError', () => {
+  it("keeps a write error's code that tsbuckets does not raise itself (a server's)", () => {
+    const error = new BulkWriteError(
+      [{ index: 3, code: 112, codeName: 'WriteConflict', errmsg: 'conflict' }],
+      3,
+    );
+    expect(error).toBeInstanceOf(TimeseriesError);
+    expect(TimeseriesError.isTimeseriesError(error)).toBe(true);
+    expect([error.code, error.codeName, error.name]).toEqual([112, 'WriteConflict', 'BulkWriteError']);
   });
 });
