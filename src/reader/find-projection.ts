@@ -14,7 +14,8 @@ import { TimeseriesError } from '../errors.js';
 import type { FieldSelection, MeasurementDocument } from './bucket-unpacker.js';
 import { isFieldSelected } from './bucket-unpacker.js';
 import type { FieldDependencies } from './field-dependencies.js';
-import { defineField } from '../util/safe-record.js';
+import { isPlainObject } from '../util/bson-value.js';
+import { defineField, hasOwnField } from '../util/safe-record.js';
 
 /** A `find` projection as given by the user. */
 export type ProjectionSpec = Readonly<Record<string, unknown>>;
@@ -128,10 +129,28 @@ export function applyPostProjection(post: PostProjection, doc: MeasurementDocume
       return out;
     }
     case 'mingo':
-      return post.aggregator.run([doc])[0] ?? {};
+      return inInputOrder(doc, post.aggregator.run([doc])[0] ?? {}) as MeasurementDocument;
     default: {
       const never: never = post;
       return never;
     }
   }
+}
+
+/**
+ * `projected` with its fields in the order of `input`, in sub-documents too, then any computed field in the
+ * order the projection gave: MongoDB projects by iterating over the input document, while mingo's `$project`
+ * emits the fields in the order of the specification.
+ */
+function inInputOrder(input: unknown, projected: unknown): unknown {
+  if (Array.isArray(input) && Array.isArray(projected)) {
+    return projected.map((value, i) => inInputOrder(input[i], value));
+  }
+  if (!isPlainObject(input) || !isPlainObject(projected)) return projected;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(input)) {
+    if (hasOwnField(projected, key)) defineField(out, key, inInputOrder(input[key], projected[key]));
+  }
+  for (const key of Object.keys(projected)) if (!hasOwnField(out, key)) defineField(out, key, projected[key]);
+  return out;
 }

@@ -90,6 +90,15 @@ describe('find: unpacking', () => {
     ]);
   });
 
+  it('dotted projections keep the input order of fields, in sub-documents too', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 5, o: { y: 1, x: 2 } });
+    const [a] = await find(ctx(), {}, { projection: { _id: 0, 'o.x': 1, ts: 1 } }).toArray();
+    expect(Object.keys(a!)).toEqual(['ts', 'o']);
+    const [b] = await find(ctx(), {}, { projection: { _id: 0, 'o.x': 1, 'o.y': 1, sensor: 1 } }).toArray();
+    expect(JSON.stringify(b)).toBe('{"sensor":"s","o":{"y":1,"x":2}}');
+  });
+
   it('rejects a projection mixing inclusion and exclusion', async () => {
     const { ctx } = await setupCollection();
     expect(() => find(ctx(), {}, { projection: { a: 1, b: 0 } })).toThrow(TimeseriesError);
