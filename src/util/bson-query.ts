@@ -741,10 +741,14 @@ export function compileSort(sort: SortSpec): CompiledSort {
   return { keys: Object.keys(sort).map((k) => ({ path: splitPath(k), direction: sort[k] === -1 ? -1 : 1 })) };
 }
 
-/** The sort key of one path: the value, or for an array its smallest (ascending) or largest element. */
+/**
+ * The sort key of one path: the value, or for an array its smallest (ascending) or largest element. A
+ * missing field sorts as null; an empty array as BSON undefined, below null and missing in either
+ * direction (MongoDB's sort order, "Arrays").
+ */
 function sortKeyOf(doc: unknown, path: ReadonlyArray<string>, direction: 1 | -1): unknown {
   const v = resolveExprPath(doc, path, 0);
-  if (!Array.isArray(v)) return v;
+  if (!Array.isArray(v)) return v ?? null;
   if (v.length === 0) return undefined;
   let best: unknown = v[0];
   for (let i = 1; i < v.length; i++) {
@@ -756,7 +760,7 @@ function sortKeyOf(doc: unknown, path: ReadonlyArray<string>, direction: 1 | -1)
 
 /**
  * Compare two documents by a compiled sort, with MongoDB's value order ({@link compareBsonValues});
- * a missing field sorts as null.
+ * a missing field sorts as null, an empty array below it.
  *
  * @param a - first document.
  * @param b - second document.
@@ -765,7 +769,7 @@ function sortKeyOf(doc: unknown, path: ReadonlyArray<string>, direction: 1 | -1)
  */
 export function compareBySort(a: object, b: object, sort: CompiledSort): number {
   for (const { path, direction } of sort.keys) {
-    const c = compareBsonValues(sortKeyOf(a, path, direction) ?? null, sortKeyOf(b, path, direction) ?? null);
+    const c = compareBsonValues(sortKeyOf(a, path, direction), sortKeyOf(b, path, direction));
     if (c !== 0) return direction === 1 ? c : -c;
   }
   return 0;

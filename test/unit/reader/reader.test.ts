@@ -320,6 +320,32 @@ describe('find: bucket-level predicates and explain', () => {
   });
 });
 
+describe('find: sort on a data field', () => {
+  it('puts an empty array below missing and null, in either direction (DOCS-2760)', async () => {
+    const { coll, ctx } = await setupCollection();
+    const t = (i: number) => new Date(1e12 + i * 1000);
+    await coll.insertMany([
+      { ts: t(0), sensor: 's', name: 'one', a: 1 },
+      { ts: t(1), sensor: 's', name: 'arr01', a: [0, 1] },
+      { ts: t(2), sensor: 's', name: 'missing' },
+      { ts: t(3), sensor: 's', name: 'emptyArray', a: [] },
+      { ts: t(4), sensor: 's', name: 'arr1', a: [1] },
+    ]);
+    const names = async (direction: 1 | -1, limit?: number) =>
+      (
+        await find(
+          ctx(),
+          {},
+          { sort: { a: direction, ts: 1 }, ...(limit === undefined ? {} : { limit }) },
+        ).toArray()
+      ).map((d) => d.name);
+    expect(await names(1)).toEqual(['emptyArray', 'missing', 'arr01', 'one', 'arr1']);
+    expect(await names(1, 1)).toEqual(['emptyArray']);
+    // Descending by the largest element: 1, 1, 1 (ties by time), then missing, then the empty array.
+    expect(await names(-1)).toEqual(['one', 'arr01', 'arr1', 'missing', 'emptyArray']);
+  });
+});
+
 describe('find: sort on time with limit', () => {
   it('latest value per series reads a handful of buckets', async () => {
     // Arrange: 3 series, 100 buckets each.
