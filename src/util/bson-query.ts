@@ -232,7 +232,13 @@ function compileField(path: ReadonlyArray<string>, value: unknown): QueryNode {
         nodes.push({ kind: 'notPath', path, preds: [compileIn(operand)] });
         break;
       case '$exists':
-        nodes.push({ kind: 'path', path, pred: { kind: 'exists', expected: Boolean(operand) } });
+        // `$exists: false` is NOT(`$exists: true`) over the whole path, as the server parses it: with an
+        // array along the path, one element having the field is enough to fail it.
+        nodes.push(
+          operand
+            ? { kind: 'path', path, pred: { kind: 'exists', expected: true } }
+            : { kind: 'notPath', path, preds: [{ kind: 'exists', expected: true }] },
+        );
         break;
       case '$type':
         nodes.push({ kind: 'path', path, pred: compileType(operand) });
@@ -584,14 +590,11 @@ function matchesPathAt(value: unknown, path: ReadonlyArray<string>, i: number, p
     // Bucket-level comparisons accept any bucket with an array along the path (they only prune).
     if (pred.kind === 'internalExpr') return true;
     if (isArrayIndex(part) && matchesPathAt(value[Number(part)], path, i + 1, pred)) return true;
-    if (value.length === 0) return matchesLeaf(undefined, pred);
+    // Only document elements are walked into: an empty array, a scalar element or a nested array adds no
+    // "missing" value (so `{'a.b': null}` does not match `a: []` or `a: [1, 2]`; newest
+    // null_query_semantics.js).
     for (const el of value) {
-      if (isPlainObject(el)) {
-        if (matchesPathAt(getOwnField(el, part), path, i + 1, pred)) return true;
-      } else if (!isArrayIndex(part) && matchesLeaf(undefined, pred)) {
-        // A scalar element has no field `part`: it counts as missing.
-        return true;
-      }
+      if (isPlainObject(el) && matchesPathAt(getOwnField(el, part), path, i + 1, pred)) return true;
     }
     return false;
   }

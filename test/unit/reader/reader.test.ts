@@ -320,6 +320,75 @@ describe('find: bucket-level predicates and explain', () => {
   });
 });
 
+describe('find: null and $exists through arrays (null_query_semantics.js, newest)', () => {
+  it('an array adds no missing value: only its document elements are walked into', async () => {
+    const { coll, ctx } = await setupCollection();
+    const values: Record<string, unknown> = {
+      emptySubobject: {},
+      null: null,
+      number: 4,
+      subobjectBNotNull: { b: 'hi' },
+      subobjectBNull: { b: null },
+      missing: undefined,
+      doubleArray: [[]],
+      emptyArray: [],
+      objectArrayNoBNulls: [{ b: 1 }, { b: 3 }, { b: 'string' }],
+      objectArraySomeBMissing: [{ b: 3 }, {}],
+      valueArrayAllNulls: [null, null],
+      valueArrayNoNulls: [1, 'string', 4],
+    };
+    await coll.insertMany(
+      Object.entries(values).map(([name, v], i) => ({
+        ts: new Date(1e12 + i * 1000),
+        sensor: 's',
+        name,
+        ...(v === undefined ? {} : { v }),
+      })),
+    );
+    const names = async (filter: Record<string, unknown>) =>
+      (await find(ctx(), filter).toArray()).map((d) => d.name as string).sort();
+    const sorted = (list: string[]) => [...list].sort();
+    const eqNull = [
+      'emptySubobject',
+      'null',
+      'number',
+      'subobjectBNull',
+      'missing',
+      'objectArraySomeBMissing',
+    ];
+    expect(await names({ 'v.b': { $eq: null } })).toEqual(sorted(eqNull));
+    const neNull = Object.keys(values).filter((n) => !eqNull.includes(n));
+    expect(await names({ 'v.b': { $ne: null } })).toEqual(sorted(neNull));
+    expect(await names({ 'v.b': { $nin: [null, 75] } })).toEqual(sorted(neNull));
+    expect(await countDocuments(ctx(), { 'v.b': { $ne: null } })).toBe(neNull.length);
+    // $exists: false is NOT($exists: true): one element with the field fails it.
+    expect(await names({ 'v.b': { $exists: false } })).toEqual(
+      sorted([
+        'emptySubobject',
+        'null',
+        'number',
+        'missing',
+        'doubleArray',
+        'emptyArray',
+        'valueArrayAllNulls',
+        'valueArrayNoNulls',
+      ]),
+    );
+    expect(await names({ 'v.1': { $exists: false } })).toEqual(
+      sorted([
+        'emptySubobject',
+        'null',
+        'number',
+        'subobjectBNotNull',
+        'subobjectBNull',
+        'missing',
+        'doubleArray',
+        'emptyArray',
+      ]),
+    );
+  });
+});
+
 describe('find: sort on a data field', () => {
   it('puts an empty array below missing and null, in either direction (DOCS-2760)', async () => {
     const { coll, ctx } = await setupCollection();
