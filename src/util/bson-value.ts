@@ -180,8 +180,14 @@ export function cloneBsonValue(v: unknown): unknown {
     return out;
   }
   if (isPlainObject(v)) {
-    const out = {};
-    for (const key in v) if (hasOwnField(v, key)) defineField(out, key, cloneBsonValue(v[key]));
+    // A spread copies a document in one step (own keys only, `__proto__` as a plain own field); then only
+    // the values that are objects are copied in turn. The reader copies each row's meta this way.
+    const out: Record<string, unknown> = { ...v };
+    for (const key in out) {
+      if (!hasOwnField(out, key)) continue;
+      const value = out[key];
+      if (typeof value === 'object' && value !== null) defineField(out, key, cloneBsonValue(value));
+    }
     return out;
   }
   if (v instanceof Uint8Array) return Uint8Array.prototype.slice.call(v);
