@@ -238,7 +238,7 @@ function makeBucketDelta(input: BucketUpdateInput): BucketDelta {
         byField.set(field, values);
       }
       // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
-      values[i] = cloneBsonValue(value);
+      values[i] = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
     }
   }
   const columns: DeltaColumn[] = [];
@@ -400,7 +400,7 @@ function appendColumns(
         defineField(columns, field, column);
       }
       // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
-      column[key] = cloneBsonValue(value);
+      column[key] = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
     }
   }
 }

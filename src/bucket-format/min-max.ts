@@ -372,13 +372,13 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
     // insert, and the slot is written to control.min/max later.
     if (doMin && takesValue(node.minKind, node.minValue, value, MIN)) {
       node.minKind = 'value';
-      node.minValue = cloneBsonValue(value);
+      node.minValue = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
       node.minUpdated = true;
       changed |= MIN_CHANGED;
     }
     if (doMax && takesValue(node.maxKind, node.maxValue, value, MAX)) {
       node.maxKind = 'value';
-      node.maxValue = cloneBsonValue(value);
+      node.maxValue = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
       node.maxUpdated = true;
       changed |= MAX_CHANGED;
     }
