@@ -78,6 +78,8 @@ export type OpenedBucket =
       /** Whether the metaField is emitted, and its value. */
       readonly emitMeta: boolean;
       readonly meta: unknown;
+      /** A fresh copy of the meta for each row (the stored value is shared by every row). */
+      readonly copyMeta: () => unknown;
       readonly metaField: string;
       readonly timeField: string;
     }
@@ -89,6 +91,8 @@ export type OpenedBucket =
       readonly columns: ReadonlyArray<ReadonlyArray<unknown>>;
       readonly emitMeta: boolean;
       readonly meta: unknown;
+      /** A fresh copy of the meta for each row (the stored value is shared by every row). */
+      readonly copyMeta: () => unknown;
       readonly metaField: string;
       readonly timeField: string;
     };
@@ -242,6 +246,7 @@ export function openBucket(bucket: StoredBucket, spec: UnpackSpec): OpenedBucket
   const metaField = spec.metaField ?? '';
   const emitMeta = hasMeta && isFieldSelected(spec.selection, metaField);
   const meta = hasMeta ? bucket.meta : undefined;
+  const copyMeta = metaCopier(meta);
   const data = getOwnField(bucket, 'data');
   if (!isPlainObject(data)) throw badBucket(bucket, "bucket 'data' must be an object");
   const fieldNames = Object.keys(data);
@@ -257,6 +262,7 @@ export function openBucket(bucket: StoredBucket, spec: UnpackSpec): OpenedBucket
       columns: [],
       emitMeta,
       meta,
+      copyMeta,
       metaField,
       timeField,
     };
@@ -285,6 +291,7 @@ export function openBucket(bucket: StoredBucket, spec: UnpackSpec): OpenedBucket
       columns,
       emitMeta,
       meta,
+      copyMeta,
       metaField,
       timeField,
     };
@@ -309,6 +316,7 @@ export function openBucket(bucket: StoredBucket, spec: UnpackSpec): OpenedBucket
     columns,
     emitMeta,
     meta,
+    copyMeta,
     metaField,
     timeField,
   };
@@ -329,7 +337,7 @@ export function unpackRow(opened: OpenedBucket, row: number): MeasurementDocumen
     // A version-1 bucket's cells are the stored values themselves: the caller gets copies, so changing a
     // result (a Date's setHours, a nested document) cannot change storage.
     if (opened.time !== undefined) defineField(out, opened.timeField, cloneBsonValue(opened.time[key]));
-    if (opened.emitMeta) defineField(out, opened.metaField, cloneBsonValue(opened.meta));
+    if (opened.emitMeta) defineField(out, opened.metaField, opened.copyMeta());
     const { names, columns } = opened;
     for (let c = 0; c < columns.length; c++) {
       const column = columns[c] as Readonly<Record<string, unknown>>;
@@ -341,11 +349,28 @@ export function unpackRow(opened: OpenedBucket, row: number): MeasurementDocumen
   // Decoded columns are fresh for each opening and each value appears in one row; the meta is shared by
   // every row and is the stored one.
   if (opened.time !== undefined) defineField(out, opened.timeField, opened.time[row]);
-  if (opened.emitMeta) defineField(out, opened.metaField, cloneBsonValue(opened.meta));
+  if (opened.emitMeta) defineField(out, opened.metaField, opened.copyMeta());
   const { names, columns } = opened;
   for (let c = 0; c < columns.length; c++) {
     const value = (columns[c] as ReadonlyArray<unknown>)[row];
     if (value !== undefined) defineField(out, names[c] as string, value);
   }
   return out;
+}
+
+/**
+ * How to copy a bucket's meta for each row, chosen once per bucket: a scalar is shared, a document of
+ * scalars (the usual meta) is spread, anything else is copied deeply.
+ */
+function metaCopier(meta: unknown): () => unknown {
+  if (typeof meta !== 'object' || meta === null) return () => meta;
+  if (isPlainObject(meta)) {
+    let flat = true;
+    for (const key in meta) {
+      const value = meta[key];
+      if (typeof value === 'object' && value !== null) flat = false;
+    }
+    if (flat) return () => ({ ...meta });
+  }
+  return () => cloneBsonValue(meta);
 }
