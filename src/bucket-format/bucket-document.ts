@@ -12,7 +12,7 @@
 import type { ObjectId } from 'bson';
 
 import type { SetOp } from './min-max.js';
-import { cloneBsonValue } from '../util/bson-value.js';
+import { ownValue } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 
 /** A measurement as given by the user: any object with a time field and other fields. */
@@ -238,7 +238,7 @@ function makeBucketDelta(input: BucketUpdateInput): BucketDelta {
         byField.set(field, values);
       }
       // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
-      values[i] = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
+      values[i] = ownValue(value);
     }
   }
   const columns: DeltaColumn[] = [];
@@ -400,7 +400,7 @@ function appendColumns(
         defineField(columns, field, column);
       }
       // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
-      column[key] = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
+      column[key] = ownValue(value);
     }
   }
 }

@@ -50,7 +50,7 @@ import { invariant } from '../util/invariant.js';
 import {
   bsonTypeOf,
   BsonType,
-  cloneBsonValue,
+  ownValue,
   canonicalTypeOf,
   CanonicalType,
   compareBsonValues,
@@ -71,10 +71,10 @@ export type SlotKind = 'unset' | 'value' | 'object' | 'array';
  * for max) rather than an object of its own, and a node without children has `children: null`: a bucket
  * keeps its tree while it is open, and on Node 20 this makes a leaf 128 bytes instead of 224.
  *
- * Per slot: `Kind` is what it holds; `Value` the scalar when the kind is `'value'` (held by reference,
- * else `undefined`); `Updated` whether it changed since the last {@link takeUpdates}; `Emitted` whether it
- * was visible in the document last emitted by {@link takeUpdates} (or loaded by
- * {@link minMaxFromDocuments}).
+ * Per slot: `Kind` is what it holds; `Value` the scalar when the kind is `'value'` (a date or binary value
+ * is a copy of the measurement's), else `undefined`; `Updated` whether it changed since the last
+ * {@link takeUpdates}; `Emitted` whether it was visible in the document last emitted by
+ * {@link takeUpdates} (or loaded by {@link minMaxFromDocuments}).
  */
 export interface MinMaxNode {
   /** Field name; `null` for an array position not (yet) claimed by an object field. */
@@ -128,7 +128,7 @@ export interface MinMax {
 export interface SetOp {
   /** Path segments below `control.min`/`control.max`; `[]` replaces the whole object. Array positions are decimal strings. */
   readonly path: ReadonlyArray<string>;
-  /** The new value: a scalar (by reference) or a freshly built object/array. */
+  /** The new value: the slot's scalar or a freshly built object/array. */
   readonly value: unknown;
 }
 
@@ -372,13 +372,13 @@ function updateNode(node: MinMaxNode, value: unknown, doMin: boolean, doMax: boo
     // insert, and the slot is written to control.min/max later.
     if (doMin && takesValue(node.minKind, node.minValue, value, MIN)) {
       node.minKind = 'value';
-      node.minValue = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
+      node.minValue = ownValue(value);
       node.minUpdated = true;
       changed |= MIN_CHANGED;
     }
     if (doMax && takesValue(node.maxKind, node.maxValue, value, MAX)) {
       node.maxKind = 'value';
-      node.maxValue = typeof value === 'object' && value !== null ? cloneBsonValue(value) : value;
+      node.maxValue = ownValue(value);
       node.maxUpdated = true;
       changed |= MAX_CHANGED;
     }
@@ -510,7 +510,8 @@ function buildSlot(node: MinMaxNode, side: Side, mark: boolean): unknown {
  * change the change tracking.
  *
  * @param mm - the MinMax.
- * @returns a new object; containers are fresh, scalars are the measurement values (by reference).
+ * @returns a new object; containers are fresh, scalars are the slots' values (dates and binaries copies
+ *   of the measurements').
  */
 export function minDocument(mm: MinMax): Record<string, unknown> {
   return buildSlot(mm.root, 'min', false) as Record<string, unknown>;

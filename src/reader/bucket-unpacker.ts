@@ -13,7 +13,7 @@
 import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
 import { TimeseriesError } from '../errors.js';
 import type { StoredBucket } from '../storage/storage.js';
-import { bsonNumberValue, cloneBsonValue, isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, cloneBsonValue, isPlainObject, ownValue } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 
 /** An unpacked measurement. */
@@ -336,13 +336,13 @@ export function unpackRow(opened: OpenedBucket, row: number): MeasurementDocumen
     const key = opened.rowKeys[row] as string;
     // A version-1 bucket's cells are the stored values themselves: the caller gets copies, so changing a
     // result (a Date's setHours, a nested document) cannot change storage.
-    if (opened.time !== undefined) defineField(out, opened.timeField, cloneBsonValue(opened.time[key]));
+    if (opened.time !== undefined) defineField(out, opened.timeField, ownValue(opened.time[key]));
     if (opened.emitMeta) defineField(out, opened.metaField, opened.copyMeta());
     const { names, columns } = opened;
     for (let c = 0; c < columns.length; c++) {
       const column = columns[c] as Readonly<Record<string, unknown>>;
       if (Object.prototype.hasOwnProperty.call(column, key))
-        defineField(out, names[c] as string, cloneBsonValue(column[key]));
+        defineField(out, names[c] as string, ownValue(column[key]));
     }
     return out;
   }

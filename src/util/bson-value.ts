@@ -163,13 +163,23 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
+ * A value to keep or hand out: a primitive as it is, an object through {@link cloneBsonValue}. Small enough
+ * to be inlined where it runs per value (cells, min/max slots, unpacked rows); most values are numbers.
+ *
+ * @param v - a BSON value (acyclic).
+ * @returns `v`, or a copy of it.
+ */
+export function ownValue(v: unknown): unknown {
+  return typeof v === 'object' && v !== null ? cloneBsonValue(v) : v;
+}
+
+/**
  * A copy of a BSON value that shares nothing mutable with it: dates, documents, arrays and binary data are
  * copied (deeply); primitives and js-bson's value classes that nobody changes in place (ObjectId, Long,
  * Decimal128, Timestamp...) are returned as they are. tsbuckets copies what it keeps from callers and what
  * it hands back, so that a caller changing its own objects cannot change stored measurements.
  *
- * Hot paths test `typeof v === 'object' && v !== null` before calling: most values are primitives, and
- * the call itself is not inlined.
+ * Hot paths call {@link ownValue}, which skips the call for primitives.
  *
  * @param v - a BSON value (acyclic).
  * @returns the copy.
