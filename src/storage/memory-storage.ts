@@ -1,7 +1,6 @@
 import { Buffer } from 'node:buffer';
 
 import { ObjectId, serialize } from 'bson';
-import { Query } from 'mingo';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
@@ -10,6 +9,7 @@ import type { BucketCommit } from '../bucket-format/bucket-document.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
+import { handOut, handOutIndexes } from './hand-out.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
 import type {
@@ -22,7 +22,13 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
-import { bsonNumberValue, bsonValueSize, isPlainObject, objectIdHex } from '../util/bson-value.js';
+import {
+  bsonNumberValue,
+  bsonValueSize,
+  cloneBsonValue,
+  isPlainObject,
+  objectIdHex,
+} from '../util/bson-value.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -151,8 +157,7 @@ export class MemoryStorage implements Storage {
       const sorted = [...this.#matching(ns, filter)].sort((a, b) => compareBySort(a, b, compiledSort));
       const n = limit !== undefined && limit > 0 ? Math.min(limit, sorted.length) : sorted.length;
       for (let i = 0; i < n; i++) {
-        const doc = sorted[i] as StoredBucket;
-        yield projection === undefined ? doc : project(doc, projection);
+        yield handOut(sorted[i] as StoredBucket, projection);
       }
       return;
     }
@@ -160,7 +165,8 @@ export class MemoryStorage implements Storage {
     for (const doc of this.#matching(ns, filter)) {
       if (limit !== undefined && limit > 0 && n >= limit) return;
       n++;
-      yield projection === undefined ? doc : project(doc, projection);
+      // A copy (hand-out.ts): nothing a reader does with it reaches the stored document.
+      yield handOut(doc, projection);
       // Yield to the event loop between documents is implicit in async generators; documents added or
       // removed meanwhile are seen or not, as with a MongoDB cursor.
     }
@@ -195,13 +201,13 @@ export class MemoryStorage implements Storage {
 
   /** {@inheritDoc Storage.createIndex} */
   createIndex(ns: string, index: StorageIndex): Promise<void> {
-    this.#ns(ns).indexes.set(index.name, index);
+    this.#ns(ns).indexes.set(index.name, cloneBsonValue(index) as StorageIndex);
     return Promise.resolve();
   }
 
   /** {@inheritDoc Storage.listIndexes} */
   listIndexes(ns: string): Promise<ReadonlyArray<StorageIndex>> {
-    return Promise.resolve([...this.#ns(ns).indexes.values()]);
+    return Promise.resolve(handOutIndexes(this.#ns(ns).indexes.values()));
   }
 
   /** {@inheritDoc Storage.dropIndex} */
@@ -403,9 +409,4 @@ function withoutId(filter: BucketFilter): BucketFilter {
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(filter)) if (k !== '_id') defineField(rest, k, v);
   return rest;
-}
-
-function project(doc: StoredBucket, projection: NonNullable<StorageFindOptions['projection']>): StoredBucket {
-  const [out] = new Query({}, {}).find<StoredBucket>([doc], projection).all();
-  return out ?? {};
 }
