@@ -12,7 +12,7 @@ import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
-import { TimeseriesError } from '../errors.js';
+import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { kBSONObjMaxUserSize, objectIdHex } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 import { calculateBucketFieldsAndSizeChange, makeOpenBucket, openBatchFor } from './bucket.js';
@@ -193,10 +193,17 @@ export function stageSeries(
         chosen = findEligibleBucket(state, lock, coll, options, key, item, attempt, rolledOver);
       }
     } catch (error) {
-      // A value BSON cannot hold (a symbol, a function) is found while sizing the measurement, before
-      // anything is staged or rolled over for it: reject this measurement only.
-      if (!TimeseriesError.isTimeseriesError(error)) throw error;
-      out[position] = { kind: 'error', error };
+      // A value BSON cannot hold (a symbol, a function, a value nested past the stack) is found while
+      // sizing the measurement, before anything is staged for it: reject this measurement only, so that
+      // the call's other measurements, staged in batches other writers may commit, keep an outcome.
+      // Broken invariants are bugs and still throw.
+      if (TsBucketsError.isTsBucketsError(error) && !TimeseriesError.isTimeseriesError(error)) throw error;
+      out[position] = {
+        kind: 'error',
+        error: TimeseriesError.isTimeseriesError(error)
+          ? error
+          : new TimeseriesError('BadValue', 'measurement cannot be stored as BSON', { cause: error }),
+      };
       continue;
     }
     if (chosen.kind === 'reopen') return { index: i, request: chosen.request, why: chosen.why };

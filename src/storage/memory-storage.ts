@@ -98,9 +98,11 @@ export class MemoryStorage implements Storage {
         ),
       );
     }
-    docs.set(key, doc);
-    indexMeta(this.#ns(ns), key, doc);
-    return Promise.resolve();
+    // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
+    return settle(() => {
+      indexMeta(this.#ns(ns), key, doc);
+      docs.set(key, doc);
+    });
   }
 
   /**
@@ -128,9 +130,11 @@ export class MemoryStorage implements Storage {
     const existing = this.#findOne(ns, filter);
     if (existing === undefined) return Promise.resolve({ kind: 'notMatched' });
     const key = idKey(existing._id);
-    this.#ns(ns).docs.set(key, doc);
-    indexMeta(this.#ns(ns), key, doc);
-    return Promise.resolve({ kind: 'updated' });
+    return settle(() => {
+      indexMeta(this.#ns(ns), key, doc);
+      this.#ns(ns).docs.set(key, doc);
+      return { kind: 'updated' };
+    });
   }
 
   /** {@inheritDoc Storage.updateMany} */
@@ -235,8 +239,8 @@ export class MemoryStorage implements Storage {
       const docs = [doc];
       updateOne(docs, {}, update as PipelineStage[], { cloneMode });
       const replaced = docs[0] as StoredBucket;
-      this.#ns(ns).docs.set(idKey(doc._id), replaced);
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
+      this.#ns(ns).docs.set(idKey(doc._id), replaced);
       return true;
     }
     if (cloneMode === 'none') {
@@ -328,9 +332,13 @@ function equalityKey(value: unknown): string {
   return `b${Buffer.from(serialize(holder)).toString('hex')}`;
 }
 
+/**
+ * File a document in the meta index (replacing its previous entries). Its keys are computed before
+ * anything changes, so a meta that cannot be keyed leaves the index as it was.
+ */
 function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
-  unindexMeta(entry, hex);
   const keys = metaIndexKeys(doc);
+  unindexMeta(entry, hex);
   for (const key of keys) {
     let set = entry.byMeta.get(key);
     if (set === undefined) {
@@ -384,6 +392,15 @@ function metaConditionKey(filter: BucketFilter): string | undefined {
   // neither is a single index entry.
   if (Array.isArray(condition) || condition === undefined || condition === null) return undefined;
   return `m${equalityKey(condition)}`;
+}
+
+/** The outcome of a synchronous step as a promise: what it throws becomes a rejection, as storages fail. */
+function settle<T>(step: () => T): Promise<T> {
+  try {
+    return Promise.resolve(step());
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
 }
 
 function isPipeline(
