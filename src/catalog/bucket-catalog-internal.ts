@@ -273,7 +273,9 @@ export function determineRolloverReason(
   item: InsertItem,
 ): RolloverCheck {
   const params = state.parameters;
-  switch (timeWindowPosition(item.timeMs, bucket.startMs, bucket.maxSpanSeconds)) {
+  // The span is the collection's current one, not the one the bucket was opened with: a collMod raising
+  // the granularity widens open buckets too, as the server's rollover check reads the live options.
+  switch (timeWindowPosition(item.timeMs, bucket.startMs, options.bucketMaxSpanSeconds)) {
     case 'after':
       return { kind: 'rollover', reason: 'timeForward' };
     case 'before':
@@ -330,7 +332,7 @@ function findEligibleBucket(
       if (bucket.rolloverAction === 'none') current = bucket;
       else if (
         (bucket.rolloverAction === 'softClose' || bucket.rolloverAction === 'archive') &&
-        timeWindowPosition(item.timeMs, bucket.startMs, bucket.maxSpanSeconds) === 'inside'
+        timeWindowPosition(item.timeMs, bucket.startMs, options.bucketMaxSpanSeconds) === 'inside'
       ) {
         alternates.push(bucket);
       }
@@ -422,7 +424,6 @@ function allocateBucket(
     hasMeta: item.metadata.normalizedMeta !== undefined,
     normalizedMeta: item.metadata.normalizedMeta,
     startMs,
-    maxSpanSeconds: options.bucketMaxSpanSeconds,
     minMax,
     schema,
     size: 0,

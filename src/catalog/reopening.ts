@@ -271,7 +271,6 @@ export function rehydrateBucket(
     hasMeta,
     normalizedMeta: metadata.normalizedMeta,
     startMs: start.getTime(),
-    maxSpanSeconds: options.bucketMaxSpanSeconds,
     minMax: minMaxFromDocuments(min, max),
     schema: schema.schema,
     size: size ?? bsonValueSize(doc),
