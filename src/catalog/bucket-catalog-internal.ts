@@ -27,7 +27,7 @@ import type { ReopeningRequest } from './reopening.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
 import { addOpenBucket, removeOpenBucket } from './stripe.js';
-import type { Stripe, StripeLock } from './stripe.js';
+import type { ArchivedBucket, Stripe, StripeLock } from './stripe.js';
 import { countStagedBy, makeWriteBatch } from './write-batch.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -657,12 +657,9 @@ export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
   while (stripe.archivedBuckets.size > 0 && state.memoryUsage > threshold && numExpired <= maxCount) {
     const [signature, records] = stripe.archivedBuckets.entries().next().value as [
       string,
-      Map<number, { readonly ns: string; readonly memoryUsage: number }>,
+      Map<number, ArchivedBucket>,
     ];
-    const [startMs, record] = records.entries().next().value as [
-      number,
-      { readonly ns: string; readonly memoryUsage: number },
-    ];
+    const [startMs, record] = records.entries().next().value as [number, ArchivedBucket];
     records.delete(startMs);
     if (records.size === 0) stripe.archivedBuckets.delete(signature);
     state.memoryUsage -= record.memoryUsage;
@@ -670,6 +667,9 @@ export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
     if (coll !== undefined) {
       coll.stats.inc('numBucketsClosedDueToMemoryThreshold');
       coll.stats.addActiveBuckets(-1);
+      // Closed for good: its document is final and is compressed like any closed bucket (MongoDB 7.x
+      // closes archived buckets through the same ClosedBucket path).
+      state.onBucketClosed?.(record.ns, record.oid);
     }
     numExpired++;
   }
