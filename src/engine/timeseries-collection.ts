@@ -3,7 +3,6 @@
  *
  * @packageDocumentation
  */
-import { ObjectId } from 'bson';
 
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
@@ -39,6 +38,7 @@ import type { IndexContext } from './timeseries-indexes.js';
 import { updateMany } from './timeseries-update.js';
 import type { UpdateManyOptions, UpdateResult } from './timeseries-update.js';
 import { commitMeasurements } from './write-commit.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 /** Result of `insertOne`. */
 export interface InsertOneResult {
@@ -180,7 +180,7 @@ export class TimeseriesCollection {
   async *#reopenableBuckets(filter: BucketFilter): AsyncIterable<StoredBucket> {
     const era = this.#ctx.catalog.currentEra();
     for await (const doc of this.#ctx.storage.find(this.bucketsNamespace, filter)) {
-      if (doc._id instanceof ObjectId && this.#ctx.catalog.isSafeToReopen(doc._id, era)) yield doc;
+      if (isBsonValue(doc._id, 'ObjectId') && this.#ctx.catalog.isSafeToReopen(doc._id, era)) yield doc;
     }
   }
 

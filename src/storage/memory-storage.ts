@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 
-import { ObjectId, serialize } from 'bson';
+import { serialize } from 'bson';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
@@ -29,6 +29,7 @@ import {
   isPlainObject,
   objectIdHex,
 } from '../util/bson-value.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -259,7 +260,7 @@ export class MemoryStorage implements Storage {
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
     const id = filter._id;
-    if (id instanceof ObjectId) {
+    if (isBsonValue(id, 'ObjectId')) {
       // The commit path: a map lookup and the guard, without a generator.
       const doc = this.#ns(ns).docs.get(objectIdHex(id));
       return doc !== undefined && matchesBesidesId(doc, filter) ? doc : undefined;
@@ -272,7 +273,7 @@ export class MemoryStorage implements Storage {
   *#matching(ns: string, filter: BucketFilter): Generator<StoredBucket> {
     const { docs } = this.#ns(ns);
     const id = filter._id;
-    if (id instanceof ObjectId) {
+    if (isBsonValue(id, 'ObjectId')) {
       const doc = docs.get(objectIdHex(id));
       if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
       return;
@@ -410,7 +411,7 @@ function isPipeline(
 }
 
 function idKey(id: unknown): string {
-  if (id instanceof ObjectId) return objectIdHex(id);
+  if (isBsonValue(id, 'ObjectId')) return objectIdHex(id);
   throw new TimeseriesError('BadValue', 'bucket documents must have an ObjectId _id', { field: '_id' });
 }
 
