@@ -4,6 +4,9 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: { index: 'src/index.ts', 'mongodb/index': 'src/mongodb/index.ts' },
   format: ['esm', 'cjs'],
+  // Shared modules go to shared chunks in both formats, so that `tsbuckets` and `tsbuckets/mongodb` load
+  // one copy of each (one `TsBucketsError` class: a MongoStorageError is an instance of the exported base).
+  splitting: true,
   dts: true,
   sourcemap: true,
   clean: true,
