@@ -5,7 +5,13 @@
  *
  * @packageDocumentation
  */
-import { MongoError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerSelectionError } from 'mongodb';
+import {
+  MongoError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from 'mongodb';
 
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 
@@ -125,6 +131,20 @@ export function isTransientMongoError(error: unknown): boolean {
   if (error.name === 'MongoServerSelectionError') return true;
   const labels = errorLabelsOf(error);
   return labels.includes('RetryableWriteError') || labels.includes('TransientTransactionError');
+}
+
+/**
+ * Whether a driver error says the client's topology is closed (`MongoTopologyClosedError`): after a
+ * failed first connection, or after `client.close()`.
+ *
+ * @param error - anything thrown by the driver.
+ * @returns `true` for a topology-closed error.
+ */
+export function isTopologyClosed(error: unknown): boolean {
+  return (
+    error instanceof MongoTopologyClosedError ||
+    (error instanceof Error && error.name === 'MongoTopologyClosedError')
+  );
 }
 
 /**
