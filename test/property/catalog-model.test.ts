@@ -56,7 +56,7 @@ const pointArb = fc.record({
 class ConcurrentInserts implements fc.AsyncCommand<Model, Real> {
   constructor(
     readonly calls: ReadonlyArray<{ readonly points: ReadonlyArray<Point>; readonly ordered: boolean }>,
-    readonly faults: ReadonlyArray<'fail' | 'hold' | 'none'>,
+    readonly faults: ReadonlyArray<'fail' | 'hold' | 'none' | 'readFail'>,
   ) {}
 
   check(): boolean {
@@ -66,7 +66,8 @@ class ConcurrentInserts implements fc.AsyncCommand<Model, Real> {
   async run(model: Model, real: Real): Promise<void> {
     const gates: Array<Deferred<void>> = [];
     for (const f of this.faults) {
-      if (f === 'fail') real.storage.faults.push({ kind: 'fail', error: new Error('injected failure') });
+      if (f === 'readFail') real.storage.readFaults.push(new Error('injected read failure'));
+      else if (f === 'fail') real.storage.faults.push({ kind: 'fail', error: new Error('injected failure') });
       else if (f === 'hold') {
         const gate = new Deferred<void>();
         gates.push(gate);
@@ -114,6 +115,7 @@ class ConcurrentInserts implements fc.AsyncCommand<Model, Real> {
       });
     }
     real.storage.faults.length = 0;
+    real.storage.readFaults.length = 0;
     await checkLaws(model, real);
   }
 
@@ -169,9 +171,12 @@ const commandArb = fc
       fc.record({ points: fc.array(pointArb, { minLength: 1, maxLength: 8 }), ordered: fc.boolean() }),
       { minLength: 1, maxLength: 4 },
     ),
-    faults: fc.array(fc.constantFrom<'fail' | 'hold' | 'none'>('fail', 'hold', 'none', 'none'), {
-      maxLength: 3,
-    }),
+    faults: fc.array(
+      fc.constantFrom<'fail' | 'hold' | 'none' | 'readFail'>('fail', 'hold', 'none', 'none', 'readFail'),
+      {
+        maxLength: 3,
+      },
+    ),
   })
   .map(({ calls, faults }) => new ConcurrentInserts(calls, faults));
 
