@@ -17,46 +17,46 @@ import type { Storage } from '../storage/storage.js';
 import { systemClock } from '../util/clock.js';
 import type { Clock } from '../util/clock.js';
 
-/** Options of `BucketEngine`. Every option is optional; unknown names are refused. */
+/** Options of `BucketEngine`. Every option is optional (`undefined` is absent); unknown names are refused. */
 export interface BucketEngineOptions {
   /**
    * Where bucket documents are stored.
    *
    * @defaultValue `new MemoryStorage()`
    */
-  readonly storage?: Storage;
+  readonly storage?: Storage | undefined;
   /**
    * MongoDB server parameters (names, defaults and ranges as MongoDB's).
    *
    * @defaultValue MongoDB's defaults (`DEFAULT_SERVER_PARAMETERS`)
    */
-  readonly parameters?: ServerParameters;
+  readonly parameters?: ServerParameters | undefined;
   /**
    * Current time in epoch milliseconds (TTL and idle expiry).
    *
    * @defaultValue `Date.now`
    */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /**
    * Database name used in namespaces (`<dbName>.<collection>`). A non-empty string.
    *
    * @defaultValue `'tsbuckets'`
    */
-  readonly dbName?: string;
+  readonly dbName?: string | undefined;
   /**
    * `'onClose'`: when a bucket closes, its document is rewritten compressed (version 2, BSONColumn), as
    * MongoDB 5.2+ does; `'none'`: buckets stay version 1.
    *
    * @defaultValue `'onClose'`
    */
-  readonly compression?: 'onClose' | 'none';
+  readonly compression?: 'onClose' | 'none' | undefined;
   /**
    * `'enabled'`: late measurements reopen buckets from storage (MongoDB 6.3+); `'disabled'`: always open
    * new buckets.
    *
    * @defaultValue `'enabled'`
    */
-  readonly reopening?: 'enabled' | 'disabled';
+  readonly reopening?: 'enabled' | 'disabled' | undefined;
   /**
    * `'enabled'`: a background TTL monitor runs `engine.runTTLMonitor()` every `ttlMonitorSleepSecs` (its
    * timer never keeps the process alive; `close()` stops it); `'disabled'`: expired buckets are deleted
@@ -64,13 +64,13 @@ export interface BucketEngineOptions {
    *
    * @defaultValue `'enabled'`
    */
-  readonly ttlMonitor?: 'enabled' | 'disabled';
+  readonly ttlMonitor?: 'enabled' | 'disabled' | undefined;
   /**
    * Seconds between background TTL passes (MongoDB's `ttlMonitorSleepSecs`); a positive number.
    *
    * @defaultValue 60
    */
-  readonly ttlMonitorSleepSecs?: number;
+  readonly ttlMonitorSleepSecs?: number | undefined;
 }
 
 /** Validated, frozen engine options. Built only by {@link resolveEngineOptions}. */

@@ -41,6 +41,15 @@ describe('createCollection options', () => {
     });
   });
 
+  it('take undefined for an absent optional field (exactOptionalPropertyTypes users build options from flags)', () => {
+    const metaField: string | undefined = undefined;
+    void engine.createCollection('d', {
+      timeseries: { timeField: 'ts', metaField },
+      expireAfterSeconds: undefined,
+    });
+    new BucketEngine({ dbName: undefined, parameters: { timeseriesBucketMaxCount: undefined } });
+  });
+
   it('reject an unknown granularity, a missing timeField, unknown fields and wrong types', () => {
     // @ts-expect-error 'weeks' is not a granularity
     void engine.createCollection('c', { timeseries: { timeField: 'ts', granularity: 'weeks' } });
