@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { BucketEngine } from '../../src/engine/bucket-engine.js';
 import { countDocuments, find } from '../../src/reader/reader.js';
 import type { ReaderContext } from '../../src/reader/reader.js';
+import type { TimeseriesOptions } from '../../src/options.js';
 import { isBsonValue } from '../../src/util/bson-type.js';
 
 const BASE = Date.UTC(2024, 0, 1);
@@ -110,7 +111,7 @@ const filterArb: fc.Arbitrary<Record<string, unknown>> = fc.letrec<{ f: Record<s
 })).f;
 
 interface Config {
-  readonly timeseries: Record<string, unknown>;
+  readonly timeseries: TimeseriesOptions;
   readonly maxCount: number;
 }
 const configArb: fc.Arbitrary<Config> = fc.constantFrom<Config>(

@@ -87,7 +87,7 @@ describe('drop() racing inserts', () => {
           ttlMonitor: 'disabled',
           parameters: { timeseriesBucketMaxCount: 2 },
         });
-        const options = { timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' } };
+        const options = { timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' as const } };
         const coll = await engine.createCollection('d', options);
         // Act: the inserts start, the drop starts after some of them, more inserts try after it.
         const early = calls.slice(0, dropAfter).map(({ ordered, docs }) =>
@@ -118,7 +118,7 @@ describe('drop() racing inserts', () => {
         const again = await s.waitFor(engine.createCollection('d', options));
         expect(again).not.toBe(coll);
         expect(await again.find({}).toArray()).toEqual([]);
-        expect(engine.serverStatus().bucketCatalog?.numOpenBuckets ?? 0).toBe(0);
+        expect(engine.serverStatus().bucketCatalog.numOpenBuckets).toBe(0);
         await engine.close();
       }),
       { numRuns: 150 },
@@ -153,7 +153,7 @@ describe('close()', () => {
           parameters: { timeseriesBucketMaxCount: 2 },
         });
         const coll = await engine.createCollection('c', {
-          timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' },
+          timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' as const },
         });
         // Act
         const inserts = calls.map(({ ordered, docs }) =>
