@@ -53,7 +53,7 @@ describe('work after the commit never rejects a stored call', () => {
     // Act
     const result = await coll.insertMany([{ t: at(2), m: 'a', v: 2 }]);
     // Assert
-    expect(result).toEqual({ acknowledged: true, insertedCount: 1 });
+    expect(result).toMatchObject({ acknowledged: true, insertedCount: 1 });
     const versions = (await coll.buckets.find().toArray()).map(
       (b) => (b.control as { version: number }).version,
     );
