@@ -1,0 +1,84 @@
+/**
+ * The advisor's output: the sample's profile, the table of candidates and the recommendation.
+ *
+ * @packageDocumentation
+ */
+import { formatDuration } from '../arguments.js';
+import { formatBytes, formatClosures, formatNumber } from '../summary.js';
+import { renderTable } from '../table.js';
+import { candidateLabel } from './candidates.js';
+import type { Recommendation } from './recommendation.js';
+import { bytesPerMeasurement, formatCadence, unpackedPerReturned } from './recommendation.js';
+import type { CandidateResult } from './replay.js';
+import { queryStarts } from './replay.js';
+import type { SampleProfile } from './sample-profile.js';
+
+/** Titles of the table's columns. */
+export const kAdviceColumns: ReadonlyArray<string> = Object.freeze([
+  'candidate',
+  'span',
+  'buckets',
+  'measurements/bucket',
+  'bytes/measurement',
+  'closures',
+  'open-bucket memory',
+  'buckets/query',
+  'unpacked/returned',
+]);
+
+/**
+ * One row of the table.
+ *
+ * @param r - a candidate's result.
+ * @param profile - the sample's profile.
+ * @param queries - the number of queries run.
+ * @returns the cells.
+ */
+export function adviceRow(r: CandidateResult, profile: SampleProfile, queries: number): string[] {
+  return [
+    candidateLabel(r.candidate),
+    formatDuration(r.candidate.spanSeconds),
+    formatNumber(r.buckets),
+    formatNumber(r.buckets === 0 ? 0 : r.measurements / r.buckets, 1),
+    formatNumber(bytesPerMeasurement(r), 1),
+    formatClosures(r.counters),
+    `${formatBytes(r.peakMemoryBytes)} (${formatBytes(r.peakMemoryBytes / Math.max(profile.series, 1))}/series)`,
+    formatNumber(r.bucketsExamined / queries, 1),
+    formatNumber(unpackedPerReturned(r), 1),
+  ];
+}
+
+/**
+ * The advisor's report.
+ *
+ * @param profile - the sample's profile.
+ * @param results - the candidates, in table order.
+ * @param recommendation - the choice.
+ * @param queryWidthSeconds - the width of the queries.
+ * @returns the text, lines joined by `\n`.
+ */
+export function formatAdvice(
+  profile: SampleProfile,
+  results: ReadonlyArray<CandidateResult>,
+  recommendation: Recommendation,
+  queryWidthSeconds: number,
+): string {
+  const queries = queryStarts(profile, queryWidthSeconds * 1000).length;
+  const cadence =
+    profile.cadenceMs === undefined
+      ? 'unknown (no series has two measurements at different times)'
+      : `one measurement every ${formatCadence(profile.cadenceMs)} per series (median)`;
+  return [
+    `sample:   ${formatNumber(profile.measurements)} measurements, ${formatNumber(profile.series)} series, ${new Date(profile.firstTime).toISOString()} to ${new Date(profile.lastTime).toISOString()}` +
+      (profile.outOfOrder > 0 ? `, ${formatNumber(profile.outOfOrder)} out of order` : ''),
+    `cadence:  ${cadence}; ${formatNumber(profile.meanMeasurementBytes, 1)} bytes per measurement as BSON (mean, without the meta)`,
+    `queries:  ${queries} time-range ${queries === 1 ? 'query' : 'queries'} of ${formatDuration(queryWidthSeconds)} over all series`,
+    renderTable(
+      kAdviceColumns,
+      results.map((r) => adviceRow(r, profile, queries)),
+    ),
+    "bytes/measurement: compressed BSON bytes of the buckets per measurement; open-bucket memory: the catalog's",
+    'estimate at its peak during the replay; buckets/query and unpacked/returned: per time-range query.',
+    `recommendation: ${recommendation.reason}`,
+  ].join('\n');
+}
