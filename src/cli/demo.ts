@@ -72,7 +72,7 @@ export async function runDemo(options: DemoOptions, io: CommandIo): Promise<void
   });
   try {
     io.out(
-      `tsbuckets demo: ${options.measurements.toLocaleString('en-US')} measurements, ${options.sensors.toLocaleString('en-US')} sensors, ${options.writers} writers (embedded storage)`,
+      `tsbuckets demo: ${options.measurements.toLocaleString('en-US')} measurements, ${options.sensors.toLocaleString('en-US')} sensors, ${options.writers} writer${options.writers === 1 ? '' : 's'} (embedded storage)`,
     );
     const progress = startProgress({ total: options.measurements, unit: 'measurements', stream: io.err });
     const source = demoBatches(options);

@@ -49,8 +49,8 @@ export function renderKeyValueTable(
 }
 
 /**
- * A value as a table cell: numbers with thousands separators, everything else as relaxed Extended JSON
- * (dates, ObjectIds and other BSON values readable, strings unquoted).
+ * A value as a table cell: numbers with thousands separators, dates in ISO 8601, ObjectIds in hex,
+ * strings unquoted, everything else as relaxed Extended JSON.
  *
  * @param value - any value.
  * @returns the text.
@@ -58,6 +58,9 @@ export function renderKeyValueTable(
 export function formatCell(value: unknown): string {
   if (value === undefined) return '';
   if (typeof value === 'string') return value;
+  if ((value as { _bsontype?: unknown } | null)?._bsontype === 'ObjectId') {
+    return (value as { toHexString(): string }).toHexString();
+  }
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
   if (typeof value === 'number')
     return Number.isInteger(value) ? value.toLocaleString('en-US') : String(value);

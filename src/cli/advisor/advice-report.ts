@@ -68,6 +68,16 @@ export function formatAdvice(
     profile.cadenceMs === undefined
       ? 'unknown (no series has two measurements at different times)'
       : `one measurement every ${formatCadence(profile.cadenceMs)} per series (median)`;
+  const sampleSeconds = (profile.lastTime - profile.firstTime) / 1000;
+  const longer = results
+    .filter((r) => r.candidate.spanSeconds > sampleSeconds)
+    .map((r) => candidateLabel(r.candidate));
+  const note =
+    longer.length === 0
+      ? []
+      : [
+          `note: the sample covers less time than the span of ${longer.join(', ')}: their buckets may not have filled; a longer sample tells more.`,
+        ];
   return [
     `sample:   ${formatNumber(profile.measurements)} measurements, ${formatNumber(profile.series)} series, ${new Date(profile.firstTime).toISOString()} to ${new Date(profile.lastTime).toISOString()}` +
       (profile.outOfOrder > 0 ? `, ${formatNumber(profile.outOfOrder)} out of order` : ''),
@@ -79,6 +89,7 @@ export function formatAdvice(
     ),
     "bytes/measurement: compressed BSON bytes of the buckets per measurement; open-bucket memory: the catalog's",
     'estimate at its peak during the replay; buckets/query and unpacked/returned: per time-range query.',
+    ...note,
     `recommendation: ${recommendation.reason}`,
   ].join('\n');
 }

@@ -106,8 +106,8 @@ export function recommend(
   return {
     result,
     reason:
-      `${describeCandidate(result)}. ${cadence}, its buckets fill to ${formatNumber(perBucket, 0)} measurements` +
-      `${closedBy === undefined ? '' : ` (mostly closed by ${closedBy})`} at ${formatNumber(bytes, 1)} bytes ` +
+      `${describeCandidate(result)}. ${cadence}, its buckets hold ${formatNumber(perBucket, 0)} measurements` +
+      `${closedBy === undefined ? ' (none closed within the sample)' : ` (mostly closed by ${closedBy})`} at ${formatNumber(bytes, 1)} bytes ` +
       `per measurement, ${compression}; a ${formatDuration(queryWidthSeconds)} query unpacks ` +
       `${formatNumber(unpackedPerReturned(result), 1)} measurements per measurement returned, ${reads}.`,
   };
