@@ -4,7 +4,7 @@
  *
  * @packageDocumentation
  */
-import { EJSON, ObjectId } from 'bson';
+import { ObjectId } from 'bson';
 import type { Command } from 'commander';
 
 import { decompressBucket } from '../bucket-format/bucket-compression.js';
@@ -17,6 +17,7 @@ import { parsePositiveInteger } from './arguments.js';
 import { addBucketSourceOptions, openBucketSource } from './bucket-source.js';
 import type { BucketSourceOptions } from './bucket-source.js';
 import type { CommandIo } from './io.js';
+import { parseExtendedJson } from './readers.js';
 import { formatCell, formatValue, renderTable } from './table.js';
 
 /** Options of `inspect`. */
@@ -52,7 +53,7 @@ export function inspectFilter(options: Pick<InspectOptions, 'bucket' | 'series'>
   if (options.series !== undefined) {
     let meta: unknown;
     try {
-      meta = EJSON.parse(options.series, { relaxed: true });
+      meta = parseExtendedJson(options.series);
     } catch (error) {
       throw new TimeseriesError('BadValue', `--series: not JSON: ${(error as Error).message}`);
     }

@@ -1,6 +1,7 @@
 /**
  * Reading measurements from files for the `tsbuckets` command: NDJSON (one Extended JSON document per
- * line) and CSV (a header row, one measurement per row), from a path or `-` for standard input.
+ * line; numbers, strings and booleans as in JSON, other BSON types as canonical Extended JSON
+ * `{"$numberLong": "22"}`) and CSV (a header row, one measurement per row), from a path or `-` for standard input.
  *
  * A reader yields one {@link ReadRecord} per non-empty line: a measurement, or a bad line with its line
  * number and the reason, so that the caller decides whether a bad line is fatal (`--strict`). The time
@@ -17,7 +18,7 @@ import { EJSON } from 'bson';
 import { parse as parseCsv } from 'csv-parse';
 import type { CsvError, InfoField } from 'csv-parse';
 
-import { isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 
 /** The input formats. */
@@ -102,8 +103,9 @@ export function convertTimeField(doc: Record<string, unknown>, timeField: string
   if (value instanceof Date) {
     return Number.isNaN(value.getTime()) ? `'${timeField}' is an invalid date` : undefined;
   }
+  const number = bsonNumberValue(value);
   let ms: number;
-  if (typeof value === 'number') ms = value;
+  if (number !== undefined) ms = number;
   else if (typeof value === 'string') ms = Date.parse(value);
   else return `'${timeField}' is not a date, an ISO 8601 string or epoch milliseconds`;
   const date = new Date(ms);
@@ -120,7 +122,7 @@ async function* readNdjson(stream: Readable, timeField: string): AsyncGenerator<
     if (text.trim() === '') continue;
     let parsed: unknown;
     try {
-      parsed = EJSON.parse(text, { relaxed: true });
+      parsed = parseExtendedJson(text);
     } catch (error) {
       yield { kind: 'bad', line, reason: `not JSON: ${(error as Error).message}` };
       continue;
@@ -134,9 +136,41 @@ async function* readNdjson(stream: Readable, timeField: string): AsyncGenerator<
   }
 }
 
+/**
+ * Parse Extended JSON keeping every BSON type it names (`{"$numberLong": "22"}` is a `Long`), with plain
+ * JSON numbers as JS numbers.
+ *
+ * @param text - one JSON value.
+ * @returns the value.
+ * @throws SyntaxError (or the `bson` package's error) when the text is not Extended JSON.
+ */
+export function parseExtendedJson(text: string): unknown {
+  return plainNumbers(EJSON.parse(text, { relaxed: false }));
+}
+
+/**
+ * Canonical Extended JSON keeps every type (`{"$numberLong": "22"}` stays a `Long`) but wraps plain JSON
+ * numbers too; unwrap those that serialize to the same BSON as a JS number: every `Int32`, and a
+ * `Double` that is not integral (an integral one would be written back as an int32).
+ */
+function plainNumbers(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(plainNumbers);
+  if (value === null || typeof value !== 'object') return value;
+  const bsontype = (value as { _bsontype?: unknown })._bsontype;
+  if (bsontype === 'Int32') return (value as { value: number }).value;
+  if (bsontype === 'Double') {
+    const n = (value as { value: number }).value;
+    return Number.isInteger(n) ? value : n;
+  }
+  if (bsontype !== undefined || !isPlainObject(value)) return value;
+  for (const key of Object.keys(value)) defineField(value, key, plainNumbers(value[key]));
+  return value;
+}
+
 /** A CSV cell: empty is absent, numbers and booleans are typed, anything else a string. */
 function castCell(value: string, context: InfoField): unknown {
-  if (context.header) return value;
+  // The header row is cast too (rows are arrays): a header cell keeps its text.
+  if (context.records === 0) return value;
   if (value === '') return undefined;
   if (value === 'true') return true;
   if (value === 'false') return false;
@@ -145,15 +179,16 @@ function castCell(value: string, context: InfoField): unknown {
 }
 
 async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<ReadRecord> {
-  // Rows that csv-parse rejects (a wrong number of columns, a broken quote) are skipped and reported here
-  // with their line numbers, in order with the rows around them.
+  // Rows are read as arrays and matched to the header here, so that a row with the wrong number of cells
+  // is reported in order with the others. Rows csv-parse itself rejects (a broken quote) are skipped and
+  // reported before the next row.
   const skipped: ReadRecord[] = [];
   const parser = stream.pipe(
     parseCsv({
-      columns: true,
       cast: castCell,
       info: true,
       skip_empty_lines: true,
+      relax_column_count: true,
       skip_records_with_error: true,
       on_skip: (error: CsvError | undefined) => {
         if (error !== undefined) {
@@ -164,16 +199,30 @@ async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<Rea
       },
     }),
   );
+  let header: string[] | undefined;
   for await (const item of parser as AsyncIterable<{
-    readonly record: Record<string, unknown>;
+    readonly record: unknown[];
     readonly info: { readonly lines: number };
   }>) {
     yield* skipped.splice(0);
-    const doc: Record<string, unknown> = {};
-    for (const [name, value] of Object.entries(item.record)) {
-      if (value !== undefined) defineField(doc, name, value);
-    }
     const line = item.info.lines;
+    if (header === undefined) {
+      header = item.record.map((cell) => (typeof cell === 'string' ? cell : ''));
+      continue;
+    }
+    if (item.record.length !== header.length) {
+      yield {
+        kind: 'bad',
+        line,
+        reason: `${item.record.length} cells for ${header.length} columns`,
+      };
+      continue;
+    }
+    const doc: Record<string, unknown> = {};
+    for (let i = 0; i < header.length; i++) {
+      const value = item.record[i];
+      if (value !== undefined) defineField(doc, header[i] ?? '', value);
+    }
     const reason = convertTimeField(doc, timeField);
     yield reason === undefined ? { kind: 'measurement', line, doc } : { kind: 'bad', line, reason };
   }

@@ -58,13 +58,17 @@ export function renderKeyValueTable(
 export function formatCell(value: unknown): string {
   if (value === undefined) return '';
   if (typeof value === 'string') return value;
-  if ((value as { _bsontype?: unknown } | null)?._bsontype === 'ObjectId') {
-    return (value as { toHexString(): string }).toHexString();
-  }
+  if (isObjectId(value)) return value.toHexString();
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
   if (typeof value === 'number')
     return Number.isInteger(value) ? value.toLocaleString('en-US') : String(value);
   return formatValue(value);
+}
+
+function isObjectId(value: unknown): value is { toHexString(): string } {
+  return (
+    typeof value === 'object' && value !== null && (value as { _bsontype?: unknown })._bsontype === 'ObjectId'
+  );
 }
 
 /**
