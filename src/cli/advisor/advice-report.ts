@@ -69,8 +69,13 @@ export function formatAdvice(
       ? 'unknown (no series has two measurements at different times)'
       : `one measurement every ${formatCadence(profile.cadenceMs)} per series (median)`;
   const sampleSeconds = (profile.lastTime - profile.firstTime) / 1000;
+  // A candidate whose buckets closed on the count or size limit filled them within the sample anyway.
   const longer = results
-    .filter((r) => r.candidate.spanSeconds > sampleSeconds)
+    .filter(
+      (r) =>
+        r.candidate.spanSeconds > sampleSeconds &&
+        (r.counters.numBucketsClosedDueToCount ?? 0) + (r.counters.numBucketsClosedDueToSize ?? 0) === 0,
+    )
     .map((r) => candidateLabel(r.candidate));
   const note =
     longer.length === 0
