@@ -7,6 +7,7 @@
  *
  * @packageDocumentation
  */
+import { Option } from 'commander';
 import type { Command } from 'commander';
 
 import { DEFAULT_SERVER_PARAMETERS } from '../options.js';
@@ -174,11 +175,10 @@ export function registerAdvise(program: Command, io: CommandIo): void {
     .option('--time-field <name>', "the time field (default: ts, or the collection's)")
     .option('--meta-field <name>', "the metaField (default: none, or the collection's)")
     .option('--sample <n>', 'measurements to read at most', parsePositiveInteger, 100_000)
-    .option(
-      '--query-width <duration>',
-      'width of the time-range queries: 90s, 15m, 1h, 1d',
-      parseDuration,
-      3600,
+    .addOption(
+      new Option('--query-width <duration>', 'width of the time-range queries: 90s, 15m, 1h, 1d')
+        .argParser(parseDuration)
+        .default(3600, '1h'),
     )
     .option('--uri <uri>', 'sample a MongoDB collection instead of a file')
     .option('--db <name>', "database (default: the URI's, or test)")
