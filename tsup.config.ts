@@ -20,7 +20,6 @@ export default defineConfig([
     entry: { main: 'src/cli/main.ts' },
     outDir: 'dist/cli',
     format: ['esm'],
-    sourcemap: true,
     target: 'node20',
     external: [...external, 'commander', 'cli-progress', 'cli-table3', 'csv-parse'],
   },
