@@ -55,7 +55,7 @@ export function startProgress(spec: ProgressSpec): Progress {
     barsize: 30,
   });
   const started = performance.now();
-  bar.start(known ? spec.total : 0, 0, { measurements: '0', rate: '0' });
+  bar.start(known ? spec.total : 0, 0, { measurements: '0', rate: '0 measurements' });
   let measurements = 0;
   return {
     update: (value, payload) => {
