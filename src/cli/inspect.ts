@@ -15,7 +15,7 @@ import { isPlainObject } from '../util/bson-value.js';
 import { getOwnField } from '../util/safe-record.js';
 import { parsePositiveInteger } from './arguments.js';
 import { addBucketSourceOptions, openBucketSource } from './bucket-source.js';
-import type { BucketSourceOptions } from './bucket-source.js';
+import type { BucketSource, BucketSourceOptions } from './bucket-source.js';
 import type { CommandIo } from './io.js';
 import { parseExtendedJson } from './readers.js';
 import { formatCell, formatValue, renderTable } from './table.js';
@@ -112,19 +112,19 @@ export function formatBucket(bucket: StoredBucket, timeField: string, rows: numb
 }
 
 /**
- * Run `inspect`.
+ * Run `inspect` on an open source, and close it.
  *
- * @param file - a file to ingest first, or `undefined` with `--uri`.
+ * @param source - the buckets.
+ * @param filter - the bucket filter ({@link inspectFilter}).
  * @param options - the command's options.
  * @param io - where to print.
  */
 export async function runInspect(
-  file: string | undefined,
-  options: InspectOptions,
+  source: BucketSource,
+  filter: Readonly<Record<string, unknown>>,
+  options: Pick<InspectOptions, 'limit' | 'rows'>,
   io: CommandIo,
 ): Promise<void> {
-  const filter = inspectFilter(options);
-  const source = await openBucketSource(file, options, io);
   try {
     const total = await source.storage.countDocuments(source.bucketsNs, filter);
     let printed = 0;
@@ -162,6 +162,8 @@ export function registerInspect(program: Command, io: CommandIo): void {
     .option('--limit <n>', 'buckets to print', parsePositiveInteger, 3)
     .option('--rows <n>', 'measurements to print per bucket', parsePositiveInteger, 10)
     .action(async (file: string | undefined, options: InspectOptions) => {
-      await runInspect(file, options, io);
+      // The filter is checked before connecting or ingesting.
+      const filter = inspectFilter(options);
+      await runInspect(await openBucketSource(file, options, io), filter, options, io);
     });
 }

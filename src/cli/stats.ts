@@ -14,7 +14,7 @@ import type { StoredBucket } from '../storage/storage.js';
 import { getOwnField } from '../util/safe-record.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { addBucketSourceOptions, openBucketSource } from './bucket-source.js';
-import type { BucketSourceOptions } from './bucket-source.js';
+import type { BucketSource, BucketSourceOptions } from './bucket-source.js';
 import { measureBuckets } from './bucket-sizes.js';
 import type { BucketSizes } from './bucket-sizes.js';
 import type { CommandIo } from './io.js';
@@ -80,18 +80,13 @@ export function formatStoredBucketStats(s: StoredBucketStats): string {
 }
 
 /**
- * Run `stats`.
+ * Run `stats` on an open source, and close it.
  *
- * @param file - a file to ingest first, or `undefined` with `--uri`.
- * @param options - the command's options.
+ * @param source - the buckets.
+ * @param collection - the collection's name (for the server's statistics' title).
  * @param io - where to print.
  */
-export async function runStats(
-  file: string | undefined,
-  options: BucketSourceOptions,
-  io: CommandIo,
-): Promise<void> {
-  const source = await openBucketSource(file, options, io);
+export async function runStats(source: BucketSource, collection: string, io: CommandIo): Promise<void> {
   try {
     io.out(
       formatStoredBucketStats(
@@ -106,7 +101,7 @@ export async function runStats(
       const collStats = await source.serverCollStats();
       const timeseries = collStats?.timeseries;
       if (isPlainObject(timeseries)) {
-        io.out(`server collStats.timeseries (${options.collection})`);
+        io.out(`server collStats.timeseries (${collection})`);
         io.out(renderKeyValueTable(Object.entries(timeseries)));
       }
       io.out(
@@ -129,6 +124,6 @@ export function registerStats(program: Command, io: CommandIo): void {
     .command('stats')
     .description('collection and catalog statistics, and what the stored buckets are like');
   addBucketSourceOptions(command).action(async (file: string | undefined, options: BucketSourceOptions) => {
-    await runStats(file, options, io);
+    await runStats(await openBucketSource(file, options, io), options.collection, io);
   });
 }

@@ -6,8 +6,11 @@ import { ObjectId } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { mongoBucketSource } from '../../src/cli/bucket-source.js';
-import { formatBucket, inspectFilter } from '../../src/cli/inspect.js';
-import { formatStoredBucketStats, storedBucketStats } from '../../src/cli/stats.js';
+import { PassThrough } from 'node:stream';
+
+import { formatBucket, inspectFilter, runInspect } from '../../src/cli/inspect.js';
+import type { CommandIo } from '../../src/cli/io.js';
+import { formatStoredBucketStats, runStats, storedBucketStats } from '../../src/cli/stats.js';
 import { BucketEngine } from '../../src/engine/bucket-engine.js';
 import { TimeseriesError } from '../../src/errors.js';
 import { MongoStorage } from '../../src/mongodb/mongo-storage.js';
@@ -103,6 +106,48 @@ meta: {"id":1}
     );
     await source.close();
     expect(closed).toBe(1);
+  });
+
+  it('runs inspect and stats on the source and closes it', async () => {
+    const db = await ingested();
+    const out: string[] = [];
+    const io: CommandIo = {
+      out: (t) => out.push(t),
+      warn: (t) => out.push(`warn: ${t}`),
+      err: new PassThrough(),
+      stdin: new PassThrough(),
+    };
+    let closed = 0;
+    const open = () =>
+      mongoBucketSource(db, { collection: 'weather', mode: 'timeseries', timeField: 'ts' }, () => {
+        closed++;
+        return Promise.resolve();
+      });
+    await runInspect(await open(), inspectFilter({ series: '{"id": 2}' }), { limit: 5, rows: 5 }, io);
+    expect(out.join('\n').split('\n').slice(1)).toEqual([
+      'meta: {"id":2}',
+      '┌───────┬──────────────────────────┬──────────────────────────┐',
+      '│ field │ control.min              │ control.max              │',
+      '├───────┼──────────────────────────┼──────────────────────────┤',
+      '│ t     │ 2026-01-01T00:00:00.000Z │ 2026-01-01T00:00:00.000Z │',
+      '│ temp  │ -1                       │ -1                       │',
+      '└───────┴──────────────────────────┴──────────────────────────┘',
+      '┌───┬──────────────────────────┬──────┐',
+      '│ # │ t                        │ temp │',
+      '├───┼──────────────────────────┼──────┤',
+      '│ 0 │ 2026-01-01T00:00:00.000Z │ -1   │',
+      '└───┴──────────────────────────┴──────┘',
+      '1 of 1 matching buckets shown (--limit 5)',
+    ]);
+    out.length = 0;
+    await runStats(await open(), 'weather', io);
+    // The fake server answers no collStats: only the stored buckets, and where the catalog's statistics are.
+    expect(out).toHaveLength(2);
+    expect(out[0]).toContain('│ measurements                        │    22 │');
+    expect(out[1]).toBe(
+      'The catalog statistics (serverStatus().bucketCatalog) live in the process that ingests: print them there, or use `tsbuckets ingest --stats`.',
+    );
+    expect(closed).toBe(2);
   });
 
   it('filters by _id and by series (normalised), and refuses bad values', () => {
