@@ -12,7 +12,7 @@ import type { Command } from 'commander';
 
 import { DEFAULT_SERVER_PARAMETERS } from '../options.js';
 import { TimeseriesError } from '../errors.js';
-import { isPlainObject } from '../util/bson-value.js';
+import type { MongoDbLike } from '../mongodb/driver-shape.js';
 import { parseDuration, parseFormat, parsePositiveInteger } from './arguments.js';
 import { formatAdvice } from './advisor/advice-report.js';
 import { candidatesFor } from './advisor/candidates.js';
@@ -20,6 +20,7 @@ import { recommend } from './advisor/recommendation.js';
 import { replayCandidate } from './advisor/replay.js';
 import type { CandidateResult } from './advisor/replay.js';
 import { profileSample } from './advisor/sample-profile.js';
+import { serverTimeseriesFields } from './bucket-source.js';
 import type { CommandIo } from './io.js';
 import { convertTimeField, openMeasurementSource } from './readers.js';
 import type { InputFormat } from './readers.js';
@@ -72,28 +73,41 @@ async function sampleFromFile(path: string, options: AdviseOptions, io: CommandI
   return { docs, timeField, metaField: options.metaField, skipped };
 }
 
+/**
+ * Read a sample from a MongoDB collection: a time-series collection (its time field and metaField are
+ * read from the server unless given) or a plain collection of measurements.
+ *
+ * @param db - the database.
+ * @param name - the collection.
+ * @param options - fields and sample size.
+ * @returns the sample, in the collection's natural order.
+ */
+export async function sampleFromDb(
+  db: MongoDbLike,
+  name: string,
+  options: Pick<AdviseOptions, 'timeField' | 'metaField' | 'sample'>,
+): Promise<Sample> {
+  const fields = await serverTimeseriesFields(db, name);
+  const timeField = options.timeField ?? fields?.timeField ?? 'ts';
+  const metaField = options.metaField ?? fields?.metaField;
+  const docs: Record<string, unknown>[] = [];
+  let skipped = 0;
+  for await (const doc of db.collection(name).find({}, { limit: options.sample })) {
+    const copy: Record<string, unknown> = { ...doc };
+    delete copy._id;
+    if (convertTimeField(copy, timeField) === undefined) docs.push(copy);
+    else skipped++;
+  }
+  return { docs, timeField, metaField, skipped };
+}
+
 async function sampleFromMongo(uri: string, options: AdviseOptions): Promise<Sample> {
   const name = options.collection;
   if (name === undefined) throw new TimeseriesError('BadValue', '--collection is required with --uri');
   const { connectMongo } = await import('../mongodb/mongo-connection.js');
   const connection = await connectMongo(uri, options.db);
   try {
-    const [info] = await connection.db.listCollections({ name }, { nameOnly: false }).toArray();
-    const ts = (info as { options?: { timeseries?: unknown } } | undefined)?.options?.timeseries;
-    const timeseries = isPlainObject(ts) ? ts : {};
-    const timeField =
-      options.timeField ?? (typeof timeseries.timeField === 'string' ? timeseries.timeField : 'ts');
-    const metaField =
-      options.metaField ?? (typeof timeseries.metaField === 'string' ? timeseries.metaField : undefined);
-    const docs: Record<string, unknown>[] = [];
-    let skipped = 0;
-    for await (const doc of connection.db.collection(name).find({}, { limit: options.sample })) {
-      const copy: Record<string, unknown> = { ...doc };
-      delete copy._id;
-      if (convertTimeField(copy, timeField) === undefined) docs.push(copy);
-      else skipped++;
-    }
-    return { docs, timeField, metaField, skipped };
+    return await sampleFromDb(connection.db, name, options);
   } finally {
     await connection.close();
   }

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
+import { adviseOnSample, sampleFromDb } from '../../src/cli/advise.js';
+import { FakeDb } from '../integration/support/fake-mongo.js';
+
 import {
   candidateLabel,
   candidatesFor,
@@ -226,5 +229,35 @@ describe('recommendation', () => {
       '1h',
       '90m',
     ]);
+  });
+});
+
+describe('advise from MongoDB (fake)', () => {
+  it('samples a plain collection in natural order, converting times and skipping documents without one', async () => {
+    const db = new FakeDb('metrics');
+    const raw = db.collection('raw');
+    await raw.insertOne({ at: new Date(T0), host: 'a', cpu: 0.5 });
+    await raw.insertOne({ at: '2026-01-01T00:00:10Z', host: 'a', cpu: 0.25 });
+    await raw.insertOne({ host: 'b', cpu: 1 });
+    await raw.insertOne({ at: T0 + 20_000, host: 'a', cpu: 0.75 });
+    const sample = await sampleFromDb(db, 'raw', { timeField: 'at', metaField: 'host', sample: 10 });
+    expect(sample).toEqual({
+      docs: [
+        { at: new Date(T0), host: 'a', cpu: 0.5 },
+        { at: new Date(T0 + 10_000), host: 'a', cpu: 0.25 },
+        { at: new Date(T0 + 20_000), host: 'a', cpu: 0.75 },
+      ],
+      timeField: 'at',
+      metaField: 'host',
+      skipped: 1,
+    });
+    expect((await sampleFromDb(db, 'raw', { timeField: 'at', sample: 2 })).docs).toHaveLength(2);
+    const report = await adviseOnSample(sample, 60);
+    expect(report.split('\n').slice(0, 3)).toEqual([
+      'sample:   3 measurements, 1 series, 2026-01-01T00:00:00.000Z to 2026-01-01T00:00:20.000Z',
+      'cadence:  one measurement every 10s per series (median); 24.0 bytes per measurement as BSON (mean, without the meta)',
+      'queries:  1 time-range query of 1m over all series',
+    ]);
+    expect(report.split('\n').at(-1)).toMatch(/^recommendation: granularity 'seconds'\. /u);
   });
 });
