@@ -255,7 +255,7 @@ describe('advise from MongoDB (fake)', () => {
     const report = await adviseOnSample(sample, 60);
     expect(report.split('\n').slice(0, 3)).toEqual([
       'sample:   3 measurements, 1 series, 2026-01-01T00:00:00.000Z to 2026-01-01T00:00:20.000Z',
-      'cadence:  one measurement every 10s per series (median); 24.0 bytes per measurement as BSON (mean, without the meta)',
+      'cadence:  one measurement every 10s per series (median); 30.0 bytes per measurement as BSON (mean, without the meta)',
       'queries:  1 time-range query of 1m over all series',
     ]);
     expect(report.split('\n').at(-1)).toMatch(/^recommendation: granularity 'seconds'\. /u);
