@@ -144,8 +144,29 @@ describe('replay', () => {
     // A window that is not aligned on the hour overlaps two buckets.
     expect(result.bucketsExamined).toBeGreaterThan(20);
     expect(result.measurementsUnpacked).toBe(result.bucketsExamined * 60);
+    expect(result.rejected).toBe(0);
     // The inputs were not changed by the replay.
     expect(docs[0]).toEqual({ ts: new Date(T0), s: 'a', v: 0 });
+  });
+});
+
+describe('replay of refused measurements', () => {
+  it('counts the measurements the engine refuses and replays the others', async () => {
+    const docs = [
+      { ts: new Date(T0), v: 1 },
+      { ts: new Date(T0 + 1000), v: 'x'.repeat(16 * 1024 * 1024) }, // over 16 MiB
+      { ts: new Date(T0 + 2000), v: 3 },
+    ];
+    const p = profileSample([docs[0]!, docs[2]!], 'ts', undefined);
+    const result = await replayCandidate(
+      { docs, profile: p, timeField: 'ts', metaField: undefined, queryWidthSeconds: 60 },
+      candidatesFor(undefined, 1000)[0]!,
+    );
+    expect([result.rejected, result.measurements, result.buckets]).toEqual([1, 2, 1]);
+    const report = await adviseOnSample({ docs, timeField: 'ts', metaField: undefined, skipped: 0 }, 60);
+    expect(report.split('\n')[2]).toBe(
+      "refused:  1 of the sample's measurements (the engine refuses them; not replayed)",
+    );
   });
 });
 
@@ -174,6 +195,7 @@ describe('recommendation', () => {
     bucketsExamined: 20,
     measurementsUnpacked: unpacked,
     measurementsReturned: 100,
+    rejected: 0,
   });
 
   it('keeps the candidates within 15% of the best compression and reads the least among them', () => {

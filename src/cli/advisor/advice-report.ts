@@ -68,6 +68,7 @@ export function formatAdvice(
     profile.cadenceMs === undefined
       ? 'unknown (no series has two measurements at different times)'
       : `one measurement every ${formatCadence(profile.cadenceMs)} per series (median)`;
+  const rejected = results[0]?.rejected ?? 0;
   const sampleSeconds = (profile.lastTime - profile.firstTime) / 1000;
   // A candidate whose buckets closed on the count or size limit filled them within the sample anyway.
   const longer = results
@@ -87,6 +88,11 @@ export function formatAdvice(
     `sample:   ${formatNumber(profile.measurements)} measurements, ${formatNumber(profile.series)} series, ${new Date(profile.firstTime).toISOString()} to ${new Date(profile.lastTime).toISOString()}` +
       (profile.outOfOrder > 0 ? `, ${formatNumber(profile.outOfOrder)} out of order` : ''),
     `cadence:  ${cadence}; ${formatNumber(profile.meanMeasurementBytes, 1)} bytes per measurement as BSON (mean, without the meta)`,
+    ...(rejected === 0
+      ? []
+      : [
+          `refused:  ${formatNumber(rejected)} of the sample's measurements (the engine refuses them; not replayed)`,
+        ]),
     `queries:  ${queries} time-range ${queries === 1 ? 'query' : 'queries'} of ${formatDuration(queryWidthSeconds)} over all series`,
     renderTable(
       kAdviceColumns,

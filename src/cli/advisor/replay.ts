@@ -7,6 +7,7 @@
  */
 import type { CounterName } from '../../catalog/execution-stats.js';
 import { BucketEngine } from '../../engine/bucket-engine.js';
+import { BulkWriteError } from '../../errors.js';
 import { bsonColumnDecoder, bucketMeasurementCount } from '../../reader/bucket-unpacker.js';
 import { measureBuckets } from '../bucket-sizes.js';
 import type { Candidate } from './candidates.js';
@@ -38,6 +39,8 @@ export interface CandidateResult {
   readonly measurementsUnpacked: number;
   /** Measurements returned by the queries, summed. */
   readonly measurementsReturned: number;
+  /** Measurements of the sample the engine refused (the same for every candidate). */
+  readonly rejected: number;
 }
 
 /** The sample and how to read it. */
@@ -77,7 +80,7 @@ export function queryStarts(profile: SampleProfile, widthMs: number): number[] {
  * @param input - the sample.
  * @param candidate - the bucketing to try.
  * @returns the outcome.
- * @throws TimeseriesError when the sample has measurements the engine rejects.
+ * @throws what the engine throws other than a `BulkWriteError` (refused measurements are counted).
  */
 export async function replayCandidate(input: ReplayInput, candidate: Candidate): Promise<CandidateResult> {
   const { timeField, metaField } = input;
@@ -91,8 +94,15 @@ export async function replayCandidate(input: ReplayInput, candidate: Candidate):
       },
     });
     let peakMemoryBytes = 0;
+    let rejected = 0;
     for (let i = 0; i < input.docs.length; i += kReplayBatch) {
-      await coll.insertMany(input.docs.slice(i, i + kReplayBatch), { ordered: false });
+      try {
+        await coll.insertMany(input.docs.slice(i, i + kReplayBatch), { ordered: false });
+      } catch (error) {
+        // Measurements the engine refuses (a `$`-prefixed field...) are refused by every candidate alike.
+        if (!BulkWriteError.isBulkWriteError(error)) throw error;
+        rejected += error.writeErrors.length;
+      }
       peakMemoryBytes = Math.max(peakMemoryBytes, engine.serverStatus().bucketCatalog?.memoryUsage ?? 0);
     }
     const stats = await coll.stats();
@@ -121,6 +131,7 @@ export async function replayCandidate(input: ReplayInput, candidate: Candidate):
       bucketsExamined,
       measurementsUnpacked,
       measurementsReturned,
+      rejected,
     };
   } finally {
     await engine.close();
