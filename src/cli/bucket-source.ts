@@ -40,7 +40,7 @@ export interface BucketSource {
   /** The in-process engine's statistics (embedded source only: a catalog lives in the ingesting process). */
   readonly engineStats?: () => Promise<{
     readonly stats: CollectionStats;
-    readonly bucketCatalog: BucketCatalogServerStatus | undefined;
+    readonly bucketCatalog: BucketCatalogServerStatus;
   }>;
   /** The server's `collStats` (MongoDB source only), or `undefined` when the server refuses it. */
   readonly serverCollStats?: () => Promise<Readonly<Record<string, unknown>> | undefined>;

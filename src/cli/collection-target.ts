@@ -6,7 +6,7 @@
  */
 import { BucketEngine } from '../engine/bucket-engine.js';
 import type { TimeseriesCollection } from '../engine/timeseries-collection.js';
-import type { Granularity } from '../options.js';
+import type { Granularity, TimeseriesOptions } from '../options.js';
 
 /** The options naming a collection and its bucketing. */
 export interface TargetOptions {
@@ -46,14 +46,13 @@ export interface OpenTarget {
  * @param options - time field, metaField, granularity or span.
  * @returns the options.
  */
-export function timeseriesOptionsOf(options: TargetOptions): Record<string, unknown> {
+export function timeseriesOptionsOf(options: TargetOptions): TimeseriesOptions {
   return {
     timeField: options.timeField,
-    ...(options.metaField === undefined ? {} : { metaField: options.metaField }),
-    ...(options.granularity === undefined ? {} : { granularity: options.granularity }),
-    ...(options.span === undefined
-      ? {}
-      : { bucketMaxSpanSeconds: options.span, bucketRoundingSeconds: options.span }),
+    metaField: options.metaField,
+    granularity: options.granularity,
+    bucketMaxSpanSeconds: options.span,
+    bucketRoundingSeconds: options.span,
   };
 }
 

@@ -97,7 +97,7 @@ export async function runDemo(options: DemoOptions, io: CommandIo): Promise<void
         inserted: done,
         seconds,
         stats,
-        openBuckets: status?.numOpenBuckets ?? 0,
+        openBuckets: status.numOpenBuckets,
         sizes,
       }),
     );

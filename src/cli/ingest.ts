@@ -149,7 +149,7 @@ export async function runIngest(path: string, options: IngestOptions, io: Comman
         inserted: result.inserted,
         seconds: result.seconds,
         stats,
-        openBuckets: status?.numOpenBuckets ?? 0,
+        openBuckets: status.numOpenBuckets,
         sizes,
       }),
     );

@@ -102,16 +102,14 @@ export function formatIngestSummary(input: IngestSummaryInput): string {
  * as two tables with MongoDB's names.
  *
  * @param stats - the collection's statistics.
- * @param bucketCatalog - the catalog's status, when there is one.
+ * @param bucketCatalog - the catalog's status.
  * @returns the tables, with titles.
  */
-export function formatFullStats(
-  stats: CollectionStats,
-  bucketCatalog: BucketCatalogServerStatus | undefined,
-): string {
-  const parts = [`collStats.timeseries (${stats.ns})`, renderKeyValueTable(Object.entries(stats.timeseries))];
-  if (bucketCatalog !== undefined) {
-    parts.push('serverStatus.bucketCatalog', renderKeyValueTable(Object.entries(bucketCatalog)));
-  }
-  return parts.join('\n');
+export function formatFullStats(stats: CollectionStats, bucketCatalog: BucketCatalogServerStatus): string {
+  return [
+    `collStats.timeseries (${stats.ns})`,
+    renderKeyValueTable(Object.entries(stats.timeseries)),
+    'serverStatus.bucketCatalog',
+    renderKeyValueTable(Object.entries(bucketCatalog)),
+  ].join('\n');
 }

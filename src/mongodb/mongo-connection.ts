@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 import type { MongoDbLike } from './driver-shape.js';
+import { loadMongoDriver } from './driver.js';
 
 /** An open connection: the database and how to close the client. */
 export interface MongoConnection {
@@ -20,9 +21,12 @@ export interface MongoConnection {
  * @param uri - a MongoDB connection string.
  * @param dbName - the database; `undefined` for the URI's database.
  * @returns the connection.
- * @throws the driver's error when the URI is invalid or no server answers within 10 s.
+ * @throws TsBucketsError when the `mongodb` package is not installed; the driver's error when the URI is
+ *   invalid or no server answers within 10 s.
  */
 export async function connectMongo(uri: string, dbName: string | undefined): Promise<MongoConnection> {
+  // A missing driver (an optional peer) gives the package's clear error rather than a bare import failure.
+  loadMongoDriver();
   const { MongoClient } = await import('mongodb');
   const client = await MongoClient.connect(uri, { serverSelectionTimeoutMS: 10_000 });
   return {

@@ -103,7 +103,7 @@ export async function replayCandidate(input: ReplayInput, candidate: Candidate):
         if (!BulkWriteError.isBulkWriteError(error)) throw error;
         rejected += error.writeErrors.length;
       }
-      peakMemoryBytes = Math.max(peakMemoryBytes, engine.serverStatus().bucketCatalog?.memoryUsage ?? 0);
+      peakMemoryBytes = Math.max(peakMemoryBytes, engine.serverStatus().bucketCatalog.memoryUsage);
     }
     const stats = await coll.stats();
     const sizes = await measureBuckets(coll.buckets.find(), timeField);
