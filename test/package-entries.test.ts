@@ -32,7 +32,9 @@ beforeAll(async () => {
   // Arrange: the package's own build configuration, into a scratch directory (declarations are not needed).
   mkdirSync(join(root, 'tmp'), { recursive: true });
   outDir = mkdtempSync(join(root, 'tmp', 'entries-'));
-  await build({ ...(config as object), outDir, dts: false, sourcemap: false, silent: true });
+  // The library's build is the first of the configuration (the second is the command-line tool).
+  const library = (Array.isArray(config) ? config[0] : config) as object;
+  await build({ ...library, outDir, dts: false, sourcemap: false, clean: true, silent: true });
 }, 120_000);
 
 afterAll(() => {
