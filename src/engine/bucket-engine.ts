@@ -16,7 +16,7 @@ import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
 import { ClosedBucketCompressor } from './closed-bucket-compression.js';
 import { TimeseriesCollection } from './timeseries-collection.js';
-import { deleteExpiredBuckets, TTLMonitor } from './ttl-monitor.js';
+import { deleteExpiredBuckets, expiredBucketsFilter, TTLMonitor } from './ttl-monitor.js';
 
 /** Options of {@link BucketEngine}. */
 export interface BucketEngineOptions {
@@ -264,17 +264,15 @@ export class BucketEngine {
     for (const coll of this.#collections.values()) {
       const { expireAfterSeconds, timeField, bucketMaxSpanSeconds } = coll.options;
       if (expireAfterSeconds === undefined) continue;
-      deletedBuckets += await deleteExpiredBuckets(
-        this.catalog,
-        this.storage,
-        {
-          ns: coll.namespace,
-          bucketsNs: coll.bucketsNamespace,
-          timeField,
-          expireAfterSeconds,
-          bucketMaxSpanSeconds,
-        },
-        now,
+      const target = {
+        ns: coll.namespace,
+        bucketsNs: coll.bucketsNamespace,
+        timeField,
+        expireAfterSeconds,
+        bucketMaxSpanSeconds,
+      };
+      deletedBuckets += await coll.withRollupsRecomputed(expiredBucketsFilter(target, now), () =>
+        deleteExpiredBuckets(this.catalog, this.storage, target, now),
       );
     }
     return { deletedBuckets };

@@ -37,6 +37,11 @@ import type { IndexContext } from './timeseries-indexes.js';
 import { updateMany } from './timeseries-update.js';
 import type { UpdateManyOptions, UpdateResult } from './timeseries-update.js';
 import { commitMeasurements } from './write-commit.js';
+import { affectedBucketsFilter } from '../rollups/affected-buckets.js';
+import type { RollupExplain, RollupHandle } from '../rollups/handle.js';
+import { RollupSet } from '../rollups/rollup-set.js';
+import type { CreateRollupOptions, RollupDescription, RollupStats } from '../rollups/rollup-set.js';
+import type { RollupSpec } from '../rollups/spec.js';
 
 /** Result of `insertOne`. */
 export interface InsertOneResult {
@@ -76,6 +81,8 @@ export interface CollectionStats {
       avgBucketSize?: number;
     } & ExecutionStatsSnapshot
   >;
+  /** Counters of each rollup, by name (present when the collection has rollups). */
+  readonly rollups?: Readonly<Record<string, RollupStats>>;
 }
 
 /** Raw access to the buckets collection. */
@@ -149,7 +156,20 @@ export class TimeseriesCollection {
     this.bucketsNamespace = `${dbName}.system.buckets.${name}`;
     this.#options = options;
     this.#reopeningIndex = options.metaField === undefined ? 'absent' : 'present';
+    this.#rollups = new RollupSet({
+      storage: ctx.storage,
+      clock: ctx.clock,
+      dbName,
+      collectionName: name,
+      bucketsNs: this.bucketsNamespace,
+      timeField: options.timeField,
+      metaField: options.metaField,
+      raw: (filter) => this.find(filter),
+    });
   }
+
+  /** The collection's rollups (definitions loaded from storage on first use). */
+  readonly #rollups: RollupSet;
 
   /**
    * Reads buckets from storage for the catalog's reopening. A document read while a direct write on it
@@ -269,12 +289,14 @@ export class TimeseriesCollection {
       items.push({ measurement, timeMs: timeValue.getTime(), metadata });
       indexOf.push(i);
     }
+    await this.#rollups.ready();
     const outcomes = await commitMeasurements(
       {
         catalog: this.#ctx.catalog,
         storage: this.#ctx.storage,
         bucketsNs: this.bucketsNamespace,
         reopeningSource: this.#reopeningSource,
+        rollups: this.#rollups,
       },
       this.namespace,
       this.#bucketing(),
@@ -346,6 +368,7 @@ export class TimeseriesCollection {
    */
   async drop(): Promise<boolean> {
     this.#ctx.assertOpen();
+    await this.#rollups.dropAll();
     await this.#ctx.catalog.drop(this.namespace);
     await this.#ctx.storage.dropNamespace(this.bucketsNamespace);
     this.#ctx.onDrop(this.name);
@@ -385,9 +408,11 @@ export class TimeseriesCollection {
     if (bucketCount > 0) {
       timeseries.avgBucketSize = Math.floor((await storage.totalSize(this.bucketsNamespace)) / bucketCount);
     }
+    const rollups = this.#rollups.stats();
     return {
       ns: this.namespace,
       timeseries: Object.freeze({ ...timeseries, ...exec }) as CollectionStats['timeseries'],
+      ...(Object.keys(rollups).length === 0 ? {} : { rollups }),
     };
   }
 
@@ -427,7 +452,10 @@ export class TimeseriesCollection {
     update: Readonly<Record<string, unknown>>,
     options: UpdateManyOptions = {},
   ): Promise<UpdateResult> {
-    return await updateMany(this.#writeContext(), filter, update, options);
+    const ctx = this.#writeContext();
+    return await this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
+      updateMany(ctx, filter, update, options),
+    );
   }
 
   /**
@@ -443,7 +471,10 @@ export class TimeseriesCollection {
    * ```
    */
   async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
-    return await deleteMany(this.#writeContext(), filter);
+    const ctx = this.#writeContext();
+    return await this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
+      deleteMany(ctx, filter),
+    );
   }
 
   #indexContext(): IndexContext {
@@ -520,6 +551,84 @@ export class TimeseriesCollection {
       ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
     });
     this.#options = next;
+  }
+
+  /**
+   * Create a rollup (docs/rollups.md): a pre-aggregation maintained in the same commit as the
+   * measurements. `layout: 'slots'` keeps one document per group and slot, `'calendar'` one document per
+   * group and period with pre-allocated nested slots, `'rolling'` a `totals[]` window on entity documents
+   * of another collection. Existing measurements are backfilled first (commits wait meanwhile).
+   *
+   * @param name - the rollup name (letters, digits, `_`, `-`).
+   * @param spec - the rollup spec.
+   * @param options - `onProgress` for the backfill.
+   * @throws {@link TimeseriesError} `InvalidOptions` for a bad spec, `NamespaceExists` for a taken name.
+   * @example
+   * ```ts
+   * await coll.createRollup('hourly', { every: 'hour', groupBy: 'sensor', fields: { temp: ['avg', 'max'] } });
+   * ```
+   */
+  async createRollup(name: string, spec: RollupSpec, options: CreateRollupOptions = {}): Promise<void> {
+    this.#ctx.assertOpen();
+    await this.#rollups.create(name, spec, options);
+  }
+
+  /**
+   * The collection's rollups, by name.
+   *
+   * @returns name, spec and namespace of each.
+   */
+  async listRollups(): Promise<RollupDescription[]> {
+    this.#ctx.assertOpen();
+    return await this.#rollups.list();
+  }
+
+  /**
+   * Drop a rollup and its documents (a rolling rollup's `totals` are removed from the entities).
+   *
+   * @param name - the rollup name.
+   * @returns whether it existed.
+   */
+  async dropRollup(name: string): Promise<boolean> {
+    this.#ctx.assertOpen();
+    return await this.#rollups.drop(name);
+  }
+
+  /**
+   * The read handle of a rollup. Its calls reject with `NamespaceNotFound` when there is no such rollup.
+   *
+   * @param name - the rollup name.
+   * @returns the handle.
+   * @example
+   * ```ts
+   * const day = await coll.rollup('hourly').find({ group: 'a' }, { sort: { start: 1 } });
+   * ```
+   */
+  rollup(name: string): RollupHandle {
+    const handle = (): Promise<RollupHandle> => {
+      this.#ctx.assertOpen();
+      return this.#rollups.handle(name);
+    };
+    const rollupHandle: RollupHandle = {
+      name,
+      find: async (filter, options) => (await handle()).find(filter, options),
+      aggregate: async (pipeline) => (await handle()).aggregate(pipeline),
+      explain: async (filter): Promise<RollupExplain> => (await handle()).explain(filter),
+    };
+    return Object.freeze(rollupHandle);
+  }
+
+  /**
+   * Run a direct write on this collection's buckets (the TTL monitor's deletions) so that its rollups are
+   * recomputed over the buckets it may change.
+   *
+   * @param bucketFilter - a filter matching every bucket the write may change.
+   * @param write - the write.
+   * @returns what `write` returns.
+   * @internal
+   */
+  async withRollupsRecomputed<T>(bucketFilter: BucketFilter, write: () => Promise<T>): Promise<T> {
+    return await this.#rollups.directWrite(bucketFilter, write);
   }
 }
 

@@ -12,7 +12,7 @@ export type WriteFault =
   { readonly kind: 'fail'; readonly error: Error } | { readonly kind: 'block'; readonly gate: Promise<void> };
 
 /**
- * A MemoryStorage whose bucket writes (insertOne, applyCommit, updateOne) can be made to fail or to wait on a gate,
+ * A MemoryStorage whose writes (insertOne, applyCommit, updateOne, upsertOne) can be made to fail or to wait on a gate,
  * in the order faults are queued. Deterministic: no timers.
  */
 export class FaultyStorage extends MemoryStorage {
@@ -56,6 +56,15 @@ export class FaultyStorage extends MemoryStorage {
   override async applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
     await this.#intercept();
     return super.applyCommit(ns, commit);
+  }
+
+  override async upsertOne(
+    ns: string,
+    filter: BucketFilter,
+    update: BucketUpdateDocument,
+  ): Promise<'updated' | 'inserted'> {
+    await this.#intercept();
+    return super.upsertOne(ns, filter, update);
   }
 
   override async updateOne(
