@@ -1,8 +1,8 @@
 import { Buffer } from 'node:buffer';
 
 import { ObjectId, serialize } from 'bson';
-import { Query } from 'mingo';
-import { update as applyUpdate, updateOne } from 'mingo/updater';
+import { Query, updateOne } from 'mingo';
+import { update as applyUpdate } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
