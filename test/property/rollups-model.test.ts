@@ -41,6 +41,14 @@ const counts = {
 
 type Row = Record<string, unknown>;
 
+/** A generated measurement: series id and site, minutes after `base`, value. */
+interface GeneratedMeasurement {
+  readonly id: string;
+  readonly site: string;
+  readonly offsetMinutes: number;
+  readonly v: number;
+}
+
 const sortBy = (key: (r: Row) => string) => (rows: Row[]) =>
   [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
@@ -179,7 +187,7 @@ const measurementArb = fc.record({
 class InsertCommand implements fc.AsyncCommand<object, Real> {
   constructor(
     readonly writers: ReadonlyArray<{
-      docs: ReadonlyArray<fc.RecordValue<{ id: string; site: string; offsetMinutes: number; v: number }>>;
+      docs: ReadonlyArray<GeneratedMeasurement>;
       ordered: boolean;
     }>,
     readonly faults: ReadonlyArray<number>,
