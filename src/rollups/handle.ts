@@ -12,7 +12,7 @@
 import { Aggregator } from 'mingo';
 
 import type { Storage, StorageFindOptions } from '../storage/storage.js';
-import { cloneBsonValue, isPlainObject } from '../util/bson-value.js';
+import { cloneBsonValue, isPlainObject, ownValue } from '../util/bson-value.js';
 import type { Clock } from '../util/clock.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { ResolvedRollupSpec } from './spec.js';
@@ -26,6 +26,11 @@ export interface RollupFindOptions {
   readonly sort?: Readonly<Record<string, 1 | -1>>;
   /** Maximum number of documents (0: no limit). @defaultValue 0 */
   readonly limit?: number;
+  /**
+   * Top-level fields to include (`1`) or exclude (`0`), applied to the documents as read (a rolling
+   * rollup's `count` is computed before `totals` is excluded: `{ totals: 0 }` is the classic read).
+   */
+  readonly projection?: Readonly<Record<string, 0 | 1>>;
 }
 
 /** What {@link RollupHandle.explain} reports. */
@@ -101,9 +106,11 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
       ...(options.limit === undefined ? {} : { limit: options.limit }),
     };
     const now = ctx.clock();
+    const keep = projector(options.projection);
     const out: RollupDocument[] = [];
-    for await (const doc of ctx.storage.find(ctx.ns, filter, findOptions))
-      out.push(present(ctx.spec, doc, now));
+    for await (const doc of ctx.storage.find(ctx.ns, filter, findOptions)) {
+      out.push(present(ctx.spec, doc, now, keep));
+    }
     return out;
   };
   return Object.freeze({
@@ -130,13 +137,31 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
   });
 }
 
-/** A stored document as users read it: a copy, with `avg` (slots) or the window's totals (rolling). */
+/** Which top-level fields a projection keeps. */
+type Keep = (field: string) => boolean;
+
+function projector(projection: Readonly<Record<string, 0 | 1>> | undefined): Keep {
+  if (projection === undefined) return () => true;
+  const fields = Object.keys(projection);
+  const including = fields.some((f) => f !== '_id' && projection[f] === 1);
+  const set = new Set(fields.filter((f) => (projection[f] === 1) === including));
+  const keepId = projection._id !== 0;
+  return (field) => (field === '_id' ? keepId : including === set.has(field));
+}
+
+/**
+ * A stored document as users read it: a copy of the projected fields, with `avg` (slots) or the window's
+ * totals (rolling). Only kept fields are copied: a rolling read that drops `totals` sums the stored
+ * entries without copying them.
+ */
 function present(
   spec: ResolvedRollupSpec,
   stored: Readonly<Record<string, unknown>>,
   now: number,
+  keep: Keep,
 ): RollupDocument {
-  const doc = cloneBsonValue(stored) as RollupDocument;
+  const doc: RollupDocument = {};
+  for (const key of Object.keys(stored)) if (keep(key)) defineField(doc, key, ownValue(stored[key]));
   switch (spec.layout) {
     case 'slots':
       for (const f of spec.fields) {
@@ -153,18 +178,21 @@ function present(
       // Expiry on read: the window ending at the current step.
       const step = now - (((now % spec.stepMs) + spec.stepMs) % spec.stepMs);
       const floor = step - (spec.windowMs - spec.stepMs);
-      const raw = getOwnField(doc, 'totals');
-      const totals = (Array.isArray(raw) ? raw : []).filter(
-        (e: unknown) => isPlainObject(e) && e.timestamp instanceof Date && e.timestamp.getTime() >= floor,
-      ) as Array<Record<string, unknown>>;
-      doc.totals = totals;
-      doc.count = totals.reduce((s, e) => s + Number(e.count ?? 0), 0);
-      for (const f of spec.fields)
-        defineField(
-          doc,
-          f.name,
-          totals.reduce((s, e) => s + Number(e[f.name] ?? 0), 0),
-        );
+      const raw = getOwnField(stored, 'totals');
+      const live = (Array.isArray(raw) ? (raw as unknown[]) : []).filter(
+        (e): e is Record<string, unknown> =>
+          isPlainObject(e) && e.timestamp instanceof Date && e.timestamp.getTime() >= floor,
+      );
+      if (keep('totals')) doc.totals = live.map((e) => cloneBsonValue(e));
+      if (keep('count')) doc.count = live.reduce((s, e) => s + Number(e.count ?? 0), 0);
+      for (const f of spec.fields) {
+        if (keep(f.name))
+          defineField(
+            doc,
+            f.name,
+            live.reduce((s, e) => s + Number(e[f.name] ?? 0), 0),
+          );
+      }
       return doc;
     }
     default: {

@@ -11,6 +11,8 @@ import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
+import { applyOperatorUpdate } from './operator-update.js';
+import { applyPipelineUpdate } from './pipeline-update.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
 import type {
   BucketFilter,
@@ -126,6 +128,21 @@ export class MemoryStorage implements Storage {
    */
   upsertOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<'updated' | 'inserted'> {
     const existing = this.#findOne(ns, filter);
+    const entry = this.#ns(ns);
+    if (!isPipeline(update)) {
+      // The rollups' own updates ($inc, $min, $max, $setOnInsert) are applied without mingo.
+      const target: StoredBucket = existing ?? {};
+      if (existing === undefined) defineField(target, '_id', filter._id);
+      if (
+        applyOperatorUpdate(target, update, existing === undefined ? 'inserting' : 'updating') === 'applied'
+      ) {
+        const key = idKey(target._id);
+        if (existing === undefined) entry.docs.set(key, target);
+        // Rollup and entity documents have no meta: filed once, on insert.
+        if (existing === undefined || Object.hasOwn(target, 'meta')) indexMeta(entry, key, target);
+        return Promise.resolve(existing === undefined ? 'inserted' : 'updated');
+      }
+    }
     if (existing !== undefined) {
       this.#apply(ns, existing, withoutSetOnInsert(update), 'copy');
       return Promise.resolve('updated');
@@ -133,7 +150,6 @@ export class MemoryStorage implements Storage {
     const doc: StoredBucket = {};
     defineField(doc, '_id', filter._id);
     const key = idKey(doc._id);
-    const entry = this.#ns(ns);
     entry.docs.set(key, doc);
     this.#apply(ns, doc, setOnInsertAsSet(update), 'copy');
     indexMeta(entry, key, entry.docs.get(key) as StoredBucket);
@@ -249,11 +265,23 @@ export class MemoryStorage implements Storage {
         applySetFieldPipeline(doc, update);
         return true;
       }
+      // The rolling rollups' pipelines (and other simple ones) without mingo's interpreter.
+      const next = applyPipelineUpdate(doc, update);
+      if (next !== undefined) {
+        this.#ns(ns).docs.set(idKey(doc._id), next);
+        indexMeta(this.#ns(ns), idKey(doc._id), next);
+        return true;
+      }
       const docs = [doc];
       updateOne(docs, {}, update as PipelineStage[], { cloneMode });
       const replaced = docs[0] as StoredBucket;
       this.#ns(ns).docs.set(idKey(doc._id), replaced);
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
+      return true;
+    }
+    // Counter updates ($inc/$min/$max, no $set: a $set's modified count needs mingo's comparison).
+    if (!Object.hasOwn(update, '$set') && applyOperatorUpdate(doc, update, 'updating') === 'applied') {
+      if (Object.hasOwn(doc, 'meta')) indexMeta(this.#ns(ns), idKey(doc._id), doc);
       return true;
     }
     if (cloneMode === 'none') {
