@@ -16,6 +16,7 @@ export type MongoStorageOperation =
   | 'dropNamespace'
   | 'insertOne'
   | 'updateOne'
+  | 'upsertOne'
   | 'replaceOne'
   | 'updateMany'
   | 'find'
