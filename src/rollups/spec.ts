@@ -224,6 +224,8 @@ export function resolveRollupSpec(
       const fieldsSpec: Record<string, string[]> = {};
       for (const f of sums as unknown[]) {
         if (typeof f !== 'string') throw invalid("'sum' must be an array of field names", 'sum');
+        // Entries hold `timestamp` and `count` next to the sums.
+        if (f === 'timestamp') throw invalid("'timestamp' cannot be summed", 'fields');
         fieldsSpec[f] = ['sum'];
       }
       return Object.freeze({
