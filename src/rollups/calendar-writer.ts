@@ -53,14 +53,19 @@ export function calendarUpdate(
   period: number,
   accs: ReadonlyArray<SlotAcc>,
 ): Record<string, unknown> {
-  const inc: Record<string, number> = Object.create(null) as Record<string, number>;
+  // Keys are fixed words, array indexes and field names checked at spec time (never an Object.prototype
+  // name), so a plain object is safe; increments of zero are left out (the skeleton holds zeros).
+  const inc: Record<string, number> = {};
+  const fields = spec.fields;
   const add = (path: string, acc: SlotAcc): void => {
     inc[`${path}count`] = (inc[`${path}count`] ?? 0) + acc.count;
-    spec.fields.forEach((f, i) => {
+    for (let i = 0; i < fields.length; i++) {
       const a = acc.fields[i] as { count: number; sum: number };
-      inc[`${path}${f.name}.count`] = (inc[`${path}${f.name}.count`] ?? 0) + a.count;
-      inc[`${path}${f.name}.sum`] = (inc[`${path}${f.name}.sum`] ?? 0) + a.sum;
-    });
+      if (a.count === 0) continue;
+      const name = (fields[i] as { name: string }).name;
+      inc[`${path}${name}.count`] = (inc[`${path}${name}.count`] ?? 0) + a.count;
+      inc[`${path}${name}.sum`] = (inc[`${path}${name}.sum`] ?? 0) + a.sum;
+    }
   };
   for (const acc of accs) {
     add('', acc);
@@ -73,9 +78,7 @@ export function calendarUpdate(
       add(path, acc);
     }
   }
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(inc)) defineField(out, key, inc[key]);
-  return { $inc: out };
+  return { $inc: inc };
 }
 
 /**

@@ -179,20 +179,25 @@ function present(
       const step = now - (((now % spec.stepMs) + spec.stepMs) % spec.stepMs);
       const floor = step - (spec.windowMs - spec.stepMs);
       const raw = getOwnField(stored, 'totals');
-      const live = (Array.isArray(raw) ? (raw as unknown[]) : []).filter(
-        (e): e is Record<string, unknown> =>
-          isPlainObject(e) && e.timestamp instanceof Date && e.timestamp.getTime() >= floor,
-      );
-      if (keep('totals')) doc.totals = live.map((e) => cloneBsonValue(e));
-      if (keep('count')) doc.count = live.reduce((s, e) => s + Number(e.count ?? 0), 0);
-      for (const f of spec.fields) {
-        if (keep(f.name))
-          defineField(
-            doc,
-            f.name,
-            live.reduce((s, e) => s + Number(e[f.name] ?? 0), 0),
-          );
+      const entries = Array.isArray(raw) ? (raw as unknown[]) : [];
+      const keepTotals = keep('totals');
+      const live: Array<Record<string, unknown>> = [];
+      let count = 0;
+      const sums = spec.fields.map(() => 0);
+      // One pass over the stored entries; they are copied only when `totals` is returned.
+      for (const e of entries) {
+        if (!isPlainObject(e) || !(e.timestamp instanceof Date) || e.timestamp.getTime() < floor) continue;
+        count += Number(e.count ?? 0);
+        for (let i = 0; i < sums.length; i++) {
+          sums[i] = (sums[i] as number) + Number(e[(spec.fields[i] as { name: string }).name] ?? 0);
+        }
+        if (keepTotals) live.push(cloneBsonValue(e) as Record<string, unknown>);
       }
+      if (keepTotals) doc.totals = live;
+      if (keep('count')) doc.count = count;
+      spec.fields.forEach((f, i) => {
+        if (keep(f.name)) defineField(doc, f.name, sums[i]);
+      });
       return doc;
     }
     default: {

@@ -210,7 +210,11 @@ export class RollupSet {
         const t = (m[timeField] as Date).getTime();
         const slot = unitSlot(spec, t);
         if (last === undefined || last.start !== slot) {
-          last = accs.find((a) => a.start === slot);
+          // A batch touches one slot or a few: a linear search, no map and no closure.
+          last = undefined;
+          for (let j = 0; j < accs.length; j++) {
+            if ((accs[j] as SlotAcc).start === slot) last = accs[j];
+          }
           if (last === undefined) {
             last = makeSlotAcc(slot, nFields);
             accs.push(last);
