@@ -2,7 +2,8 @@
  * Rollups against the raw measurements (model-based, fast-check commands): random streams of concurrent
  * inserts (late data included), injected storage faults (on bucket and rollup writes alike), deletes,
  * metaField updates and TTL passes. After every command, each rollup equals the aggregation computed
- * from the collection's own `find()` over its raw measurements (`$group` with `$dateTrunc`).
+ * from the collection's own `find()` over its raw measurements (`$group` with `$dateTrunc`); inserts also
+ * race with a delete and a meta update.
  *
  * Law: a rollup counts exactly the measurements the collection holds, whatever failed or raced.
  */
@@ -31,6 +32,7 @@ interface Real {
 const counts = {
   runs: 0,
   inserts: 0,
+  races: 0,
   measurements: 0,
   faults: 0,
   deletes: 0,
@@ -225,6 +227,38 @@ class InsertCommand implements fc.AsyncCommand<object, Real> {
   }
 }
 
+/** Inserts racing with a delete and a meta update (the gate orders them; the result must still be exact). */
+class RacingWritesCommand implements fc.AsyncCommand<object, Real> {
+  constructor(
+    readonly docs: ReadonlyArray<GeneratedMeasurement>,
+    readonly id: string,
+    readonly site: string,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  async run(_m: object, r: Real): Promise<void> {
+    counts.races++;
+    counts.measurements += this.docs.length;
+    await Promise.allSettled([
+      r.coll.insertMany(
+        this.docs.map((d) => ({
+          ts: new Date(base + d.offsetMinutes * 60_000),
+          m: { id: d.id, site: d.site },
+          v: d.v,
+        })),
+        { ordered: false },
+      ),
+      r.coll.deleteMany({ 'm.id': this.id, v: { $gt: 0 } }),
+      r.coll.updateMany({ 'm.site': this.site }, { $set: { 'm.site': this.site === 'x' ? 'y' : 'x' } }),
+    ]);
+    await checkRollups(r);
+  }
+  toString(): string {
+    return `race(insert ${JSON.stringify(this.docs)}, delete ${this.id}, flip ${this.site})`;
+  }
+}
+
 class DeleteCommand implements fc.AsyncCommand<object, Real> {
   constructor(readonly filter: Record<string, unknown>) {}
   check(): boolean {
@@ -308,6 +342,13 @@ const commandsArb = fc.commands(
       )
       .map(([id, set]) => new MetaUpdateCommand(id, set)),
     fc.integer({ min: 1, max: 30 }).map((h) => new TTLCommand(h)),
+    fc
+      .tuple(
+        fc.array(measurementArb, { minLength: 1, maxLength: 12 }),
+        fc.constantFrom(...kIds),
+        fc.constantFrom(...kSites),
+      )
+      .map(([docs, id, site]) => new RacingWritesCommand(docs, id, site)),
   ],
   { maxCommands: 12 },
 );
