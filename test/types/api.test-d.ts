@@ -172,13 +172,14 @@ describe('rollups', () => {
     });
     // @ts-expect-error 'week' is not a slot width
     void plain.createRollup('x', { every: 'week' });
-    // @ts-expect-error a calendar keeps sums only
-    void plain.createRollup('x', {
+    const calendarWithMax = {
       layout: 'calendar',
       period: 'day',
       levels: ['hour'],
       fields: { t: ['max'] },
-    });
+    } as const;
+    // @ts-expect-error a calendar keeps sums only
+    void plain.createRollup('x', calendarWithMax);
     expectTypeOf(plain.rollup('hourly').find()).toEqualTypeOf<Promise<RollupDocument[]>>();
   });
 });
