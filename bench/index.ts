@@ -16,4 +16,5 @@ await runIngestBench(quick);
 await runReopeningBench(quick);
 await runReaderBench(quick);
 await runBsonColumnBench(quick);
+await (await import('./rollups.bench.js')).runRollupsBench(quick);
 console.log(`\ntotal ${((performance.now() - t) / 1000).toFixed(1)} s`);

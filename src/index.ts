@@ -27,6 +27,21 @@ export { Cursor } from './engine/cursor.js';
 export { ReaderCursor } from './reader/reader.js';
 export type { ExplainResult, FindOptions, MeasurementDocument, PipelineStage } from './reader/reader.js';
 export type { QueryFilter } from './util/bson-query.js';
+export type {
+  CalendarRollupSpec,
+  RollingRollupSpec,
+  RollupAccumulator,
+  RollupGroupBy,
+  RollupSpec,
+  SlotsRollupSpec,
+} from './rollups/spec.js';
+export type { RollupDocument, RollupExplain, RollupFindOptions, RollupHandle } from './rollups/handle.js';
+export type {
+  CreateRollupOptions,
+  RollupBackfillProgress,
+  RollupDescription,
+  RollupStats,
+} from './rollups/rollup-set.js';
 export { BSONColumn, BSONColumnBuilder } from './bucket-format/bson-column/bson-column.js';
 export type { BSONColumnCodec, DecodeOptions } from './bucket-format/bson-column/bson-column.js';
 export { BucketCatalog } from './catalog/bucket-catalog.js';
