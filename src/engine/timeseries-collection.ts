@@ -25,7 +25,7 @@ import {
 import type { FindOptions, PipelineStage, ReaderContext, ReaderCursor } from '../reader/reader.js';
 import type { QueryFilter } from '../util/bson-query.js';
 import type { Clock } from '../util/clock.js';
-import { Cursor } from './cursor.js';
+import { Cursor } from '../reader/cursor.js';
 import { metaGuard } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
