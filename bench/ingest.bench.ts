@@ -23,7 +23,7 @@ import { serialize } from 'bson';
 import { update } from 'mingo/updater';
 
 import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { BucketCommit, StoredBucket, StorageUpdateResult } from '../src/index.js';
+import type { StoredBucket, StorageUpdateResult } from '../src/index.js';
 import { sparseSensors, tsbsCpuOnly } from './datasets.js';
 import type { Doc } from './datasets.js';
 import {
@@ -338,7 +338,10 @@ class SlowStorage extends MemoryStorage {
     return super.insertOne(ns, doc);
   }
 
-  override async applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+  override async applyCommit(
+    ns: string,
+    commit: Parameters<MemoryStorage['applyCommit']>[1],
+  ): Promise<StorageUpdateResult> {
     this.writes++;
     await delay(1);
     return super.applyCommit(ns, commit);
