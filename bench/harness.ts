@@ -31,23 +31,48 @@ function median(xs: ReadonlyArray<number>): number {
   return s[Math.floor(s.length / 2)] as number;
 }
 
+/** Options of {@link compare}. */
+export interface CompareOptions {
+  /**
+   * Whether each contender first runs once unmeasured.
+   *
+   * @defaultValue `'yes'`
+   */
+  readonly warmUp?: 'yes' | 'no';
+  /**
+   * Time the measured runs may take, in ms: when the warm-up round shows that `runs` rounds would take
+   * longer, fewer are made (at least one). Keeps `npm run bench` short on a slow or loaded machine.
+   *
+   * @defaultValue no limit
+   */
+  readonly budgetMs?: number;
+}
+
 /**
- * Run contenders alternately `runs` times (after one unmeasured warm-up each, unless `warmUp` is `'no'`)
- * and return medians.
+ * Run contenders alternately `runs` times (after one unmeasured warm-up round) and return medians.
  *
  * @param contenders - the functions to compare.
- * @param runs - measured runs per contender.
- * @param warmUp - whether each contender first runs once unmeasured.
+ * @param runs - measured runs per contender (fewer when the budget says so).
+ * @param options - warm-up and time budget.
  */
 export async function compare(
   contenders: ReadonlyArray<Contender>,
   runs: number,
-  warmUp: 'yes' | 'no' = 'yes',
+  options: CompareOptions = {},
 ): Promise<ContenderResult[]> {
   const times = contenders.map(() => [] as number[]);
   const items = contenders.map(() => 0);
-  if (warmUp === 'yes') for (const c of contenders) await c.run();
-  for (let r = 0; r < runs; r++) {
+  let rounds = runs;
+  if ((options.warmUp ?? 'yes') === 'yes') {
+    const t = performance.now();
+    for (const c of contenders) await c.run();
+    const roundMs = performance.now() - t;
+    if (options.budgetMs !== undefined && roundMs * runs > options.budgetMs) {
+      rounds = Math.max(1, Math.floor(options.budgetMs / roundMs));
+      console.log(`  (${rounds} of ${runs} runs: a round takes ${(roundMs / 1000).toFixed(1)} s here)`);
+    }
+  }
+  for (let r = 0; r < rounds; r++) {
     for (let i = 0; i < contenders.length; i++) {
       const t = performance.now();
       items[i] = await (contenders[i] as Contender).run();

@@ -1,7 +1,7 @@
 /**
  * `npm run bench` (`-- --quick` for a short run): every benchmark, each printing ratios measured side by
- * side in this process, then a summary table of the headline ratios and (full runs) the plots in
- * bench/plots/. See bench/README.md for what each number means and the latest results.
+ * side in this process, then a summary table of the headline ratios and (full runs, or `--plots`) the
+ * plots in bench/plots/. See bench/README.md for what each number means and the latest results.
  */
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -35,8 +35,8 @@ for (const h of headlines) {
   );
 }
 const seconds = (performance.now() - t) / 1000;
-if (quick) {
-  console.log('\n(quick run: plots are written by full runs only)');
+if (quick && !process.argv.includes('--plots')) {
+  console.log('\n(quick run: plots are written by full runs, or with --plots)');
 } else {
   const dir = fileURLToPath(new URL('./plots/', import.meta.url));
   const subtitle = `npm run bench, ${started.slice(0, 16).replace('T', ' ')} UTC, node ${process.version}, ${cpus().length} cores`;

@@ -101,6 +101,7 @@ async function runShape(
   shape: IngestShape,
   formats: ReadonlyArray<BucketFormat>,
   runs: number,
+  budgetMs: number,
 ): Promise<void> {
   heading(`ingest: ${shape.description}`);
   const docs = shape.calls.flat();
@@ -117,6 +118,7 @@ async function runShape(
       serializeEach(docs),
     ],
     runs,
+    { budgetMs },
   );
   const bson = results[formats.length]!;
   console.log(`  ${bson.name}: ${rate(bson.perSecond)}`);
@@ -172,6 +174,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     },
     formats,
     runs,
+    20_000,
   );
   const tenCalls = quick ? 40 : 100;
   await runShape(
@@ -183,6 +186,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     },
     formats,
     runs,
+    20_000,
   );
   const manySeries = quick ? 20_000 : 100_000;
   await runShape(
@@ -194,6 +198,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     },
     formats,
     quick ? 1 : 2,
+    20_000,
   );
 
   // 2. Scaling over the number of series.
@@ -218,7 +223,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
         serializeEach(docs),
       ],
       1,
-      'no',
+      { warmUp: 'no' },
     );
     const bson = results[formats.length]!;
     const line = formats.map((format, i) => {
@@ -264,6 +269,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
       { name: 'classic $inc/$push bucket pattern (mingo)', run: () => classicBucketPattern(classicDocs) },
     ],
     runs,
+    { budgetMs: 10_000 },
   );
   recordHeadline({
     name: 'vs classic $inc/$push',
@@ -275,7 +281,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
 
   // 4. Concurrency.
   heading('concurrency: writers on overlapping series (TSBS, 100 hosts, 10 per series per call)');
-  const concurrencyCalls = callsOf(tsbsCpuOnly(100, quick ? 50_000 : 100_000), 1000);
+  const concurrencyCalls = callsOf(tsbsCpuOnly(100, quick ? 20_000 : 50_000), 1000);
   const writerCounts = [1, 8, 64];
   for (const format of formats) {
     const lastStats = new Map<number, string>();
@@ -287,7 +293,8 @@ export async function runIngestBench(quick: boolean): Promise<void> {
           return concurrencyCalls.length * 1000;
         },
       })),
-      quick ? 1 : 2,
+      quick ? 1 : 3,
+      { budgetMs: 10_000 },
     );
     byWriters.forEach((result, i) => {
       const writers = writerCounts[i] as number;

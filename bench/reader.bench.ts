@@ -68,6 +68,7 @@ export async function runReaderBench(quick: boolean): Promise<void> {
       },
     ],
     runs,
+    { budgetMs: 15_000 },
   );
   const bson = results[formats.length]!;
   console.log(`  ${bson.name}: ${rate(bson.perSecond)} (sink ${sink % 2})`);
