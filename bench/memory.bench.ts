@@ -74,7 +74,7 @@ async function measure(memoryCase: MemoryCase, formatIndex: number): Promise<Mem
   for (let i = 0; i < docs.length; i += series)
     await coll.insertMany(docs.slice(i, i + series), { ordered: false });
   const growth = heapUsed() - before;
-  const status = engine.serverStatus().bucketCatalog!;
+  const status = engine.serverStatus().bucketCatalog;
   let bucketBytes = 0;
   let stored = 0;
   for await (const bucket of storage.find(coll.bucketsNamespace, {})) {

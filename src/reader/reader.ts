@@ -343,6 +343,7 @@ export type ReaderRun = (
 /**
  * A cursor over measurements with `explain()`.
  *
+ * @typeParam T - the document type the caller expects (unchecked, as the driver's cursors).
  * @example
  * ```ts
  * const cursor = find(ctx, { sensor: 'a' }, { sort: { ts: -1 }, limit: 1 });
@@ -350,7 +351,7 @@ export type ReaderRun = (
  * const { executionStats } = await cursor.explain();
  * ```
  */
-export class ReaderCursor extends Cursor<MeasurementDocument> {
+export class ReaderCursor<T extends object = MeasurementDocument> extends Cursor<T> {
   readonly #ctx: ReaderContext;
   readonly #run: ReaderRun;
 
@@ -360,7 +361,8 @@ export class ReaderCursor extends Cursor<MeasurementDocument> {
    * @internal use {@link find} or {@link aggregate}.
    */
   constructor(ctx: ReaderContext, run: ReaderRun) {
-    super(() => run(ctx, newExecutionState()), 'batches');
+    // `T` is the caller's claim about the documents (as the driver's `find<T>()`): not checked.
+    super(() => run(ctx, newExecutionState()) as AsyncIterable<ReadonlyArray<T>>, 'batches');
     this.#ctx = ctx;
     this.#run = run;
   }

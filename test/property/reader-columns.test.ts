@@ -22,6 +22,7 @@ import { describe, expect, it } from 'vitest';
 import { BSONColumn } from '../../src/bucket-format/bson-column/bson-column.js';
 import { decompressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { BucketEngine } from '../../src/engine/bucket-engine.js';
+import type { TimeseriesOptions } from '../../src/index.js';
 import { countDocuments, find } from '../../src/reader/reader.js';
 import type { ReaderContext } from '../../src/reader/reader.js';
 import type { StoredBucket } from '../../src/storage/storage.js';
@@ -134,7 +135,11 @@ const projectionArb: fc.Arbitrary<Record<string, 0 | 1> | undefined> = fc.oneof(
     .map(([fields]) => Object.fromEntries(fields.map((f) => [f, 0 as const]))),
 );
 
-const configArb = fc.constantFrom(
+interface Config {
+  readonly timeseries: TimeseriesOptions;
+  readonly maxCount: number;
+}
+const configArb = fc.constantFrom<Config>(
   { timeseries: { timeField: 'ts', metaField: 'sensor' }, maxCount: 3 },
   { timeseries: { timeField: 'ts', metaField: 'sensor' }, maxCount: 1000 },
   { timeseries: { timeField: 'ts', metaField: 'sensor', granularity: 'minutes' }, maxCount: 5 },
@@ -161,7 +166,7 @@ function compressed(v1: StoredBucket, format: 'v2' | 'v3'): StoredBucket {
 }
 
 async function load(
-  config: { timeseries: Record<string, unknown>; maxCount: number },
+  config: Config,
   docs: Array<Record<string, unknown>>,
   formats: ReadonlyArray<Format>,
 ): Promise<{ ctx: ReaderContext; engine: BucketEngine }> {
