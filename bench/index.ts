@@ -4,6 +4,7 @@
  * plots in bench/plots/. See bench/README.md for what each number means and the latest results.
  */
 import { cpus } from 'node:os';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { runBsonColumnBench } from './bson-column.bench.js';
@@ -41,6 +42,6 @@ if (quick && !process.argv.includes('--plots')) {
   const dir = fileURLToPath(new URL('./plots/', import.meta.url));
   const subtitle = `npm run bench, ${started.slice(0, 16).replace('T', ' ')} UTC, node ${process.version}, ${cpus().length} cores`;
   const written = await writePlots(figures, headlines, dir, subtitle);
-  console.log(`\nplots: ${written.map((p) => p.slice(p.indexOf('bench/'))).join(', ')}`);
+  console.log(`\nplots: ${written.map((p) => relative(process.cwd(), p)).join(', ')}`);
 }
 console.log(`\ntotal ${seconds.toFixed(1)} s`);

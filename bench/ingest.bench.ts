@@ -167,7 +167,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
   const loaderCalls = quick ? 20 : 100;
   await runShape(
     {
-      name: 'bulk loader (1 000 series x 1 per call)',
+      name: 'bulk loader',
       description: `bulk-loader shape: TSBS cpu-only, 1 000 series, one measurement per series per call, ${loaderCalls} calls`,
       calls: callsOf(tsbsCpuOnly(1000, 1000 * loaderCalls), 1000),
       target: '>= 0.75x',
@@ -179,7 +179,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
   const tenCalls = quick ? 40 : 100;
   await runShape(
     {
-      name: '10 per series per call (100 series)',
+      name: '10 per series per call',
       description: `TSBS cpu-only, 100 series, 10 measurements per series per call, ${tenCalls} calls (buckets close on their 1 h span)`,
       calls: callsOf(tsbsCpuOnly(100, 1000 * tenCalls), 1000),
       target: '>= 1.0x',
@@ -191,7 +191,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
   const manySeries = quick ? 20_000 : 100_000;
   await runShape(
     {
-      name: `${manySeries.toLocaleString('en')} series x 1 per call`,
+      name: `${manySeries.toLocaleString('en')} series`,
       description: `TSBS cpu-only, ${manySeries} series, one measurement each per call, 2 calls`,
       calls: callsOf(tsbsCpuOnly(manySeries, manySeries * 2), manySeries),
       target: '>= 0.5x',
@@ -245,7 +245,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     const costs = perFormat.get(format.name)!;
     const spread = Math.max(...costs) / Math.min(...costs);
     recordHeadline({
-      name: 'scaling spread 10..100 000 series',
+      name: 'spread 10..100 000 series',
       format: format.name,
       ratio: spread,
       target: '<= 3x',

@@ -76,7 +76,7 @@ export async function runReaderBench(quick: boolean): Promise<void> {
     const r = results[i]!;
     const buckets = await contexts[i]!.storage.countDocuments(contexts[i]!.bucketsNs);
     recordHeadline({
-      name: 'full-scan read through find()',
+      name: 'full-scan read',
       format: format.name,
       ratio: r.perSecond / bson.perSecond,
       target: '>= 2x',
