@@ -41,7 +41,8 @@ export interface CompareOptions {
   readonly warmUp?: 'yes' | 'no';
   /**
    * Time the measured runs may take, in ms: when the warm-up round shows that `runs` rounds would take
-   * longer, fewer are made (at least one). Keeps `npm run bench` short on a slow or loaded machine.
+   * longer, fewer are made; when not even one fits, the warm-up round is taken as the measurement. Keeps
+   * `npm run bench` short on a slow or loaded machine, at the price of noisier medians.
    *
    * @defaultValue no limit
    */
@@ -64,12 +65,24 @@ export async function compare(
   const items = contenders.map(() => 0);
   let rounds = runs;
   if ((options.warmUp ?? 'yes') === 'yes') {
-    const t = performance.now();
-    for (const c of contenders) await c.run();
-    const roundMs = performance.now() - t;
+    const warmUpMs: number[] = [];
+    for (const [i, c] of contenders.entries()) {
+      const t = performance.now();
+      items[i] = await c.run();
+      warmUpMs.push(performance.now() - t);
+    }
+    const roundMs = warmUpMs.reduce((a, b) => a + b, 0);
     if (options.budgetMs !== undefined && roundMs * runs > options.budgetMs) {
-      rounds = Math.max(1, Math.floor(options.budgetMs / roundMs));
-      console.log(`  (${rounds} of ${runs} runs: a round takes ${(roundMs / 1000).toFixed(1)} s here)`);
+      rounds = Math.floor(options.budgetMs / roundMs);
+      if (rounds === 0) {
+        // Not even one more round fits: the warm-up round is the measurement.
+        console.log(
+          `  (the warm-up round is the measurement: a round takes ${(roundMs / 1000).toFixed(1)} s here)`,
+        );
+        warmUpMs.forEach((ms, i) => (times[i] as number[]).push(ms));
+      } else {
+        console.log(`  (${rounds} of ${runs} runs: a round takes ${(roundMs / 1000).toFixed(1)} s here)`);
+      }
     }
   }
   for (let r = 0; r < rounds; r++) {
