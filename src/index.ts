@@ -23,7 +23,7 @@ export type {
   IndexKeySpec,
   TimeseriesIndexDescription,
 } from './engine/index-translation.js';
-export { Cursor } from './engine/cursor.js';
+export { Cursor } from './reader/cursor.js';
 export { ReaderCursor } from './reader/reader.js';
 export type { ExplainResult, FindOptions, MeasurementDocument, PipelineStage } from './reader/reader.js';
 export type { QueryFilter } from './util/bson-query.js';

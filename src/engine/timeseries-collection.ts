@@ -32,7 +32,7 @@ import type { QueryFilter } from '../util/bson-query.js';
 import type { Clock } from '../util/clock.js';
 import { Deferred } from '../util/deferred.js';
 import { CallGate } from './call-gate.js';
-import { Cursor } from './cursor.js';
+import { Cursor } from '../reader/cursor.js';
 import { metaGuard } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
