@@ -14,6 +14,7 @@ export const ErrorCodes = {
   BadValue: 2,
   FailedToParse: 9,
   TypeMismatch: 14,
+  Overflow: 15,
   InvalidOptions: 72,
   NamespaceExists: 48,
   NamespaceNotFound: 26,

@@ -102,7 +102,10 @@ export interface CatalogState {
 
 /** One measurement to stage, with what the caller already derived from it. */
 export interface InsertItem {
-  /** The measurement as given. */
+  /**
+   * The measurement, owned by the catalog from now on: its values are stored as they are (a time-series
+   * collection passes the copy its validation walk made; see `util/bson-validation.ts`).
+   */
   readonly measurement: Measurement;
   /** Its time, epoch ms. */
   readonly timeMs: number;

@@ -15,7 +15,8 @@ import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
 import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
-import { bsonValueSize, cloneBsonValue, kBSONObjMaxUserSize } from '../util/bson-value.js';
+import { cloneBsonValue } from '../util/bson-value.js';
+import { copyMeasurement } from '../util/bson-validation.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
@@ -227,39 +228,46 @@ export class TimeseriesCollection {
     const writeErrors: WriteError[] = [];
     const items: InsertItem[] = [];
     const indexOf: number[] = [];
-    // One normalisation (a BSON serialisation) per distinct meta value in the call, objects by identity:
-    // ingesters send many measurements per series and often reuse meta objects.
+    // One normalisation (a BSON serialisation) per distinct scalar meta value in the call; object metas
+    // are looked up by the caller's object in the engine's cache, and checked against the copy.
     const metaCache = new Map<unknown, BucketMetadata>();
     for (let i = 0; i < docs.length; i++) {
       const doc: unknown = docs[i];
-      const timeValue = doc !== null && typeof doc === 'object' ? getOwnField(doc, timeField) : undefined;
-      if (!(timeValue instanceof Date) || Number.isNaN(timeValue.getTime())) {
+      // Every measurement is validated and copied in one walk before anything is staged, in both modes:
+      // what is stored is exactly what was validated, and a refused measurement stages nothing.
+      let measurement: Record<string, unknown>;
+      try {
+        measurement = copyMeasurement(doc);
+      } catch (error) {
+        writeErrors.push(toWriteError(i, error));
+        if (ordered) break;
+        continue;
+      }
+      const timeValue = getOwnField(measurement, timeField);
+      if (!(timeValue instanceof Date)) {
         const message = `'${timeField}' must be present and contain a valid BSON UTC datetime value`;
         writeErrors.push(toWriteError(i, new TimeseriesError('BadValue', message, { field: timeField })));
         if (ordered) break;
         continue;
       }
-      const measurement = doc as Readonly<Record<string, unknown>>;
-      // An ordered insert stops at the first bad measurement, so everything that can reject one is checked
-      // before anything is staged (unordered inserts let staging reject measurements one by one).
-      const invalid = ordered ? checkStorable(measurement) : undefined;
-      if (invalid !== undefined) {
-        writeErrors.push(toWriteError(i, invalid));
-        break;
-      }
-      const meta =
-        metaField !== undefined && hasOwnField(measurement, metaField) ? measurement[metaField] : undefined;
+      const hasMeta = metaField !== undefined && hasOwnField(measurement, metaField);
+      const meta = hasMeta ? measurement[metaField] : undefined;
       // -0 is a double and 0 an int32 (different series), but a Map sees them as one key.
-      const cacheable = !Object.is(meta, -0);
+      const cacheable = typeof meta !== 'object' && !Object.is(meta, -0);
       let metadata = cacheable ? metaCache.get(meta) : undefined;
       if (metadata === undefined) {
         try {
-          metadata = this.#ctx.metadata.get(meta);
+          metadata = this.#ctx.metadata.get(
+            meta,
+            hasMeta ? (doc as Record<string, unknown>)[metaField] : meta,
+          );
         } catch (cause) {
-          const error = new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
-            ...(metaField === undefined ? {} : { field: metaField }),
-            cause,
-          });
+          const error = TimeseriesError.isTimeseriesError(cause)
+            ? cause
+            : new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
+                ...(metaField === undefined ? {} : { field: metaField }),
+                cause,
+              });
           writeErrors.push(toWriteError(i, error));
           if (ordered) break;
           continue;
@@ -521,28 +529,6 @@ export class TimeseriesCollection {
     });
     this.#options = next;
   }
-}
-
-/**
- * Why a measurement cannot be stored, if it cannot: a value BSON cannot hold, or a document over
- * MongoDB's 16 MiB limit.
- */
-function checkStorable(measurement: Readonly<Record<string, unknown>>): TimeseriesError | undefined {
-  let size: number;
-  try {
-    size = bsonValueSize(measurement);
-  } catch (error) {
-    return TimeseriesError.isTimeseriesError(error)
-      ? error
-      : new TimeseriesError('BadValue', 'measurement cannot be stored as BSON', { cause: error });
-  }
-  if (size > kBSONObjMaxUserSize) {
-    return new TimeseriesError(
-      'BSONObjectTooLarge',
-      `BSONObj size: ${size} is invalid. Size must be between 0 and ${kBSONObjMaxUserSize}(16MB)`,
-    );
-  }
-  return undefined;
 }
 
 function toWriteError(index: number, error: unknown): WriteError {
