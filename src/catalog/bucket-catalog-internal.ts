@@ -280,7 +280,9 @@ export function determineRolloverReason(
   if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return { kind: 'rollover', reason: 'count' };
   const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
   const newSize = bucket.size + change.sizeToBeAdded;
-  if (newSize > params.timeseriesBucketMaxSize) {
+  // A parameter above 16 MiB still never lets a bucket document grow past what BSON holds: such a
+  // measurement goes to a new bucket, where one too large for any bucket is refused (BSONObjectTooLarge).
+  if (newSize > params.timeseriesBucketMaxSize || newSize > kLargeMeasurementsMaxBucketSize) {
     if (
       bucket.numMeasurements >= params.timeseriesBucketMinCount ||
       newSize > kLargeMeasurementsMaxBucketSize

@@ -1,4 +1,4 @@
-import { Binary, BSONRegExp, Long } from 'bson';
+import { Binary, BSONRegExp, calculateObjectSize, Long } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, BulkWriteError } from '../../../src/index.js';
@@ -168,5 +168,31 @@ describe('insert validation', () => {
     await expect(coll.updateMany({}, { $set: { m: { f: new Map() } } })).rejects.toMatchObject({
       codeName: 'BadValue',
     });
+  });
+});
+
+describe('timeseriesBucketMaxSize above 16 MiB', () => {
+  it('never produces a bucket document over 16 MiB', async () => {
+    // Arrange: 2 MiB measurements, each counted once in data and possibly in control.min/max.
+    const { coll } = await setup({ timeseriesBucketMaxSize: 64 * 1024 * 1024, timeseriesBucketMinCount: 1 });
+    const docs = Array.from({ length: 12 }, (_, i) => ({
+      t: t(i),
+      m: 'a',
+      s: String.fromCharCode(97 + i).repeat(2 * 1024 * 1024),
+    }));
+    // Act
+    await coll.insertMany(docs);
+    // Assert
+    const sizes = (await coll.buckets.find().toArray()).map((b) => calculateObjectSize(b));
+    expect(sizes.length).toBeGreaterThan(1);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(16 * 1024 * 1024);
+    expect(await coll.countDocuments()).toBe(12);
+  });
+
+  it('refuses a measurement no bucket can hold with BSONObjectTooLarge and counts it', async () => {
+    const { coll } = await setup({ timeseriesBucketMaxSize: 64 * 1024 * 1024 });
+    const error = await failure(coll.insertOne({ t: t(0), m: 'a', s: 'x'.repeat(6 * 1024 * 1024) }));
+    expect(error.writeErrors.map((w) => w.codeName)).toEqual(['BSONObjectTooLarge']);
+    expect((await coll.stats()).timeseries.numBucketDocumentsTooLargeInsert).toBe(1);
   });
 });
