@@ -14,6 +14,7 @@ import { MemoryStorage } from '../storage/memory-storage.js';
 import type { Storage } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
+import { checkCollectionName, checkOptions } from './argument-checks.js';
 import { ClosedBucketCompressor } from './closed-bucket-compression.js';
 import { TimeseriesCollection } from './timeseries-collection.js';
 import { deleteExpiredBuckets, TTLMonitor } from './ttl-monitor.js';
@@ -108,6 +109,7 @@ export class BucketEngine {
    * @throws {@link TimeseriesError} for an invalid server parameter or `ttlMonitorSleepSecs`.
    */
   constructor(options: BucketEngineOptions = {}) {
+    checkOptions(options, 'BucketEngine');
     const parameters = resolveServerParameters(options.parameters ?? {});
     const sleepSecs = options.ttlMonitorSleepSecs ?? 60;
     if (typeof sleepSecs !== 'number' || !Number.isFinite(sleepSecs) || sleepSecs <= 0) {
@@ -175,6 +177,7 @@ export class BucketEngine {
    */
   async createCollection(name: string, options: unknown): Promise<TimeseriesCollection> {
     this.#assertOpen();
+    checkCollectionName(name);
     const ns = `${this.dbName}.${name}`;
     const resolved = resolveCollectionOptions(ns, options, this.clock);
     const existing = this.#collections.get(name);
@@ -232,6 +235,7 @@ export class BucketEngine {
    * @returns the collection, or `undefined`.
    */
   collection(name: string): TimeseriesCollection | undefined {
+    checkCollectionName(name);
     return this.#collections.get(name);
   }
 

@@ -17,6 +17,7 @@ import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import { copyMeasurement } from '../util/bson-validation.js';
+import { checkPipeline } from '../util/query-validation.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
@@ -26,6 +27,16 @@ import {
 import type { FindOptions, PipelineStage, ReaderContext, ReaderCursor } from '../reader/reader.js';
 import type { QueryFilter } from '../util/bson-query.js';
 import type { Clock } from '../util/clock.js';
+import {
+  checkDocument,
+  checkDocumentOrPipeline,
+  checkFilterArgument,
+  checkFindArguments,
+  checkIndexKeyNames,
+  checkInsertArguments,
+  checkOptions,
+  checkUpdateOptions,
+} from './argument-checks.js';
 import { Cursor } from './cursor.js';
 import { metaGuard } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
@@ -223,7 +234,7 @@ export class TimeseriesCollection {
     options: InsertManyOptions = {},
   ): Promise<InsertManyResult> {
     this.#ctx.assertOpen();
-    const ordered = options.ordered ?? true;
+    const ordered = checkInsertArguments(docs, options).ordered !== false;
     const { timeField, metaField } = this.#options;
     const writeErrors: WriteError[] = [];
     const items: InsertItem[] = [];
@@ -321,6 +332,7 @@ export class TimeseriesCollection {
    * ```
    */
   find(filter: QueryFilter = {}, options: FindOptions = {}): ReaderCursor {
+    checkFindArguments(filter, options);
     return readerFind(this.#reader(), filter, options);
   }
 
@@ -332,6 +344,7 @@ export class TimeseriesCollection {
    * @returns a streaming cursor.
    */
   aggregate(pipeline: ReadonlyArray<PipelineStage>): ReaderCursor {
+    checkPipeline(pipeline);
     return readerAggregate(this.#reader(), pipeline);
   }
 
@@ -341,8 +354,9 @@ export class TimeseriesCollection {
    * @param filter - a MongoDB query over measurements.
    * @returns the count.
    */
-  countDocuments(filter: QueryFilter = {}): Promise<number> {
-    return readerCount(this.#reader(), filter);
+  async countDocuments(filter: QueryFilter = {}): Promise<number> {
+    checkFilterArgument(filter, 'count.query');
+    return await readerCount(this.#reader(), filter);
   }
 
   /**
@@ -365,8 +379,11 @@ export class TimeseriesCollection {
     const storage = this.#ctx.storage;
     const ns = this.bucketsNamespace;
     return {
-      find: (filter = {}, options = {}) =>
-        new Cursor(() =>
+      find: (filter = {}, options = {}) => {
+        checkFilterArgument(filter, 'find.filter');
+        checkOptions(options, 'find');
+        checkOptions(options.projection, 'find.projection');
+        return new Cursor(() =>
           copiesOf(
             storage.find(
               ns,
@@ -374,8 +391,12 @@ export class TimeseriesCollection {
               options.projection === undefined ? {} : { projection: options.projection },
             ),
           ),
-        ),
-      countDocuments: (filter = {}) => storage.countDocuments(ns, filter),
+        );
+      },
+      countDocuments: async (filter = {}) => {
+        checkFilterArgument(filter, 'count.query');
+        return await storage.countDocuments(ns, filter);
+      },
     };
   }
 
@@ -435,7 +456,9 @@ export class TimeseriesCollection {
     update: Readonly<Record<string, unknown>>,
     options: UpdateManyOptions = {},
   ): Promise<UpdateResult> {
-    return await updateMany(this.#writeContext(), filter, update, options);
+    checkFilterArgument(filter, 'update.q');
+    checkDocumentOrPipeline(update, 'update.u');
+    return await updateMany(this.#writeContext(), filter, update, checkUpdateOptions(options));
   }
 
   /**
@@ -451,6 +474,7 @@ export class TimeseriesCollection {
    * ```
    */
   async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
+    checkFilterArgument(filter, 'delete.q');
     return await deleteMany(this.#writeContext(), filter);
   }
 
@@ -478,7 +502,8 @@ export class TimeseriesCollection {
    * ```
    */
   async createIndex(key: IndexKeySpec, options: CreateIndexOptions = {}): Promise<string> {
-    const name = await createIndex(this.#indexContext(), key, options);
+    checkIndexKeyNames(key);
+    const name = await createIndex(this.#indexContext(), key, checkOptions(options, 'createIndexes.indexes'));
     await this.#refreshReopeningIndex();
     return name;
   }
@@ -519,6 +544,7 @@ export class TimeseriesCollection {
    */
   async collMod(mod: CollModOptions): Promise<void> {
     this.#ctx.assertOpen();
+    checkDocument(mod, 'collMod');
     const next = resolveCollMod(this.#options, mod, this.#ctx.clock);
     if (next === this.#options) return;
     // The storage first: if it refuses, the collection keeps its options.
