@@ -27,6 +27,7 @@
  * | `bigint` outside int64, Invalid Date                       | `BadValue`           |
  * | `_bsontype` that js-bson 7 does not write (forged, unknown, other major version) | `BadValue` |
  * | field name or regex pattern containing NUL                 | `BadValue`           |
+ * | two field names BSON writes alike (lone surrogates)        | `BadValue`           |
  * | circular value                                             | `BadValue`           |
  * | document nested deeper than 180 levels                     | `Overflow`           |
  * | document over 16 MiB                                       | `BSONObjectTooLarge` |
@@ -155,6 +156,10 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
           field: name,
         },
       );
+    }
+    if (name !== key && hasOwnField(out, name)) {
+      // Two names that differ only in lone surrogates are one name in BSON.
+      throw new TimeseriesError('BadValue', `duplicate field name ${JSON.stringify(name)}`, { field: name });
     }
     size += 2 + utf8ByteLength(name);
     // An own `__proto__` key stays a field: defineField never assigns through the prototype setter.
