@@ -16,7 +16,7 @@ import { resolveCollMod } from '../options.js';
 import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
-import { copyMeasurement } from '../util/bson-validation.js';
+import { copyMeasurement, makeWalk } from '../util/bson-validation.js';
 import { checkPipeline } from '../util/query-validation.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
@@ -242,13 +242,14 @@ export class TimeseriesCollection {
     // One normalisation (a BSON serialisation) per distinct scalar meta value in the call; object metas
     // are looked up by the caller's object in the engine's cache, and checked against the copy.
     const metaCache = new Map<unknown, BucketMetadata>();
+    const walk = makeWalk();
     for (let i = 0; i < docs.length; i++) {
       const doc: unknown = docs[i];
       // Every measurement is validated and copied in one walk before anything is staged, in both modes:
       // what is stored is exactly what was validated, and a refused measurement stages nothing.
       let measurement: Record<string, unknown>;
       try {
-        measurement = copyMeasurement(doc);
+        measurement = copyMeasurement(doc, walk);
       } catch (error) {
         writeErrors.push(toWriteError(i, error));
         if (ordered) break;

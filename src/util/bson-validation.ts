@@ -37,7 +37,7 @@
 import { Binary, BSONRegExp, Long } from 'bson';
 
 import { TimeseriesError } from '../errors.js';
-import { bsonValueSize, indexNameLength, kBSONObjMaxUserSize, utf8ByteLength } from './bson-value.js';
+import { bsonValueSize, indexNameLength, kBSONObjMaxUserSize } from './bson-value.js';
 import { defineField, hasOwnField } from './safe-record.js';
 
 /**
@@ -81,11 +81,15 @@ function wellFormed(s: string): string {
 }
 
 /**
- * The walk's state, one per measurement. Not module-level: a getter met during a walk may start another
- * insert, whose walk must not share it.
+ * The walk's state. One per insert call, reset for each measurement (no allocation per measurement); not
+ * module-level: a getter met during a walk may start another insert, whose walk must not share it.
  */
-interface Walk {
-  /** BSON bytes counted so far. */
+export interface Walk {
+  /**
+   * An upper bound of the BSON bytes seen so far: strings and names count 3 bytes per UTF-16 unit, numbers
+   * 8, so that no string is measured on the hot path; the exact size is computed only when this bound
+   * passes 16 MiB.
+   */
   size: number;
   /** The objects and arrays from the root to the current value, for cycle detection. */
   readonly path: object[];
@@ -96,6 +100,7 @@ interface Walk {
  * is refused).
  *
  * @param doc - a measurement as given by the caller.
+ * @param walk - scratch state from {@link makeWalk}, reused across the measurements of a call.
  * @returns a fresh document holding exactly what will be stored.
  * @throws {@link TimeseriesError} `BadValue`, `Overflow` or `BSONObjectTooLarge` (module comment).
  * @example
@@ -103,13 +108,15 @@ interface Walk {
  * copyMeasurement({ ts: new Date(0), n: 5n, tags: [undefined] }); // { ts, n: Long(5), tags: [null] }
  * ```
  */
-export function copyMeasurement(doc: unknown): Record<string, unknown> {
+export function copyMeasurement(doc: unknown, walk: Walk = makeWalk()): Record<string, unknown> {
   if (!isDocument(doc)) {
     throw new TimeseriesError('BadValue', `a measurement must be a document, not ${describe(doc)}`);
   }
-  const walk: Walk = { size: 0, path: [] };
+  walk.size = 0;
+  // A refused measurement may leave containers on the path; the next one starts from the root.
+  walk.path.length = 0;
   const out = copyDocument(doc, walk, 1);
-  if (walk.size > kBSONObjMaxUserSize) throw tooLarge(walk.size);
+  if (walk.size > kBSONObjMaxUserSize) checkSize(out);
   return out;
 }
 
@@ -123,10 +130,19 @@ export function copyMeasurement(doc: unknown): Record<string, unknown> {
  * @throws {@link TimeseriesError} as {@link copyMeasurement}.
  */
 export function copyBsonValue(value: unknown, depth = 1): unknown {
-  const walk: Walk = { size: 0, path: [] };
+  const walk = makeWalk();
   const out = copyValue(value, walk, depth, '');
-  if (walk.size > kBSONObjMaxUserSize) throw tooLarge(walk.size);
+  if (walk.size > kBSONObjMaxUserSize) checkSize(out);
   return out;
+}
+
+/**
+ * Scratch state for {@link copyMeasurement}.
+ *
+ * @returns a fresh walk state.
+ */
+export function makeWalk(): Walk {
+  return { size: 0, path: [] };
 }
 
 /** A plain object or a null-prototype object: what js-bson writes as an embedded document. */
@@ -136,17 +152,71 @@ function isDocument(v: unknown): v is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/** The exact size of a copy whose bound passed the limit: refused if the size does too. */
+function checkSize(copy: unknown): void {
+  const size = bsonValueSize(copy);
+  if (size > kBSONObjMaxUserSize) throw tooLarge(size);
+}
+
+/**
+ * Field names already checked (well formed, no NUL): measurements repeat the same few names, and checking
+ * one costs two native string scans. Bounded; cleared when full.
+ */
+const checkedNames = new Set<string>();
+const kMaxCheckedNames = 10_000;
+
+/** Whether `key` can be a field name as it is (no NUL, no lone surrogate). */
+function isPlainName(key: string): boolean {
+  if (checkedNames.has(key)) return true;
+  if (key.includes('\0') || wellFormed(key) !== key) return false;
+  if (checkedNames.size >= kMaxCheckedNames) checkedNames.clear();
+  checkedNames.add(key);
+  return true;
+}
+
 function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): Record<string, unknown> {
   walk.path.push(doc);
-  if (hasOwnField(doc, '_bsontype') && doc._bsontype !== undefined) {
-    throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(doc._bsontype)}`);
-  }
-  const out: Record<string, unknown> = {};
+  const sizeBefore = walk.size;
+  // A spread copies the document in one step (own enumerable keys; an own `__proto__` key stays a plain
+  // field; each getter is read once); then only the values that need another form are replaced.
+  const out: Record<string, unknown> = { ...doc };
   let size = 5; // int32 length + trailing NUL
   // for-in with an own-property check, not Object.keys: no array of names per document (this runs for
   // every measurement).
-  for (const key in doc) {
-    if (!hasOwnField(doc, key)) continue;
+  for (const key in out) {
+    if (!hasOwnField(out, key)) continue;
+    if (!isPlainName(key)) {
+      // A name with NUL or a lone surrogate (rare): rebuilt name by name from the copy.
+      walk.size = sizeBefore;
+      const renamed = renameFields(out, walk, depth);
+      walk.path.pop();
+      return renamed;
+    }
+    size += 2 + 3 * key.length;
+    const value = out[key];
+    // Numbers are stored as they are: the common case, without a call.
+    if (typeof value === 'number') {
+      size += 8;
+      continue;
+    }
+    if (key === '_bsontype' && value !== undefined) {
+      // js-bson would take the document for one of its classes (a forged value).
+      throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
+    }
+    const copy = copyValue(value, walk, depth, key);
+    if (copy !== value) defineField(out, key, copy);
+  }
+  walk.size += size;
+  walk.path.pop();
+  return out;
+}
+
+/** {@link copyDocument} for a document with a name to check or rewrite: `fields` is already a copy. */
+function renameFields(fields: Record<string, unknown>, walk: Walk, depth: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  let size = 5;
+  for (const key in fields) {
+    if (!hasOwnField(fields, key)) continue;
     const name = wellFormed(key);
     if (name.includes('\0')) {
       throw new TimeseriesError(
@@ -157,16 +227,18 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
         },
       );
     }
-    if (name !== key && hasOwnField(out, name)) {
+    if (hasOwnField(out, name)) {
       // Two names that differ only in lone surrogates are one name in BSON.
       throw new TimeseriesError('BadValue', `duplicate field name ${JSON.stringify(name)}`, { field: name });
     }
-    size += 2 + utf8ByteLength(name);
-    // An own `__proto__` key stays a field: defineField never assigns through the prototype setter.
-    defineField(out, name, copyValue(doc[key], walk, depth, name));
+    const value = fields[key];
+    if (name === '_bsontype' && value !== undefined) {
+      throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
+    }
+    size += 2 + 3 * name.length;
+    defineField(out, name, copyValue(value, walk, depth, name));
   }
   walk.size += size;
-  walk.path.pop();
   return out;
 }
 
@@ -191,11 +263,11 @@ function copyArray(arr: ReadonlyArray<unknown>, walk: Walk, depth: number, name:
 function copyValue(v: unknown, walk: Walk, depth: number, name: string): unknown {
   switch (typeof v) {
     case 'number':
-      walk.size += (v | 0) === v && !Object.is(v, -0) ? 4 : 8;
+      walk.size += 8;
       return v;
     case 'string': {
       const s = wellFormed(v);
-      walk.size += 5 + utf8ByteLength(s);
+      walk.size += 5 + 3 * s.length;
       return s;
     }
     case 'boolean':
@@ -224,10 +296,12 @@ function copyObject(v: object, walk: Walk, depth: number, name: string): unknown
   const proto: unknown = Object.getPrototypeOf(v);
   const container = Array.isArray(v) || proto === Object.prototype || proto === null;
   if (container) {
-    if (walk.path.includes(v)) {
-      throw new TimeseriesError('BadValue', 'Cannot convert circular structure to BSON', { field: name });
-    }
     if (depth >= kMaxDepthForUserStorage) {
+      // A cycle nests without end, so it always reaches the limit: only then is the path searched for a
+      // container met twice (no search per container on the hot path).
+      if (walk.path.includes(v) || new Set(walk.path).size !== walk.path.length) {
+        throw new TimeseriesError('BadValue', 'Cannot convert circular structure to BSON', { field: name });
+      }
       throw new TimeseriesError(
         'Overflow',
         `cannot insert document because it exceeds ${kMaxDepthForUserStorage} levels of nesting`,
@@ -238,8 +312,7 @@ function copyObject(v: object, walk: Walk, depth: number, name: string): unknown
       ? copyArray(v, walk, depth + 1, name)
       : copyDocument(v as Record<string, unknown>, walk, depth + 1);
   }
-  const tag = (v as { _bsontype?: unknown })._bsontype;
-  if (tag !== undefined) return copyBsonClass(v, tag, walk, depth, name);
+  // Dates first: the most common object in a measurement.
   if (v instanceof Date) {
     const t = v.getTime();
     if (Number.isNaN(t))
@@ -247,11 +320,13 @@ function copyObject(v: object, walk: Walk, depth: number, name: string): unknown
     walk.size += 8;
     return new Date(t);
   }
+  const tag = (v as { _bsontype?: unknown })._bsontype;
+  if (tag !== undefined) return copyBsonClass(v, tag, walk, depth, name);
   if (v instanceof RegExp) {
     if (v.source.includes('\0')) throw nulInRegex(v.source, name);
     // The flags js-bson's serializer writes for a RegExp, in its order (`global` is written as `s`).
     const flags = (v.ignoreCase ? 'i' : '') + (v.global ? 's' : '') + (v.multiline ? 'm' : '');
-    walk.size += utf8ByteLength(v.source) + 1 + flags.length + 1;
+    walk.size += 3 * v.source.length + 1 + flags.length + 1;
     return new BSONRegExp(v.source, flags);
   }
   if (v instanceof Uint8Array) {
@@ -281,7 +356,7 @@ function copyBsonClass(v: object, tag: unknown, walk: Walk, depth: number, name:
     case 'BSONRegExp': {
       const regex = v as BSONRegExp;
       if (regex.pattern.includes('\0')) throw nulInRegex(regex.pattern, name);
-      walk.size += utf8ByteLength(regex.pattern) + 1 + utf8ByteLength(regex.options) + 1;
+      walk.size += 3 * (regex.pattern.length + regex.options.length) + 2;
       return v;
     }
     case 'Code':
@@ -313,7 +388,7 @@ function immutableSize(v: object, tag: string): number {
     case 'MaxKey':
       return 0;
     case 'BSONSymbol':
-      return 5 + utf8ByteLength(String((v as { value?: unknown }).value));
+      return 5 + 3 * String((v as { value?: unknown }).value).length;
     default:
       return 8;
   }
