@@ -72,5 +72,5 @@ for await (const bucket of coll.buckets.find({}, { projection: { _id: 1, control
 console.log('\ncollStats.timeseries');
 console.table(Object.fromEntries(Object.entries(stats.timeseries).map(([k, v]) => [k, { value: v }])));
 console.log('serverStatus.bucketCatalog');
-console.table(Object.fromEntries(Object.entries(status ?? {}).map(([k, v]) => [k, { value: v }])));
+console.table(Object.fromEntries(Object.entries(status).map(([k, v]) => [k, { value: v }])));
 await engine.close();

@@ -69,7 +69,7 @@ describe('insert validation', () => {
     expect(await coll.countDocuments()).toBe(1);
     await coll.insertMany([{ t: t(2), m: 'a', v: 2 }], { ordered: false });
     expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([1, 2]);
-    expect(engine.serverStatus().bucketCatalog?.numOpenBuckets).toBe(1);
+    expect(engine.serverStatus().bucketCatalog.numOpenBuckets).toBe(1);
   });
 
   it('identifies a meta by what is stored: a BigInt outside int64 is refused, not merged with another series', async () => {
