@@ -49,6 +49,8 @@ export const ErrorCodes = {
   Location40324: 40324,
   /** `$match` given something other than a document. */
   Location15959: 15959,
+  /** A `$regex` pattern that does not compile. */
+  Location51091: 51091,
   /** A negative `limit` or `skip`. */
   Location51024: 51024,
   CursorClosed: 43,

@@ -77,11 +77,12 @@ function checkCount(options: Options, name: string, field: string): void {
   if (!hasOwnField(options, name)) return;
   const value = options[name];
   if (value === undefined) return;
-  const n = bsonNumberValue(value);
+  // A JS number (what the reader counts with); BigInt and js-bson numbers are refused like strings.
+  const n = typeof value === 'number' ? value : undefined;
   if (n === undefined || Number.isNaN(n)) {
     throw new TimeseriesError(
       'TypeMismatch',
-      `BSON field '${field}.${name}' is the wrong type '${typeof value}', expected types '[long, int, decimal, double]'`,
+      `BSON field '${field}.${name}' is the wrong type '${typeof value}', expected types '[int, double]'`,
       { field: name },
     );
   }

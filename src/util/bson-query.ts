@@ -25,7 +25,7 @@ import { Query } from 'mingo';
 
 import { BsonType, bsonTypeOf, canonicalTypeOf, compareBsonValues, isPlainObject } from './bson-value.js';
 import { jsonSchemaValidator } from './json-schema.js';
-import { mingoCall } from './query-validation.js';
+import { mingoCall, toMongoError } from './query-validation.js';
 import { getOwnField } from './safe-record.js';
 
 /** A MongoDB query filter. */
@@ -720,7 +720,12 @@ export class BsonQuery {
    */
   test(doc: object): boolean {
     if (this.#compiled !== undefined) return matchesNode(doc, this.#compiled.root);
-    return (this.#mingo as Query).test(doc as Record<string, unknown>);
+    try {
+      return (this.#mingo as Query).test(doc as Record<string, unknown>);
+    } catch (error) {
+      // An expression mingo can only refuse while evaluating ($expr operands...): MongoDB's typed error.
+      throw toMongoError(error);
+    }
   }
 }
 

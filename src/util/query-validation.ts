@@ -12,6 +12,7 @@
  * | value nested deeper than 200 levels                          | `Overflow`     |
  * | circular value                                               | `BadValue`     |
  * | unknown operator, malformed `$and`/`$in`/`$not`...           | `BadValue`     |
+ * | `$regex` pattern that does not compile                       | 51091          |
  * | stage with more than one field / unknown stage name         | 40323 / 40324  |
  *
  * @packageDocumentation
@@ -302,6 +303,10 @@ function checkOperators(ops: Readonly<Record<string, unknown>>, level: number): 
         if (!Array.isArray(arg)) throw badValue('malformed mod, needs to be an array');
         if (arg.length !== 2) throw badValue('malformed mod, not enough elements');
         break;
+      case '$regex':
+        if (typeof arg === 'string') checkPattern(arg);
+        else if (!isRegex(arg)) throw badValue('$regex has to be a string');
+        break;
       case '$size':
         if (typeof arg !== 'number' && typeof arg !== 'bigint' && !hasBsonTag(arg)) {
           throw badValue('$size needs a number');
@@ -310,6 +315,16 @@ function checkOperators(ops: Readonly<Record<string, unknown>>, level: number): 
       default:
         break;
     }
+  }
+}
+
+/** A `$regex` pattern JavaScript can compile (the server's PCRE and JS differ at the edges). */
+function checkPattern(pattern: string): void {
+  try {
+    new RegExp(pattern);
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : describe(cause);
+    throw new TimeseriesError('Location51091', `Regular expression is invalid: ${reason}`, { cause });
   }
 }
 
