@@ -18,7 +18,7 @@ import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js'
 import { cloneBsonValue } from '../util/bson-value.js';
 import { copyMeasurement, makeWalk } from '../util/bson-validation.js';
 import { checkPipeline } from '../util/query-validation.js';
-import { getOwnField, hasOwnField } from '../util/safe-record.js';
+import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
   countDocuments as readerCount,
@@ -322,6 +322,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
           continue;
         }
         if (cacheable) metaCache.set(meta, metadata);
+      }
+      // The staged measurement keeps the series' shared meta, not its own copy: the copy was needed only
+      // to find the series, and each copy kept until the commit is garbage collection's work.
+      if (hasMeta && typeof meta === 'object' && meta !== null) {
+        defineField(measurement, metaField, metadata.normalizedMeta);
       }
       items.push({ measurement, timeMs: timeValue.getTime(), metadata });
       indexOf.push(i);
