@@ -135,9 +135,10 @@ async function outcome(run: () => unknown): Promise<unknown> {
 function expectTyped(error: unknown): void {
   if (error === undefined) return;
   // An untyped error fails the property with its own message and stack.
-  expect(TimeseriesError.isTimeseriesError(error), String(error instanceof Error ? error.stack : error)).toBe(
-    true,
-  );
+  expect(
+    TimeseriesError.isTimeseriesError(error),
+    error instanceof Error ? (error.stack ?? error.message) : 'a value that is not an Error',
+  ).toBe(true);
 }
 
 describe('hostile arguments', () => {
