@@ -14,7 +14,9 @@ export const ErrorCodes = {
   BadValue: 2,
   FailedToParse: 9,
   TypeMismatch: 14,
+  Overflow: 15,
   InvalidOptions: 72,
+  InvalidNamespace: 73,
   NamespaceExists: 48,
   NamespaceNotFound: 26,
   IndexNotFound: 27,
@@ -41,6 +43,16 @@ export const ErrorCodes = {
   Location5857902: 5857902,
   /** `$_internalUnpackBucket`: `control.version` missing. */
   Location5857903: 5857903,
+  /** A pipeline stage with other than exactly one field. */
+  Location40323: 40323,
+  /** An unknown pipeline stage name. */
+  Location40324: 40324,
+  /** `$match` given something other than a document. */
+  Location15959: 15959,
+  /** A `$regex` pattern that does not compile. */
+  Location51091: 51091,
+  /** A negative `limit` or `skip`. */
+  Location51024: 51024,
   CursorClosed: 43,
   Interrupted: 11601,
 } as const;

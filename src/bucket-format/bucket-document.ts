@@ -12,7 +12,6 @@
 import type { ObjectId } from 'bson';
 
 import type { SetOp } from './min-max.js';
-import { ownValue } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 
 /** A measurement as given by the user: any object with a time field and other fields. */
@@ -237,8 +236,8 @@ function makeBucketDelta(input: BucketUpdateInput): BucketDelta {
         values = new Array<unknown>(n);
         byField.set(field, values);
       }
-      // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
-      values[i] = ownValue(value);
+      // Measurements reach the catalog as the copies their validation made: cells keep their values.
+      values[i] = value;
     }
   }
   const columns: DeltaColumn[] = [];
@@ -399,8 +398,8 @@ function appendColumns(
         column = {};
         defineField(columns, field, column);
       }
-      // Stored cells are copies of dates, documents and binary values: the caller may reuse its objects.
-      column[key] = ownValue(value);
+      // Measurements reach the catalog as the copies their validation made: cells keep their values.
+      column[key] = value;
     }
   }
 }

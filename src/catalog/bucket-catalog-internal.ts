@@ -102,7 +102,10 @@ export interface CatalogState {
 
 /** One measurement to stage, with what the caller already derived from it. */
 export interface InsertItem {
-  /** The measurement as given. */
+  /**
+   * The measurement, owned by the catalog from now on: its values are stored as they are (a time-series
+   * collection passes the copy its validation walk made; see `util/bson-validation.ts`).
+   */
   readonly measurement: Measurement;
   /** Its time, epoch ms. */
   readonly timeMs: number;
@@ -286,7 +289,9 @@ export function determineRolloverReason(
   if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return { kind: 'rollover', reason: 'count' };
   const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
   const newSize = bucket.size + change.sizeToBeAdded;
-  if (newSize > params.timeseriesBucketMaxSize) {
+  // A parameter above 16 MiB still never lets a bucket document grow past what BSON holds: such a
+  // measurement goes to a new bucket, where one too large for any bucket is refused (BSONObjectTooLarge).
+  if (newSize > params.timeseriesBucketMaxSize || newSize > kLargeMeasurementsMaxBucketSize) {
     if (
       bucket.numMeasurements >= params.timeseriesBucketMinCount ||
       newSize > kLargeMeasurementsMaxBucketSize

@@ -215,7 +215,8 @@ export class BucketCatalog {
    *
    * @param ns - namespace of the collection.
    * @param options - its bucketing options.
-   * @param items - measurements with their time and series.
+   * @param items - measurements with their time and series; the catalog keeps the measurements' values
+   *   as they are, so pass documents nobody changes afterwards (`copyMeasurement` makes such a copy).
    * @param combine - `'allow'` to share batches with other unordered writers (group commit).
    * @param opId - the caller's opId (see {@link BucketCatalog.newOpId}); batches are keyed by it when
    *   `combine` is `'disallow'`, by 0 otherwise.

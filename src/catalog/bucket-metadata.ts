@@ -116,21 +116,25 @@ export class BucketMetadataCache {
   /**
    * The series identity of a meta value, as {@link makeBucketMetadata} computes it.
    *
-   * @param meta - the metaField value, or `undefined` when the measurement has none.
+   * @param meta - the metaField value as it will be stored (a validated copy), or `undefined` when the
+   *   measurement has none.
+   * @param identity - the object the caller passed as meta, whose identity finds a previous result (a copy
+   *   is new every time); the result is used only if it still matches `meta`, so the identity is only a hint.
    * @returns the normalised meta and its key (shared: do not mutate).
    * @throws what {@link makeBucketMetadata} throws for a value BSON cannot hold.
    */
-  get(meta: unknown): BucketMetadata {
+  get(meta: unknown, identity: unknown = meta): BucketMetadata {
     const scalar =
       typeof meta === 'string' ||
       typeof meta === 'boolean' ||
       (typeof meta === 'number' && !Object.is(meta, -0));
     if (!scalar) {
       if (!isPlainObject(meta)) return makeBucketMetadata(meta);
-      const cached = this.#objects.get(meta);
+      const key = typeof identity === 'object' && identity !== null ? identity : meta;
+      const cached = this.#objects.get(key);
       if (cached !== undefined && sameSimpleValue(meta, cached.normalizedMeta)) return cached;
       const metadata = makeBucketMetadata(meta);
-      if (isSimpleValue(metadata.normalizedMeta)) this.#objects.set(meta, metadata);
+      if (isSimpleValue(metadata.normalizedMeta)) this.#objects.set(key, metadata);
       return metadata;
     }
     let metadata = this.#cache.get(meta);

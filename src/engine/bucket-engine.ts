@@ -13,6 +13,7 @@ import type { CreateCollectionOptions } from '../options.js';
 import type { Storage } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
 import type { MeasurementDocument } from '../reader/reader.js';
+import { checkCollectionName } from './argument-checks.js';
 import { CallGate } from './call-gate.js';
 import { ClosedBucketCompressor } from './closed-bucket-compression.js';
 import { resolveEngineOptions } from './engine-options.js';
@@ -143,6 +144,7 @@ export class BucketEngine {
     name: string,
     options: CreateCollectionOptions,
   ): Promise<TimeseriesCollection<TSchema>> {
+    checkCollectionName(name);
     // A collection of this name being dropped is gone first: the new one starts empty.
     await this.#drops.get(name);
     const ns = `${this.dbName}.${name}`;
@@ -210,6 +212,7 @@ export class BucketEngine {
   collection<TSchema extends object = MeasurementDocument>(
     name: string,
   ): TimeseriesCollection<TSchema> | undefined {
+    checkCollectionName(name);
     return this.#collections.get(name);
   }
 

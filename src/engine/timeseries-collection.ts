@@ -14,8 +14,10 @@ import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
 import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
-import { bsonValueSize, cloneBsonValue, kBSONObjMaxUserSize } from '../util/bson-value.js';
-import { getOwnField, hasOwnField } from '../util/safe-record.js';
+import { cloneBsonValue } from '../util/bson-value.js';
+import { copyMeasurement, makeWalk } from '../util/bson-validation.js';
+import { checkPipeline } from '../util/query-validation.js';
+import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
   countDocuments as readerCount,
@@ -31,6 +33,16 @@ import type {
 import type { QueryFilter } from '../util/bson-query.js';
 import type { Clock } from '../util/clock.js';
 import { Deferred } from '../util/deferred.js';
+import {
+  checkDocument,
+  checkDocumentOrPipeline,
+  checkFilterArgument,
+  checkFindArguments,
+  checkIndexKeyNames,
+  checkInsertArguments,
+  checkOptions,
+  checkUpdateOptions,
+} from './argument-checks.js';
 import { CallGate } from './call-gate.js';
 import { Cursor } from '../reader/cursor.js';
 import { metaGuard } from './direct-write.js';
@@ -293,49 +305,62 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     docs: ReadonlyArray<Readonly<TSchema>>,
     options: InsertManyOptions = {},
   ): Promise<InsertManyResult<TSchema>> {
-    const ordered = options.ordered ?? true;
+    const ordered = checkInsertArguments(docs, options).ordered !== false;
     const { timeField, metaField } = this.#options;
     const writeErrors: WriteError[] = [];
     const items: InsertItem[] = [];
     const indexOf: number[] = [];
-    // One normalisation (a BSON serialisation) per distinct meta value in the call, objects by identity:
-    // ingesters send many measurements per series and often reuse meta objects.
+    // One normalisation (a BSON serialisation) per distinct scalar meta value in the call; object metas
+    // are looked up by the caller's object in the engine's cache, and checked against the copy.
     const metaCache = new Map<unknown, BucketMetadata>();
+    const walk = makeWalk();
     for (let i = 0; i < docs.length; i++) {
       const doc: unknown = docs[i];
-      const timeValue = doc !== null && typeof doc === 'object' ? getOwnField(doc, timeField) : undefined;
-      if (!(timeValue instanceof Date) || Number.isNaN(timeValue.getTime())) {
+      // Every measurement is validated and copied in one walk before anything is staged, in both modes:
+      // what is stored is exactly what was validated, and a refused measurement stages nothing.
+      let measurement: Record<string, unknown>;
+      try {
+        measurement = copyMeasurement(doc, walk);
+      } catch (error) {
+        writeErrors.push(toWriteError(i, error));
+        if (ordered) break;
+        continue;
+      }
+      const timeValue = getOwnField(measurement, timeField);
+      if (!(timeValue instanceof Date)) {
         const message = `'${timeField}' must be present and contain a valid BSON UTC datetime value`;
         writeErrors.push(toWriteError(i, new TimeseriesError('BadValue', message, { field: timeField })));
         if (ordered) break;
         continue;
       }
-      const measurement = doc as Readonly<Record<string, unknown>>;
-      // An ordered insert stops at the first bad measurement, so everything that can reject one is checked
-      // before anything is staged (unordered inserts let staging reject measurements one by one).
-      const invalid = ordered ? checkStorable(measurement) : undefined;
-      if (invalid !== undefined) {
-        writeErrors.push(toWriteError(i, invalid));
-        break;
-      }
-      const meta =
-        metaField !== undefined && hasOwnField(measurement, metaField) ? measurement[metaField] : undefined;
+      const hasMeta = metaField !== undefined && hasOwnField(measurement, metaField);
+      const meta = hasMeta ? measurement[metaField] : undefined;
       // -0 is a double and 0 an int32 (different series), but a Map sees them as one key.
-      const cacheable = !Object.is(meta, -0);
+      const cacheable = typeof meta !== 'object' && !Object.is(meta, -0);
       let metadata = cacheable ? metaCache.get(meta) : undefined;
       if (metadata === undefined) {
         try {
-          metadata = this.#ctx.metadata.get(meta);
+          metadata = this.#ctx.metadata.get(
+            meta,
+            hasMeta ? (doc as Record<string, unknown>)[metaField] : meta,
+          );
         } catch (cause) {
-          const error = new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
-            ...(metaField === undefined ? {} : { field: metaField }),
-            cause,
-          });
+          const error = TimeseriesError.isTimeseriesError(cause)
+            ? cause
+            : new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
+                ...(metaField === undefined ? {} : { field: metaField }),
+                cause,
+              });
           writeErrors.push(toWriteError(i, error));
           if (ordered) break;
           continue;
         }
         if (cacheable) metaCache.set(meta, metadata);
+      }
+      // The staged measurement keeps the series' shared meta, not its own copy: the copy was needed only
+      // to find the series, and each copy kept until the commit is garbage collection's work.
+      if (hasMeta && typeof meta === 'object' && meta !== null) {
+        defineField(measurement, metaField, metadata.normalizedMeta);
       }
       items.push({ measurement, timeMs: timeValue.getTime(), metadata });
       indexOf.push(i);
@@ -361,7 +386,8 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       const index = indexOf[j] as number;
       if (outcome.kind === 'inserted') {
         insertedCount++;
-        const id = getOwnField(docs[index] as object, '_id');
+        // The id as stored (the validated copy), not read again from the caller's document.
+        const id = getOwnField((items[j] as InsertItem).measurement, '_id');
         if (id !== undefined) insertedIds[index] = id as InferIdType<TSchema>;
       } else writeErrors.push(toWriteError(index, outcome.error));
     });
@@ -407,6 +433,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * ```
    */
   find<T extends object = TSchema>(filter: QueryFilter = {}, options: FindOptions = {}): ReaderCursor<T> {
+    checkFindArguments(filter, options);
     return readerFind(this.#reader(), filter, options) as ReaderCursor<T>;
   }
 
@@ -420,6 +447,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * @returns a streaming cursor.
    */
   aggregate<T extends object = MeasurementDocument>(pipeline: ReadonlyArray<PipelineStage>): ReaderCursor<T> {
+    checkPipeline(pipeline);
     return readerAggregate(this.#reader(), pipeline) as ReaderCursor<T>;
   }
 
@@ -430,7 +458,10 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * @returns the count.
    */
   countDocuments(filter: QueryFilter = {}): Promise<number> {
-    return this.#call(() => readerCount(this.#reader(), filter));
+    return this.#call(() => {
+      checkFilterArgument(filter, 'count.query');
+      return readerCount(this.#reader(), filter);
+    });
   }
 
   /**
@@ -468,6 +499,9 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     return {
       find: (filter = {}, options = {}) => {
         this.#assertUsable();
+        checkFilterArgument(filter, 'find.filter');
+        checkOptions(options, 'find');
+        checkOptions(options.projection, 'find.projection');
         return new Cursor(() =>
           copiesOf(
             storage.find(
@@ -478,7 +512,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
           ),
         );
       },
-      countDocuments: (filter = {}) => this.#call(() => storage.countDocuments(ns, filter)),
+      countDocuments: (filter = {}) =>
+        this.#call(() => {
+          checkFilterArgument(filter, 'count.query');
+          return storage.countDocuments(ns, filter);
+        }),
     };
   }
 
@@ -545,9 +583,12 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     options: UpdateManyOptions = {},
   ): Promise<UpdateResult> {
     return await this.#call(() => {
+      checkFilterArgument(filter, 'update.q');
+      checkDocumentOrPipeline(update, 'update.u');
+      const checked = checkUpdateOptions(options);
       const ctx = this.#writeContext();
       return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
-        updateMany(ctx, filter, update, options),
+        updateMany(ctx, filter, update, checked),
       );
     });
   }
@@ -566,6 +607,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    */
   async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
     return await this.#call(() => {
+      checkFilterArgument(filter, 'delete.q');
       const ctx = this.#writeContext();
       return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
         deleteMany(ctx, filter),
@@ -598,7 +640,12 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    */
   async createIndex(key: IndexKeySpec, options: CreateIndexOptions = {}): Promise<string> {
     return await this.#call(async () => {
-      const name = await createIndex(this.#indexContext(), key, options);
+      checkIndexKeyNames(key);
+      const name = await createIndex(
+        this.#indexContext(),
+        key,
+        checkOptions(options, 'createIndexes.indexes'),
+      );
       await this.#refreshReopeningIndex();
       return name;
     });
@@ -646,6 +693,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   }
 
   async #collMod(mod: CollModOptions): Promise<void> {
+    checkDocument(mod, 'collMod');
     const next = resolveCollMod(this.#options, mod, this.#ctx.clock);
     if (next === this.#options) return;
     // The storage first: if it refuses, the collection keeps its options.
@@ -728,28 +776,6 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   async withRollupsRecomputed<T>(bucketFilter: BucketFilter, write: () => Promise<T>): Promise<T> {
     return await this.#rollups.directWrite(bucketFilter, write);
   }
-}
-
-/**
- * Why a measurement cannot be stored, if it cannot: a value BSON cannot hold, or a document over
- * MongoDB's 16 MiB limit.
- */
-function checkStorable(measurement: Readonly<Record<string, unknown>>): TimeseriesError | undefined {
-  let size: number;
-  try {
-    size = bsonValueSize(measurement);
-  } catch (error) {
-    return TimeseriesError.isTimeseriesError(error)
-      ? error
-      : new TimeseriesError('BadValue', 'measurement cannot be stored as BSON', { cause: error });
-  }
-  if (size > kBSONObjMaxUserSize) {
-    return new TimeseriesError(
-      'BSONObjectTooLarge',
-      `BSONObj size: ${size} is invalid. Size must be between 0 and ${kBSONObjMaxUserSize}(16MB)`,
-    );
-  }
-  return undefined;
 }
 
 function toWriteError(index: number, error: unknown): WriteError {

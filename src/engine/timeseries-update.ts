@@ -18,6 +18,7 @@ import { TimeseriesError } from '../errors.js';
 import type { BucketFilter, StoredBucket } from '../storage/storage.js';
 import type { QueryFilter } from '../util/bson-query.js';
 import { isPlainObject } from '../util/bson-value.js';
+import { copyBsonValue } from '../util/bson-validation.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { directWriteTarget, kMaxDirectWriteAttempts, metaGuard, withDirectWrite } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
@@ -135,9 +136,9 @@ export function updatedMeta(doc: StoredBucket, metaUpdate: BucketMetaUpdate): Up
       metaUpdate as Parameters<typeof applyUpdateOperators>[1],
       undefined,
       undefined,
-      {
-        cloneMode: 'deep',
-      },
+      // No clone: mingo's clones assign fields, turning an own `__proto__` key into a prototype. The
+      // scratch is already a copy, and its result is copied (and validated) below before it is kept.
+      { cloneMode: 'none' },
     );
   } catch (error) {
     if (TimeseriesError.isTimeseriesError(error)) throw error;
@@ -148,7 +149,9 @@ export function updatedMeta(doc: StoredBucket, metaUpdate: BucketMetaUpdate): Up
     );
   }
   if (!hasOwnField(scratch, 'meta')) return { kind: 'absent' };
-  return { kind: 'present', meta: makeBucketMetadata(scratch.meta).normalizedMeta };
+  // The new meta must be something BSON holds (depth, types, size), as an inserted one.
+  const meta = copyBsonValue(getOwnField(scratch, 'meta'));
+  return { kind: 'present', meta: makeBucketMetadata(meta).normalizedMeta };
 }
 
 /** Copy plain objects and arrays; leave other values (BSON classes, dates) shared. */

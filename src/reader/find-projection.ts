@@ -16,6 +16,7 @@ import { isFieldSelected } from './bucket-unpacker.js';
 import type { FieldDependencies } from './field-dependencies.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { defineField, hasOwnField } from '../util/safe-record.js';
+import { mingoCall, toMongoError } from '../util/query-validation.js';
 
 /** A `find` projection as given by the user. */
 export type ProjectionSpec = Readonly<Record<string, unknown>>;
@@ -84,7 +85,7 @@ export function planProjection(spec: ProjectionSpec | undefined, needed: FieldDe
   if (selection === undefined) {
     return {
       unpack: { kind: 'all' },
-      post: { kind: 'mingo', aggregator: new Aggregator([{ $project: spec }]) },
+      post: { kind: 'mingo', aggregator: mingoCall(() => new Aggregator([{ $project: spec }])) },
     };
   }
   if (selection.kind === 'all') return { unpack: selection, post: { kind: 'none' } };
@@ -129,7 +130,12 @@ export function applyPostProjection(post: PostProjection, doc: MeasurementDocume
       return out;
     }
     case 'mingo':
-      return inInputOrder(doc, post.aggregator.run([doc])[0] ?? {}) as MeasurementDocument;
+      try {
+        return inInputOrder(doc, post.aggregator.run([doc])[0] ?? {}) as MeasurementDocument;
+      } catch (error) {
+        // mingo's untyped errors (an invalid projection) become MongoDB's.
+        throw toMongoError(error);
+      }
     default: {
       const never: never = post;
       return never;

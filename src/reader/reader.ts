@@ -29,6 +29,8 @@ import { compareBySort, compileSort } from '../util/bson-query.js';
 import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { getOwnField } from '../util/safe-record.js';
+import { jsonSchemaValidator } from '../util/json-schema.js';
+import { mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
 import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
@@ -500,7 +502,10 @@ async function* executeAggregate(
     }
     return;
   }
-  const aggregator = new Aggregator(rest as Array<Record<string, unknown>>);
+  // mingo runs the rest of the pipeline; its untyped errors become MongoDB's (query-validation).
+  const aggregator = mingoCall(
+    () => new Aggregator(rest as Array<Record<string, unknown>>, { jsonSchemaValidator }),
+  );
   const perDocument = rest.every((stage) => PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? ''));
   if (perDocument) {
     // Chunks keep memory bounded while amortising mingo's per-run setup.
@@ -508,12 +513,12 @@ async function* executeAggregate(
     for await (const batch of source) {
       for (const doc of batch) chunk.push(doc);
       if (chunk.length < CHUNK_SIZE) continue;
-      const out = aggregator.run<MeasurementDocument>(chunk);
+      const out = mingoCall(() => aggregator.run<MeasurementDocument>(chunk));
       chunk = [];
       state.nReturned += out.length;
       if (out.length > 0) yield out;
     }
-    const out = aggregator.run<MeasurementDocument>(chunk);
+    const out = mingoCall(() => aggregator.run<MeasurementDocument>(chunk));
     state.nReturned += out.length;
     if (out.length > 0) yield out;
     return;
@@ -521,7 +526,7 @@ async function* executeAggregate(
   // A blocking stage ($group, $sort, $limit...) needs its whole input, as in the server.
   const all: MeasurementDocument[] = [];
   for await (const batch of source) for (const doc of batch) all.push(doc);
-  const out = aggregator.run<MeasurementDocument>(all);
+  const out = mingoCall(() => aggregator.run<MeasurementDocument>(all));
   state.nReturned += out.length;
   yield out;
 }

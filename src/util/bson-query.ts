@@ -24,6 +24,8 @@
 import { Query } from 'mingo';
 
 import { BsonType, bsonTypeOf, canonicalTypeOf, compareBsonValues, isPlainObject } from './bson-value.js';
+import { jsonSchemaValidator } from './json-schema.js';
+import { mingoCall, toMongoError } from './query-validation.js';
 import { getOwnField } from './safe-record.js';
 
 /** A MongoDB query filter. */
@@ -705,7 +707,8 @@ export class BsonQuery {
     } else {
       this.mode = 'mingo';
       this.#compiled = undefined;
-      this.#mingo = new Query(filter, {});
+      // mingo evaluates $jsonSchema only through a validator; its untyped errors become MongoDB's.
+      this.#mingo = mingoCall(() => new Query(filter, { jsonSchemaValidator }));
     }
   }
 
@@ -717,7 +720,12 @@ export class BsonQuery {
    */
   test(doc: object): boolean {
     if (this.#compiled !== undefined) return matchesNode(doc, this.#compiled.root);
-    return (this.#mingo as Query).test(doc as Record<string, unknown>);
+    try {
+      return (this.#mingo as Query).test(doc as Record<string, unknown>);
+    } catch (error) {
+      // An expression mingo can only refuse while evaluating ($expr operands...): MongoDB's typed error.
+      throw toMongoError(error);
+    }
   }
 }
 

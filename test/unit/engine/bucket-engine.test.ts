@@ -388,11 +388,24 @@ describe('insertMany semantics', () => {
     expect(engine.serverStatus().bucketCatalog.numOpenBuckets).toBe(1);
   });
 
-  it('unordered: a measurement over 16 MiB fails alone and counts numBucketDocumentsTooLargeInsert', async () => {
+  it('unordered: a measurement over 16 MiB fails alone, refused before it reaches a bucket', async () => {
     const { coll } = await setup();
     const huge = { ...good(1), blob: 'x'.repeat(16 * 1024 * 1024) };
     const error = (await coll
       .insertMany([good(0), huge], { ordered: false })
+      .catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(1);
+    expect(error.writeErrors.map((w) => [w.index, w.codeName])).toEqual([[1, 'BSONObjectTooLarge']]);
+    // A user document over the limit never reaches the catalog (the server refuses it with the command).
+    expect((await coll.stats()).timeseries.numBucketDocumentsTooLargeInsert).toBe(0);
+  });
+
+  it('unordered: a measurement its bucket cannot hold fails alone and counts numBucketDocumentsTooLargeInsert', async () => {
+    const { coll } = await setup();
+    // A valid 6 MiB document that counts three times in its bucket (min, max, data).
+    const large = { ...good(1), blob: 'x'.repeat(6 * 1024 * 1024) };
+    const error = (await coll
+      .insertMany([good(0), large], { ordered: false })
       .catch((e: unknown) => e)) as BulkWriteError;
     expect(error.insertedCount).toBe(1);
     expect(error.writeErrors.map((w) => [w.index, w.codeName])).toEqual([[1, 'BSONObjectTooLarge']]);

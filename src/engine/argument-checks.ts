@@ -1,0 +1,202 @@
+/**
+ * The arguments of every public method, checked before anything runs (MongoDB's IDL parsers and command
+ * checks: `find_command.idl`, `write_ops.idl`, `aggregate_command.idl`). A method given an argument of
+ * the wrong shape throws a {@link TimeseriesError} with MongoDB's code and message, never a `TypeError`
+ * from deep inside, and never starts work it cannot finish.
+ *
+ * | argument                                             | code                           |
+ * | ---------------------------------------------------- | ------------------------------ |
+ * | options that are `null` or not a document            | `TypeMismatch`                 |
+ * | `insertMany` documents / `aggregate` pipeline not an array | `TypeMismatch`           |
+ * | filter: see `util/query-validation.ts`               | `TypeMismatch`, `BadValue`...  |
+ * | `ordered`, `upsert` not booleans; `limit`, `skip` not numbers | `TypeMismatch`        |
+ * | negative `limit` / `skip`                            | `Location51024`                |
+ * | `sort` value other than 1 / -1                       | `BadValue`                     |
+ * | collection name not a non-empty string, or with `$` or NUL | `InvalidNamespace`       |
+ * | `$`-prefixed index key such as `$natural`            | `CannotCreateIndex`            |
+ *
+ * @packageDocumentation
+ */
+import { TimeseriesError } from '../errors.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
+import { checkFilter, checkNesting, wrongType } from '../util/query-validation.js';
+import { hasOwnField } from '../util/safe-record.js';
+
+/** An options argument after its check: a document (`{}` when the caller passed none). */
+type Options = Readonly<Record<string, unknown>>;
+
+const kNoOptions: Options = Object.freeze({});
+
+/**
+ * An optional options argument: `undefined` gives `{}`; anything but a document is refused.
+ *
+ * @param value - the argument.
+ * @param field - its name in messages (`insert`, `find`...).
+ * @returns the options.
+ * @throws {@link TimeseriesError} `TypeMismatch`.
+ */
+export function checkOptions(value: unknown, field: string): Options {
+  if (value === undefined) return kNoOptions;
+  if (!isPlainObject(value)) throw wrongType(field, value, 'object');
+  checkNesting(value);
+  return value;
+}
+
+/**
+ * A required document argument (collMod's changes, an update).
+ *
+ * @param value - the argument.
+ * @param field - its name in messages.
+ * @throws {@link TimeseriesError} `TypeMismatch`.
+ */
+export function checkDocument(value: unknown, field: string): asserts value is Options {
+  if (!isPlainObject(value)) throw wrongType(field, value, 'object');
+  checkNesting(value);
+}
+
+/**
+ * An update argument: a document of operators or a pipeline (which the collection then refuses with
+ * MongoDB's message for time-series collections).
+ *
+ * @param value - the argument.
+ * @param field - its name in messages.
+ * @throws {@link TimeseriesError} `TypeMismatch`.
+ */
+export function checkDocumentOrPipeline(value: unknown, field: string): void {
+  if (!Array.isArray(value) && !isPlainObject(value)) throw wrongType(field, value, 'object');
+  checkNesting(value);
+}
+
+function checkBoolean(options: Options, name: string, field: string): void {
+  if (!hasOwnField(options, name)) return;
+  const value = options[name];
+  if (value !== undefined && typeof value !== 'boolean') throw wrongType(`${field}.${name}`, value, 'bool');
+}
+
+function checkCount(options: Options, name: string, field: string): void {
+  if (!hasOwnField(options, name)) return;
+  const value = options[name];
+  if (value === undefined) return;
+  // A JS number (what the reader counts with); BigInt and js-bson numbers are refused like strings.
+  const n = typeof value === 'number' ? value : undefined;
+  if (n === undefined || Number.isNaN(n)) {
+    throw new TimeseriesError(
+      'TypeMismatch',
+      `BSON field '${field}.${name}' is the wrong type '${typeof value}', expected types '[int, double]'`,
+      { field: name },
+    );
+  }
+  if (n < 0) {
+    throw new TimeseriesError(
+      'Location51024',
+      `BSON field '${name}' value must be >= 0, actual value '${String(n)}'`,
+      { field: name },
+    );
+  }
+}
+
+/**
+ * `insertMany`'s arguments.
+ *
+ * @param docs - must be an array (its elements are checked one by one by the insert).
+ * @param options - `ordered` must be a boolean.
+ * @returns the options.
+ * @throws {@link TimeseriesError} `TypeMismatch`.
+ */
+export function checkInsertArguments(docs: unknown, options: unknown): Options {
+  if (!Array.isArray(docs)) throw wrongType('insert.documents', docs, 'array');
+  const checked = checkOptions(options, 'insert');
+  checkBoolean(checked, 'ordered', 'insert');
+  return checked;
+}
+
+/**
+ * `find`'s arguments: the filter, then `projection`, `sort`, `limit`, `skip`.
+ *
+ * @param filter - the filter (`undefined` is `{}`).
+ * @param options - the find options.
+ * @returns the options.
+ * @throws {@link TimeseriesError} see the module comment.
+ */
+export function checkFindArguments(filter: unknown, options: unknown): Options {
+  if (filter !== undefined) checkFilter(filter, 'find.filter');
+  const checked = checkOptions(options, 'find');
+  for (const name of ['projection', 'sort'] as const) {
+    const value = checked[name];
+    if (value !== undefined && !isPlainObject(value)) throw wrongType(`find.${name}`, value, 'object');
+  }
+  const sort = checked.sort;
+  if (isPlainObject(sort)) {
+    for (const key in sort) {
+      if (!hasOwnField(sort, key)) continue;
+      const direction = bsonNumberValue(sort[key]);
+      if (direction !== 1 && direction !== -1) {
+        throw new TimeseriesError(
+          'BadValue',
+          '$sort key ordering must be 1 (for ascending) or -1 (for descending)',
+        );
+      }
+    }
+  }
+  checkCount(checked, 'limit', 'find');
+  checkCount(checked, 'skip', 'find');
+  return checked;
+}
+
+/**
+ * A filter argument of `countDocuments`, `deleteMany`, `updateMany` or the buckets view.
+ *
+ * @param filter - the filter (`undefined` is `{}`).
+ * @param field - its name in messages (`count.query`, `delete.q`...).
+ * @throws {@link TimeseriesError} see `util/query-validation.ts`.
+ */
+export function checkFilterArgument(filter: unknown, field: string): void {
+  if (filter !== undefined) checkFilter(filter, field);
+}
+
+/**
+ * `updateMany`'s options: `upsert` must be a boolean (and is refused later when `true`).
+ *
+ * @param options - the options.
+ * @returns the options.
+ * @throws {@link TimeseriesError} `TypeMismatch`.
+ */
+export function checkUpdateOptions(options: unknown): Options {
+  const checked = checkOptions(options, 'update');
+  checkBoolean(checked, 'upsert', 'update');
+  return checked;
+}
+
+/**
+ * A collection name: a non-empty string without `$` or NUL (`NamespaceString::validCollectionName`).
+ *
+ * @param name - the name given.
+ * @throws {@link TimeseriesError} `TypeMismatch` for a non-string, `InvalidNamespace` otherwise.
+ */
+export function checkCollectionName(name: unknown): asserts name is string {
+  if (typeof name !== 'string') throw wrongType('create', name, 'string');
+  if (name.length === 0 || name.includes('$') || name.includes('\0')) {
+    throw new TimeseriesError('InvalidNamespace', `Invalid collection name: ${JSON.stringify(name)}`);
+  }
+}
+
+/**
+ * An index key pattern's field names: none may start with `$` (`{ $natural: 1 }` is a hint, not an
+ * index), except the wildcard `$**`.
+ *
+ * @param key - the key pattern (checked to be a document elsewhere).
+ * @throws {@link TimeseriesError} `CannotCreateIndex`.
+ */
+export function checkIndexKeyNames(key: unknown): void {
+  if (!isPlainObject(key)) return;
+  for (const name in key) {
+    if (!hasOwnField(key, name)) continue;
+    if (name.startsWith('$') && name !== '$**') {
+      throw new TimeseriesError(
+        'CannotCreateIndex',
+        "Index key contains an illegal field name: field name starts with '$'.",
+        { field: name },
+      );
+    }
+  }
+}

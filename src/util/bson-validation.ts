@@ -1,0 +1,447 @@
+/**
+ * What BSON can hold: one walk over a measurement that validates it and makes the copy tsbuckets keeps
+ * (the server's `fixDocumentForInsert` and `validateDepth` in `ops/insert.cpp`, plus what the `mongodb`
+ * driver's serializer refuses or rewrites before a document reaches the server).
+ *
+ * The copy is exactly what was validated: a caller changing its objects afterwards (or a getter answering
+ * differently the second time) cannot change what is stored, and every value is already in the form a
+ * bucket reads back whether it is open or compressed:
+ *
+ * | given                                   | stored                                                       |
+ * | --------------------------------------- | ------------------------------------------------------------ |
+ * | `undefined` (field or array element)    | `null`, as the driver sends it (`ignoreUndefined: false`)    |
+ * | array hole                              | `null`                                                       |
+ * | `bigint` within int64                   | `Long`                                                       |
+ * | `RegExp`                                | `BSONRegExp` with the flags js-bson writes (`i`, `s`, `m`)   |
+ * | `Uint8Array` (and `Buffer`)             | `Binary` of subtype 0 (a copy of the bytes)                  |
+ * | `Date`                                  | a new `Date`                                                 |
+ * | string with a lone surrogate            | the string BSON holds (U+FFFD in its place)                  |
+ * | plain or null-prototype object, array   | a fresh plain object / array; an own `__proto__` stays a field |
+ * | js-bson value (`_bsontype`)             | itself (`Binary` copied), after its tag and version are checked |
+ *
+ * Refused (a {@link TimeseriesError}):
+ *
+ * | value                                                      | code                 |
+ * | ---------------------------------------------------------- | -------------------- |
+ * | function, symbol, `Map`, `Set`, class instance, other typed array | `BadValue`    |
+ * | `bigint` outside int64, Invalid Date                       | `BadValue`           |
+ * | `_bsontype` that js-bson 7 does not write (forged, unknown, other major version) | `BadValue` |
+ * | field name or regex pattern containing NUL                 | `BadValue`           |
+ * | two field names BSON writes alike (lone surrogates)        | `BadValue`           |
+ * | circular value                                             | `BadValue`           |
+ * | document nested deeper than 180 levels                     | `Overflow`           |
+ * | document over 16 MiB                                       | `BSONObjectTooLarge` |
+ *
+ * @packageDocumentation
+ */
+import { Binary, BSONRegExp, Long } from 'bson';
+
+import { TimeseriesError } from '../errors.js';
+import { bsonValueSize, indexNameLength, kBSONObjMaxUserSize } from './bson-value.js';
+import { defineField, hasOwnField } from './safe-record.js';
+
+/**
+ * How many levels of nesting a stored document may have, the top-level document being level 1
+ * (`BSONDepth::getMaxDepthForUserStorage()`: the server's default 200 minus 20 kept for its own wrappers).
+ */
+export const kMaxDepthForUserStorage = 180;
+
+/** js-bson marks its classes with this symbol; its serializer refuses values of another major version. */
+const kBsonVersionSymbol = Symbol.for('@@mdb.bson.version');
+const kBsonMajorVersion = 7;
+const kInt64Min = -(2n ** 63n);
+const kInt64Max = 2n ** 63n - 1n;
+/** An array element takes at least 3 bytes (type, one-digit name, NUL): longer arrays cannot fit. */
+const kMaxArrayLength = Math.floor(kBSONObjMaxUserSize / 3);
+
+/** The js-bson tags whose values are stored as they are (immutable, or checked by js-bson itself). */
+const kImmutableTags: ReadonlySet<string> = new Set([
+  'Int32',
+  'Long',
+  'Double',
+  'Decimal128',
+  'ObjectId',
+  'ObjectID',
+  'Timestamp',
+  'MinKey',
+  'MaxKey',
+  'BSONSymbol',
+]);
+
+/** `String.prototype.isWellFormed` / `toWellFormed` (Node 20; not in the ES2023 library types). */
+interface WellFormedString {
+  isWellFormed(): boolean;
+  toWellFormed(): string;
+}
+
+/** `s` as BSON holds it: a lone surrogate is written (and read back) as U+FFFD. */
+function wellFormed(s: string): string {
+  const w = s as unknown as WellFormedString;
+  return w.isWellFormed() ? s : w.toWellFormed();
+}
+
+/**
+ * The walk's state. One per insert call, reset for each measurement (no allocation per measurement); not
+ * module-level: a getter met during a walk may start another insert, whose walk must not share it.
+ */
+export interface Walk {
+  /**
+   * An upper bound of the BSON bytes seen so far: strings and names count 3 bytes per UTF-16 unit, numbers
+   * 8, so that no string is measured on the hot path; the exact size is computed only when this bound
+   * passes 16 MiB.
+   */
+  size: number;
+  /** The objects and arrays from the root to the current value, for cycle detection. */
+  readonly path: object[];
+}
+
+/**
+ * Validate a measurement and copy it, in one walk (see the module comment for what is rewritten and what
+ * is refused).
+ *
+ * @param doc - a measurement as given by the caller.
+ * @param walk - scratch state from {@link makeWalk}, reused across the measurements of a call.
+ * @returns a fresh document holding exactly what will be stored.
+ * @throws {@link TimeseriesError} `BadValue`, `Overflow` or `BSONObjectTooLarge` (module comment).
+ * @example
+ * ```ts
+ * copyMeasurement({ ts: new Date(0), n: 5n, tags: [undefined] }); // { ts, n: Long(5), tags: [null] }
+ * ```
+ */
+export function copyMeasurement(doc: unknown, walk: Walk = makeWalk()): Record<string, unknown> {
+  if (!isDocument(doc)) {
+    throw new TimeseriesError('BadValue', `a measurement must be a document, not ${describe(doc)}`);
+  }
+  walk.size = 0;
+  // A refused measurement may leave containers on the path; the next one starts from the root.
+  walk.path.length = 0;
+  const out = copyDocument(doc, walk, 1);
+  if (walk.size > kBSONObjMaxUserSize) checkSize(out);
+  return out;
+}
+
+/**
+ * Validate one value that will be stored inside a document at `depth` (a meta value set by an update, an
+ * element of a filter), and copy it as {@link copyMeasurement} copies values.
+ *
+ * @param value - the value.
+ * @param depth - nesting level of the document holding it (1: a top-level field).
+ * @returns the stored form of the value.
+ * @throws {@link TimeseriesError} as {@link copyMeasurement}.
+ */
+export function copyBsonValue(value: unknown, depth = 1): unknown {
+  const walk = makeWalk();
+  const out = copyValue(value, walk, depth, '');
+  if (walk.size > kBSONObjMaxUserSize) checkSize(out);
+  return out;
+}
+
+/**
+ * Scratch state for {@link copyMeasurement}.
+ *
+ * @returns a fresh walk state.
+ */
+export function makeWalk(): Walk {
+  return { size: 0, path: [] };
+}
+
+/** A plain object or a null-prototype object: what js-bson writes as an embedded document. */
+function isDocument(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** The exact size of a copy whose bound passed the limit: refused if the size does too. */
+function checkSize(copy: unknown): void {
+  const size = bsonValueSize(copy);
+  if (size > kBSONObjMaxUserSize) throw tooLarge(size);
+}
+
+/**
+ * Field names already checked (well formed, no NUL): measurements repeat the same few names, and checking
+ * one costs two native string scans. Bounded; cleared when full.
+ */
+const checkedNames = new Set<string>();
+const kMaxCheckedNames = 10_000;
+
+/** Whether `key` can be a field name as it is (no NUL, no lone surrogate). */
+function isPlainName(key: string): boolean {
+  if (checkedNames.has(key)) return true;
+  if (key.includes('\0') || wellFormed(key) !== key) return false;
+  if (checkedNames.size >= kMaxCheckedNames) checkedNames.clear();
+  checkedNames.add(key);
+  return true;
+}
+
+function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): Record<string, unknown> {
+  walk.path.push(doc);
+  const sizeBefore = walk.size;
+  // A spread copies the document in one step (own enumerable keys; an own `__proto__` key stays a plain
+  // field; each getter is read once); then only the values that need another form are replaced.
+  const out: Record<string, unknown> = { ...doc };
+  let size = 5; // int32 length + trailing NUL
+  // for-in with an own-property check, not Object.keys: no array of names per document (this runs for
+  // every measurement).
+  for (const key in out) {
+    if (!hasOwnField(out, key)) continue;
+    if (!isPlainName(key)) {
+      // A name with NUL or a lone surrogate (rare): rebuilt name by name from the copy.
+      walk.size = sizeBefore;
+      const renamed = renameFields(out, walk, depth);
+      walk.path.pop();
+      return renamed;
+    }
+    size += 2 + 3 * key.length;
+    const value = out[key];
+    // Numbers are stored as they are: the common case, without a call.
+    if (typeof value === 'number') {
+      size += 8;
+      continue;
+    }
+    if (key === '_bsontype' && value !== undefined) {
+      // js-bson would take the document for one of its classes (a forged value).
+      throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
+    }
+    const copy = copyValue(value, walk, depth, key);
+    if (copy !== value) defineField(out, key, copy);
+  }
+  walk.size += size;
+  walk.path.pop();
+  return out;
+}
+
+/** {@link copyDocument} for a document with a name to check or rewrite: `fields` is already a copy. */
+function renameFields(fields: Record<string, unknown>, walk: Walk, depth: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  let size = 5;
+  for (const key in fields) {
+    if (!hasOwnField(fields, key)) continue;
+    const name = wellFormed(key);
+    if (name.includes('\0')) {
+      throw new TimeseriesError(
+        'BadValue',
+        `field name ${JSON.stringify(name)} must not contain null bytes`,
+        {
+          field: name,
+        },
+      );
+    }
+    if (hasOwnField(out, name)) {
+      // Two names that differ only in lone surrogates are one name in BSON.
+      throw new TimeseriesError('BadValue', `duplicate field name ${JSON.stringify(name)}`, { field: name });
+    }
+    const value = fields[key];
+    if (name === '_bsontype' && value !== undefined) {
+      throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
+    }
+    size += 2 + 3 * name.length;
+    defineField(out, name, copyValue(value, walk, depth, name));
+  }
+  walk.size += size;
+  return out;
+}
+
+function copyArray(arr: ReadonlyArray<unknown>, walk: Walk, depth: number, name: string): unknown[] {
+  if (arr.length > kMaxArrayLength) throw tooLarge(arr.length * 3);
+  walk.path.push(arr);
+  const out = new Array<unknown>(arr.length);
+  let size = 5;
+  for (let i = 0; i < arr.length; i++) {
+    size += 2 + indexNameLength(i);
+    out[i] = copyValue(arr[i], walk, depth, name);
+  }
+  walk.size += size;
+  walk.path.pop();
+  return out;
+}
+
+/**
+ * The stored form of `v`, found `depth` levels deep (the level of the document or array holding it), its
+ * bytes added to `walk.size`. `name` is the field it is in, for messages.
+ */
+function copyValue(v: unknown, walk: Walk, depth: number, name: string): unknown {
+  switch (typeof v) {
+    case 'number':
+      walk.size += 8;
+      return v;
+    case 'string': {
+      const s = wellFormed(v);
+      walk.size += 5 + 3 * s.length;
+      return s;
+    }
+    case 'boolean':
+      walk.size += 1;
+      return v;
+    case 'undefined':
+      // What the driver sends with `ignoreUndefined: false`: a null element.
+      return null;
+    case 'bigint':
+      if (v < kInt64Min || v > kInt64Max) {
+        throw new TimeseriesError('BadValue', `BigInt value ${String(v)} is out of the int64 range`, {
+          field: name,
+        });
+      }
+      walk.size += 8;
+      return Long.fromBigInt(v);
+    case 'object':
+      if (v === null) return null;
+      return copyObject(v, walk, depth, name);
+    default:
+      throw unsupported(v, name);
+  }
+}
+
+function copyObject(v: object, walk: Walk, depth: number, name: string): unknown {
+  const proto: unknown = Object.getPrototypeOf(v);
+  const container = Array.isArray(v) || proto === Object.prototype || proto === null;
+  if (container) {
+    if (depth >= kMaxDepthForUserStorage) {
+      // A cycle nests without end, so it always reaches the limit: only then is the path searched for a
+      // container met twice (no search per container on the hot path).
+      if (walk.path.includes(v) || new Set(walk.path).size !== walk.path.length) {
+        throw new TimeseriesError('BadValue', 'Cannot convert circular structure to BSON', { field: name });
+      }
+      throw new TimeseriesError(
+        'Overflow',
+        `cannot insert document because it exceeds ${kMaxDepthForUserStorage} levels of nesting`,
+        { field: name },
+      );
+    }
+    return Array.isArray(v)
+      ? copyArray(v, walk, depth + 1, name)
+      : copyDocument(v as Record<string, unknown>, walk, depth + 1);
+  }
+  // Dates first: the most common object in a measurement.
+  if (v instanceof Date) {
+    const t = v.getTime();
+    if (Number.isNaN(t))
+      throw new TimeseriesError('BadValue', `'${name}' is an invalid Date`, { field: name });
+    walk.size += 8;
+    return new Date(t);
+  }
+  const tag = (v as { _bsontype?: unknown })._bsontype;
+  if (tag !== undefined) return copyBsonClass(v, tag, walk, depth, name);
+  if (v instanceof RegExp) {
+    if (v.source.includes('\0')) throw nulInRegex(v.source, name);
+    // The flags js-bson's serializer writes for a RegExp, in its order (`global` is written as `s`).
+    const flags = (v.ignoreCase ? 'i' : '') + (v.global ? 's' : '') + (v.multiline ? 'm' : '');
+    walk.size += 3 * v.source.length + 1 + flags.length + 1;
+    return new BSONRegExp(v.source, flags);
+  }
+  if (v instanceof Uint8Array) {
+    walk.size += 5 + v.byteLength;
+    return new Binary(Uint8Array.prototype.slice.call(v), 0);
+  }
+  throw unsupported(v, name);
+}
+
+function copyBsonClass(v: object, tag: unknown, walk: Walk, depth: number, name: string): unknown {
+  if ((v as Record<symbol, unknown>)[kBsonVersionSymbol] !== kBsonMajorVersion) {
+    throw new TimeseriesError('BadValue', 'Unsupported BSON version, bson types must be from bson 7.x.x', {
+      field: name,
+    });
+  }
+  if (typeof tag === 'string' && kImmutableTags.has(tag)) {
+    walk.size += immutableSize(v, tag);
+    return v;
+  }
+  switch (tag) {
+    case 'Binary': {
+      const binary = v as Binary;
+      const bytes = Uint8Array.prototype.slice.call(binary.buffer, 0, binary.position);
+      walk.size += 5 + bytes.byteLength + (binary.sub_type === 2 ? 4 : 0);
+      return new Binary(bytes, binary.sub_type);
+    }
+    case 'BSONRegExp': {
+      const regex = v as BSONRegExp;
+      if (regex.pattern.includes('\0')) throw nulInRegex(regex.pattern, name);
+      walk.size += 3 * (regex.pattern.length + regex.options.length) + 2;
+      return v;
+    }
+    case 'Code':
+    case 'DBRef': {
+      // Their embedded documents (scope, fields) are checked like any document; the value is kept.
+      const inner = tag === 'Code' ? (v as { scope?: unknown }).scope : (v as { fields?: unknown }).fields;
+      const before = walk.size;
+      if (inner != null) copyValue(inner, walk, depth, name);
+      walk.size = before + bsonValueSize(v);
+      return v;
+    }
+    default:
+      throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(tag)}`, {
+        field: name,
+      });
+  }
+}
+
+function immutableSize(v: object, tag: string): number {
+  switch (tag) {
+    case 'Int32':
+      return 4;
+    case 'Decimal128':
+      return 16;
+    case 'ObjectId':
+    case 'ObjectID':
+      return 12;
+    case 'MinKey':
+    case 'MaxKey':
+      return 0;
+    case 'BSONSymbol':
+      return 5 + 3 * String((v as { value?: unknown }).value).length;
+    default:
+      return 8;
+  }
+}
+
+function nulInRegex(pattern: string, name: string): TimeseriesError {
+  return new TimeseriesError(
+    'BadValue',
+    `regular expression ${JSON.stringify(pattern)} must not contain null bytes`,
+    {
+      field: name,
+    },
+  );
+}
+
+function tooLarge(size: number): TimeseriesError {
+  return new TimeseriesError(
+    'BSONObjectTooLarge',
+    `BSONObj size: ${size} is invalid. Size must be between 0 and ${kBSONObjMaxUserSize}(16MB)`,
+  );
+}
+
+function unsupported(v: unknown, name: string): TimeseriesError {
+  return new TimeseriesError('BadValue', `Unsupported value for BSON in field '${name}': ${describe(v)}`, {
+    field: name,
+  });
+}
+
+/**
+ * A short description of any value for an error message. Never throws: a BigInt, a symbol or an object
+ * without a prototype would make `JSON.stringify` or a template literal throw.
+ *
+ * @param v - any value.
+ * @returns e.g. `function`, `symbol`, `object of class Map`, `string "abc"`.
+ */
+export function describe(v: unknown): string {
+  switch (typeof v) {
+    case 'string':
+      return `string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v)}`;
+    case 'bigint':
+    case 'number':
+    case 'boolean':
+      return `${typeof v} ${String(v)}`;
+    case 'object': {
+      if (v === null) return 'null';
+      if (Array.isArray(v)) return 'array';
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (proto === null) return 'object';
+      const ctor = (proto as { constructor?: { name?: unknown } }).constructor;
+      const className = typeof ctor === 'function' && typeof ctor.name === 'string' ? ctor.name : 'unknown';
+      return className === 'Object' ? 'object' : `object of class ${className}`;
+    }
+    default:
+      return typeof v;
+  }
+}

@@ -1,0 +1,422 @@
+/**
+ * Query filters and pipelines checked before they run, with MongoDB's codes and messages (the parser in
+ * `matcher/expression_parser.cpp`, the limits of `bson/bson_depth.h`, stage lookup in
+ * `pipeline/document_source.cpp`), and errors thrown by `mingo` turned into typed errors.
+ *
+ * Without these checks a string filter is parsed by mingo character by character, a filter nested a few
+ * thousand levels overflows the stack, and an unknown operator surfaces as mingo's untyped `Error`.
+ *
+ * | input                                                       | code           |
+ * | ----------------------------------------------------------- | -------------- |
+ * | filter, stage or option not a document / pipeline not array | `TypeMismatch` |
+ * | value nested deeper than 200 levels                          | `Overflow`     |
+ * | circular value                                               | `BadValue`     |
+ * | unknown operator, malformed `$and`/`$in`/`$not`...           | `BadValue`     |
+ * | `$regex` pattern that does not compile                       | 51091          |
+ * | stage with more than one field / unknown stage name         | 40323 / 40324  |
+ *
+ * @packageDocumentation
+ */
+import { TimeseriesError, TsBucketsError } from '../errors.js';
+import { describe } from './bson-validation.js';
+import { bsonTypeOf, isPlainObject } from './bson-value.js';
+import { hasOwnField } from './safe-record.js';
+
+/** The deepest a BSON object may be nested in a command (`BSONDepth::kDefaultMaxAllowableDepth`). */
+export const kMaxAllowableDepth = 200;
+
+/** Top-level operators of a filter (each followed by what it needs). */
+const kTopLevelOperators: ReadonlySet<string> = new Set([
+  '$and',
+  '$or',
+  '$nor',
+  '$expr',
+  '$where',
+  '$comment',
+  '$jsonSchema',
+  '$text',
+  '$sampleRate',
+  '$alwaysTrue',
+  '$alwaysFalse',
+]);
+
+/** Operators on a field (`{ field: { $op: ... } }`). */
+const kFieldOperators: ReadonlySet<string> = new Set([
+  '$eq',
+  '$ne',
+  '$gt',
+  '$gte',
+  '$lt',
+  '$lte',
+  '$in',
+  '$nin',
+  '$exists',
+  '$type',
+  '$size',
+  '$all',
+  '$elemMatch',
+  '$not',
+  '$regex',
+  '$options',
+  '$mod',
+  '$bitsAllSet',
+  '$bitsAllClear',
+  '$bitsAnySet',
+  '$bitsAnyClear',
+  '$geoWithin',
+  '$geoIntersects',
+  '$within',
+  '$near',
+  '$nearSphere',
+  '$maxDistance',
+  '$minDistance',
+  '$_internalExprEq',
+  '$_internalExprGt',
+  '$_internalExprGte',
+  '$_internalExprLt',
+  '$_internalExprLte',
+]);
+
+/** Aggregation stages MongoDB knows (a stage it knows but the embedded engine cannot run fails later). */
+const kPipelineStages: ReadonlySet<string> = new Set([
+  '$addFields',
+  '$bucket',
+  '$bucketAuto',
+  '$count',
+  '$densify',
+  '$documents',
+  '$facet',
+  '$fill',
+  '$geoNear',
+  '$graphLookup',
+  '$group',
+  '$limit',
+  '$lookup',
+  '$match',
+  '$merge',
+  '$out',
+  '$project',
+  '$redact',
+  '$replaceRoot',
+  '$replaceWith',
+  '$sample',
+  '$set',
+  '$setWindowFields',
+  '$skip',
+  '$sort',
+  '$sortByCount',
+  '$unionWith',
+  '$unset',
+  '$unwind',
+]);
+
+/**
+ * The BSON type name MongoDB prints for a value in "wrong type" messages.
+ *
+ * @param value - any value.
+ * @returns e.g. `string`, `int`, `array`, `missing`; {@link describe} for values BSON cannot hold.
+ */
+export function bsonTypeName(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (isPlainObject(value)) return 'object';
+  try {
+    switch (bsonTypeOf(value)) {
+      case 1:
+        return 'double';
+      case 2:
+        return 'string';
+      case 3:
+        return 'object';
+      case 4:
+        return 'array';
+      case 5:
+        return 'binData';
+      case 7:
+        return 'objectId';
+      case 8:
+        return 'bool';
+      case 9:
+        return 'date';
+      case 10:
+        return 'null';
+      case 11:
+        return 'regex';
+      case 16:
+        return 'int';
+      case 18:
+        return 'long';
+      case 19:
+        return 'decimal';
+      default:
+        return describe(value);
+    }
+  } catch {
+    return describe(value);
+  }
+}
+
+/**
+ * MongoDB's IDL error for an argument of the wrong type.
+ *
+ * @param field - the argument, as MongoDB names it (`find.filter`, `insert.ordered`...).
+ * @param value - what was given.
+ * @param expected - the expected BSON type name (`object`, `array`, `bool`...).
+ * @returns a `TypeMismatch` error.
+ */
+export function wrongType(field: string, value: unknown, expected: string): TimeseriesError {
+  return new TimeseriesError(
+    'TypeMismatch',
+    `BSON field '${field}' is the wrong type '${bsonTypeName(value)}', expected type '${expected}'`,
+    { field },
+  );
+}
+
+/**
+ * Check that `value` is no deeper than {@link kMaxAllowableDepth} and holds no cycle, without recursing
+ * past that depth (a deeper value would overflow the stack of every later walk).
+ *
+ * @param value - a filter, a pipeline, an update or one of their values.
+ * @param depth - its level (1: a top-level document).
+ * @param path - the containers above it (cycle detection).
+ * @throws {@link TimeseriesError} `Overflow` or `BadValue` (circular).
+ */
+export function checkNesting(value: unknown, depth = 1, path: object[] = []): void {
+  if (typeof value !== 'object' || value === null) return;
+  const isArray = Array.isArray(value);
+  if (!isArray && !isPlainObject(value)) return;
+  if (depth > kMaxAllowableDepth) {
+    throw new TimeseriesError(
+      'Overflow',
+      `BSONObj exceeded maximum nested object depth: ${kMaxAllowableDepth}`,
+    );
+  }
+  if (path.includes(value))
+    throw new TimeseriesError('BadValue', 'Cannot convert circular structure to BSON');
+  path.push(value);
+  if (isArray) for (const element of value) checkNesting(element, depth + 1, path);
+  else for (const key in value) if (hasOwnField(value, key)) checkNesting(value[key], depth + 1, path);
+  path.pop();
+}
+
+/**
+ * Check a query filter: a document, nested within the limits, every operator known and well formed.
+ *
+ * @param filter - the filter as given.
+ * @param field - the argument's name in messages (`find.filter`...).
+ * @throws {@link TimeseriesError} as listed in the module comment.
+ * @example
+ * ```ts
+ * checkFilter({ v: { $foo: 1 } }, 'find.filter'); // BadValue "unknown operator: $foo"
+ * ```
+ */
+export function checkFilter(
+  filter: unknown,
+  field: string,
+): asserts filter is Readonly<Record<string, unknown>> {
+  if (!isPlainObject(filter)) throw wrongType(field, filter, 'object');
+  checkNesting(filter);
+  checkExpression(filter, 0);
+}
+
+function badValue(message: string): TimeseriesError {
+  return new TimeseriesError('BadValue', message);
+}
+
+/**
+ * Check the operators of a filter. `level` is the depth of the expression tree; it needs no limit of its
+ * own here: every level nests the filter two BSON levels deeper, so {@link checkNesting} stops a tree long
+ * before the server's 100 levels of operators.
+ */
+function checkExpression(filter: Readonly<Record<string, unknown>>, level: number): void {
+  for (const name in filter) {
+    if (!hasOwnField(filter, name)) continue;
+    const value = filter[name];
+    if (name.startsWith('$')) checkTopLevelOperator(name, value, level);
+    else checkFieldValue(value, level);
+  }
+}
+
+function checkTopLevelOperator(name: string, value: unknown, level: number): void {
+  if (!kTopLevelOperators.has(name) && !name.startsWith('$_internal')) {
+    throw badValue(
+      `unknown top level operator: ${name}. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.`,
+    );
+  }
+  switch (name) {
+    case '$and':
+    case '$or':
+    case '$nor': {
+      if (!Array.isArray(value) || value.length === 0) throw badValue(`${name} must be a nonempty array`);
+      for (const entry of value as unknown[]) {
+        if (!isPlainObject(entry)) throw badValue(`${name} argument's entries must be objects`);
+        checkExpression(entry, level + 1);
+      }
+      return;
+    }
+    case '$jsonSchema':
+      if (!isPlainObject(value)) throw wrongType('$jsonSchema', value, 'object');
+      return;
+    default:
+      return;
+  }
+}
+
+/** The value of a field in a filter: an operator document, or a value to compare with. */
+function checkFieldValue(value: unknown, level: number): void {
+  if (!isOperatorDocument(value)) return;
+  checkOperators(value, level);
+}
+
+/** Whether a document is read as operators: its first field is `$`-prefixed (as the server decides). */
+function isOperatorDocument(value: unknown): value is Readonly<Record<string, unknown>> {
+  if (!isPlainObject(value)) return false;
+  for (const key in value) if (hasOwnField(value, key)) return key.startsWith('$');
+  return false;
+}
+
+function checkOperators(ops: Readonly<Record<string, unknown>>, level: number): void {
+  for (const op in ops) {
+    if (!hasOwnField(ops, op)) continue;
+    if (!kFieldOperators.has(op)) throw badValue(`unknown operator: ${op}`);
+    const arg = ops[op];
+    switch (op) {
+      case '$in':
+      case '$nin':
+      case '$all':
+        if (!Array.isArray(arg)) throw badValue(`${op} needs an array`);
+        break;
+      case '$not':
+        if (isPlainObject(arg)) {
+          if (Object.keys(arg).length === 0) throw badValue('$not cannot be empty');
+          if (!isOperatorDocument(arg)) throw badValue('$not needs a regex or a document');
+          checkOperators(arg, level + 1);
+        } else if (!isRegex(arg)) {
+          throw badValue('$not needs a regex or a document');
+        }
+        break;
+      case '$elemMatch':
+        if (!isPlainObject(arg)) throw badValue('$elemMatch needs an Object');
+        if (isOperatorDocument(arg) && !hasTopLevelOperator(arg)) checkOperators(arg, level + 1);
+        else checkExpression(arg, level + 1);
+        break;
+      case '$mod':
+        if (!Array.isArray(arg)) throw badValue('malformed mod, needs to be an array');
+        if (arg.length !== 2) throw badValue('malformed mod, not enough elements');
+        break;
+      case '$regex':
+        if (typeof arg === 'string') checkPattern(arg);
+        else if (!isRegex(arg)) throw badValue('$regex has to be a string');
+        break;
+      case '$size':
+        if (typeof arg !== 'number' && typeof arg !== 'bigint' && !hasBsonTag(arg)) {
+          throw badValue('$size needs a number');
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/** A `$regex` pattern JavaScript can compile (the server's PCRE and JS differ at the edges). */
+function checkPattern(pattern: string): void {
+  try {
+    new RegExp(pattern);
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : describe(cause);
+    throw new TimeseriesError('Location51091', `Regular expression is invalid: ${reason}`, { cause });
+  }
+}
+
+function hasTopLevelOperator(doc: Readonly<Record<string, unknown>>): boolean {
+  for (const key in doc) if (hasOwnField(doc, key) && kTopLevelOperators.has(key)) return true;
+  return false;
+}
+
+function hasBsonTag(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && typeof (v as { _bsontype?: unknown })._bsontype === 'string';
+}
+
+function isRegex(v: unknown): boolean {
+  return v instanceof RegExp || (hasBsonTag(v) && (v as { _bsontype: string })._bsontype === 'BSONRegExp');
+}
+
+/**
+ * Check an aggregation pipeline: an array of one-field stage documents with known names; `$match`
+ * filters are checked like any filter.
+ *
+ * @param pipeline - the pipeline as given.
+ * @throws {@link TimeseriesError} `TypeMismatch`, `Location40323`, `Location40324`, or what
+ *   {@link checkFilter} throws.
+ */
+export function checkPipeline(
+  pipeline: unknown,
+): asserts pipeline is ReadonlyArray<Readonly<Record<string, unknown>>> {
+  if (!Array.isArray(pipeline)) throw wrongType('aggregate.pipeline', pipeline, 'array');
+  checkNesting(pipeline);
+  for (const stage of pipeline as unknown[]) {
+    if (!isPlainObject(stage)) {
+      throw new TimeseriesError('TypeMismatch', "Each element of the 'pipeline' array must be an object");
+    }
+    const names = Object.keys(stage);
+    if (names.length !== 1) {
+      throw new TimeseriesError(
+        'Location40323',
+        'A pipeline stage specification object must contain exactly one field.',
+      );
+    }
+    const name = names[0] as string;
+    if (!kPipelineStages.has(name)) {
+      throw new TimeseriesError('Location40324', `Unrecognized pipeline stage name: '${name}'`);
+    }
+    if (name === '$match') {
+      const filter = stage[name];
+      if (!isPlainObject(filter)) {
+        throw new TimeseriesError('Location15959', 'the match filter must be an expression in an object');
+      }
+      checkExpression(filter, 0);
+    }
+  }
+}
+
+/**
+ * Run a call into mingo, turning its untyped errors into what MongoDB reports: `BadValue` with mingo's
+ * message, MongoDB's wording where the two differ. tsbuckets' own errors pass unchanged.
+ *
+ * @param run - the call.
+ * @returns what `run` returns.
+ * @throws {@link TimeseriesError} for any error `run` throws.
+ */
+export function mingoCall<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    throw toMongoError(error);
+  }
+}
+
+/**
+ * The typed error MongoDB would report for an error thrown by mingo.
+ *
+ * @param error - anything thrown.
+ * @returns `error` itself when it is a tsbuckets error, else a `BadValue` wrapping it.
+ */
+export function toMongoError(error: unknown): unknown {
+  if (TsBucketsError.isTsBucketsError(error)) return error;
+  const message = error instanceof Error ? error.message : describe(error);
+  const unknownOperator = /^unknown (?:query )?operator:? (\$\S+)$/.exec(message);
+  if (unknownOperator !== null) {
+    return new TimeseriesError('BadValue', `unknown operator: ${unknownOperator[1] ?? ''}`, { cause: error });
+  }
+  const unknownStage = /^unregistered pipeline operator (\$[^\s.]+)\.?$/.exec(message);
+  if (unknownStage !== null) {
+    return new TimeseriesError(
+      'Location40324',
+      `Unrecognized pipeline stage name: '${unknownStage[1] ?? ''}'`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return new TimeseriesError('BadValue', message, { cause: error });
+}
