@@ -114,6 +114,27 @@ export class Simple8bBuilder {
     this.#resetWidths();
   }
 
+  /**
+   * Become a copy of `other`'s state (pending values, widths, RLE), keeping this builder's sink: the column
+   * builder flushes such a copy to compute an intermediate binary without touching the real state.
+   *
+   * @param other - a builder of the same width.
+   */
+  copyFrom(other: Simple8bBuilder): void {
+    this.trackSum = other.trackSum;
+    this.lastWritten = other.lastWritten;
+    this.blocksWritten = other.blocksWritten;
+    const n = other.#count;
+    for (let i = 0; i < n; i++) this.#pending[i] = other.#pending[i] ?? 0n;
+    this.#bits.set(other.#bits.subarray(0, n * kTypes));
+    this.#maxBits.set(other.#maxBits);
+    this.#possible.set(other.#possible);
+    this.#count = n;
+    this.#lastValidType = other.#lastValidType;
+    this.#rleCount = other.#rleCount;
+    this.#lastForRle = other.#lastForRle;
+  }
+
   /** Number of pending values (not counting RLE repeats). */
   get pendingCount(): number {
     return this.#count;
@@ -506,6 +527,32 @@ export class Simple8bBuilder64 {
     this.#maxWidths = kMinWidths;
     this.#possible = kAllTypes;
     return this;
+  }
+
+  /**
+   * Become a copy of `other`'s state (pending values, widths, RLE), keeping this builder's sink: the column
+   * builder flushes such a copy to compute an intermediate binary without touching the real state.
+   *
+   * @param other - the builder to copy.
+   */
+  copyFrom(other: Simple8bBuilder64): void {
+    this.trackSum = other.trackSum;
+    this.lastWrittenLo = other.lastWrittenLo;
+    this.lastWrittenHi = other.lastWrittenHi;
+    this.blocksWritten = other.blocksWritten;
+    const n = other.#count;
+    for (let i = 0; i < n; i++) {
+      this.#lo[i] = other.#lo[i] ?? 0;
+      this.#hi[i] = other.#hi[i] ?? 0;
+    }
+    this.#maxWidths = other.#maxWidths;
+    this.#possible = other.#possible;
+    this.#fittingMaxWidths = other.#fittingMaxWidths;
+    this.#count = n;
+    this.#lastValidType = other.#lastValidType;
+    this.#rleCount = other.#rleCount;
+    this.#rleLo = other.#rleLo;
+    this.#rleHi = other.#rleHi;
   }
 
   /** Number of pending values (not counting RLE repeats). */
