@@ -187,7 +187,7 @@ async function measureIncremental(quick: boolean): Promise<void> {
           name: 'intermediate() per append',
           run: () => {
             const builder = new BSONColumnBuilder();
-            let column = new Uint8Array(0);
+            let column: Uint8Array = new Uint8Array(0);
             for (const v of values) {
               builder.append(v);
               column = applyBinaryDiff(column, builder.intermediate());

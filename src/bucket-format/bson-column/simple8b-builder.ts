@@ -801,11 +801,29 @@ export class Simple8bBuilder64 {
       this.blocksWritten++;
       this.sink.writeBlock64(((k - 1) << 4) | kRleSelector, 0, k * kRleMultiplier, sumLo, sumHi);
     }
-    let remainder = this.#rleCount % kRleMultiplier;
+    const remainder = this.#rleCount % kRleMultiplier;
     this.#rleCount = 0;
     // The remainder goes in as ordinary values that never restart RLE.
-    while (remainder-- > 0) this.#appendValue(lo, hi, false);
+    this.#appendRepeated(lo, hi, remainder);
     this.#rleLo = 0;
     this.#rleHi = 0;
+  }
+
+  /**
+   * `#appendValue(lo, hi, false)` `n` times (values that already fit a block, so their widths are valid),
+   * with the widths computed once: flushing an RLE run appends up to 119 of them, and every intermediate
+   * binary of a column in a run flushes one.
+   */
+  #appendRepeated(lo: number, hi: number, n: number): void {
+    const widths = isMissing(lo, hi) ? 0 : valueWidths(lo, hi);
+    const pendLo = this.#lo;
+    const pendHi = this.#hi;
+    for (let k = 0; k < n; k++) {
+      while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
+      const p = this.#count++;
+      pendLo[p] = lo;
+      pendHi[p] = hi;
+      this.#maxWidths = this.#fittingMaxWidths;
+    }
   }
 }
