@@ -19,7 +19,7 @@
  */
 import { InternalInvariantError } from '../../errors.js';
 import type { BinaryDiff } from './binary-diff.js';
-import { reopenPoint } from './binary-reopen.js';
+import { reopenPoint, resumeRegular64 } from './binary-reopen.js';
 import {
   BsonType,
   kInterleavedStartArray,
@@ -269,9 +269,12 @@ export class BSONColumnBuilder {
    * and {@link intermediate} called: appending more values and calling {@link intermediate} returns diffs
    * against `binary`, and the result is the binary of encoding all values at once.
    *
-   * Only the values after the column's last uncompressed literal are decoded and re-appended (before it,
-   * the encoder's state is final); a column with an interleaved (object) section is replayed whole, as
-   * the server does. When `binary` was encoded differently than this encoder would (another encoder,
+   * Before the column's last uncompressed literal the encoder's state is final. For integers, booleans,
+   * dates, timestamps, ObjectIds and repeat-only types, the Simple-8b slots after it are summed into the
+   * last value without decoding values, and only the slots from the last run of RLE blocks on are packed
+   * again. Other types (doubles, strings, binData, decimals) have the values after the last literal
+   * decoded and re-appended; a column with an interleaved (object) section is replayed whole, as the
+   * server does. When `binary` was encoded differently than this encoder would (another encoder,
    * legacy interleaving), the first diff starts at that point and rewrites the rest with the same values.
    *
    * @param binary - a BSONColumn binary (the BinData subtype 7 payload).
@@ -279,8 +282,17 @@ export class BSONColumnBuilder {
    * @throws TimeseriesError (`BadValue`) when `binary` is malformed.
    */
   static fromBinary(binary: Uint8Array): BSONColumnBuilder {
-    const builder = new BSONColumnBuilder();
     const from = reopenPoint(binary);
+    const resumed = new BSONColumnBuilder();
+    const base = resumeRegular64(binary, from, resumed.#regular, resumed.#out);
+    if (base >= 0) {
+      resumed.#base = base;
+      if (resumed.#finalTailEquals(binary.subarray(base))) {
+        resumed.intermediate();
+        return resumed;
+      }
+    }
+    const builder = new BSONColumnBuilder();
     const tail = binary.subarray(from);
     builder.#base = from;
     for (const value of decodeColumn(tail)) builder.append(value);

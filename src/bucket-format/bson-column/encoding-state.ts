@@ -217,6 +217,83 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     if (this.#controlPos >= 0) this.#controlPos -= n;
   }
 
+  /**
+   * Resume a 64-bit stream of a reopened column (the column builder's `fromBinary`), in the state right
+   * before a Simple-8b block whose predecessors left nothing pending: `controlBlocks` blocks of the open
+   * control byte at `controlPos` already written (none open when `controlPos` is -1), and the last slot
+   * value written `(hi:lo)`. The caller then replays the following slots with {@link replaySlot} and
+   * {@link EncodingState.skip}, and sets the last value with {@link resumePrevious}.
+   *
+   * @param type - BSON type of the stream's values (0 before any literal); not a double or 128-bit type.
+   * @param bytes - buffer holding the stream's last literal value.
+   * @param start - first value byte of that literal.
+   * @param end - end of its value.
+   * @param controlPos - offset of the open control byte in the output, or -1.
+   * @param controlBlocks - blocks already under it.
+   * @param lastLo - low half of the last slot value written (all ones for a missing slot).
+   * @param lastHi - high half.
+   */
+  resumeStream(
+    type: number,
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    controlPos: number,
+    controlBlocks: number,
+    lastLo: number,
+    lastHi: number,
+  ): void {
+    this.reset();
+    if (type !== 0) this.initializeFrom(type, bytes, start, end);
+    this.#b64.resumeAfterBlock(lastLo, lastHi);
+    this.#controlPos = controlPos;
+    this.#controlBlocks = controlPos < 0 ? 0 : controlBlocks;
+    this.#controlEntries = 0;
+  }
+
+  /**
+   * Append a Simple-8b slot value as stored in a column (a zigzagged delta), during a resume.
+   *
+   * @param lo - low half.
+   * @param hi - high half.
+   * @returns `false` if it does not fit Simple-8b (never for a value read from a valid column).
+   */
+  replaySlot(lo: number, hi: number): boolean {
+    return this.#b64.append(lo, hi);
+  }
+
+  /**
+   * End a resume: the stream's last value (what the next delta is taken from) and, for delta-of-delta
+   * types, the last delta and the last encoded ObjectId.
+   *
+   * @param type - BSON type.
+   * @param bytes - buffer holding the value.
+   * @param start - first value byte.
+   * @param end - end of the value.
+   * @param deltaLo - low half of the last delta (delta-of-delta types).
+   * @param deltaHi - high half.
+   * @param encodedLo - low half of the last encoded ObjectId.
+   * @param encodedHi - high half.
+   */
+  resumePrevious(
+    type: number,
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    deltaLo: number,
+    deltaHi: number,
+    encodedLo: number,
+    encodedHi: number,
+  ): void {
+    this.#storePrevious(type, bytes, start, end);
+    this.#prevDeltaLo = deltaLo;
+    this.#prevDeltaHi = deltaHi;
+    if (type === BsonType.objectId) {
+      this.#prevEncodedLo = encodedLo;
+      this.#prevEncodedHi = encodedHi;
+    }
+  }
+
   /** BSON type of the previous element, 0 if none. */
   get previousType(): number {
     return this.#prevType;

@@ -530,6 +530,22 @@ export class Simple8bBuilder64 {
   }
 
   /**
+   * Continue a stream whose last written block ended with `(hi:lo)` and left nothing pending (a reopened
+   * column, right before a run of RLE blocks or after a literal): what the decoder's RLE repeats, and what
+   * a new RLE run may start on.
+   *
+   * @param lo - low half of that block's last slot value (both halves all ones for a missing slot).
+   * @param hi - high half.
+   */
+  resumeAfterBlock(lo: number, hi: number): void {
+    this.reset(this.sink, false);
+    this.lastWrittenLo = lo;
+    this.lastWrittenHi = hi;
+    this.#rleLo = lo;
+    this.#rleHi = hi;
+  }
+
+  /**
    * Become a copy of `other`'s state (pending values, widths, RLE), keeping this builder's sink: the column
    * builder flushes such a copy to compute an intermediate binary without touching the real state.
    *
