@@ -56,6 +56,25 @@ interface SubStream {
 const kNoControl = -1;
 
 /**
+ * Scratch for writing intermediate binaries, shared by every builder: an open bucket keeps one builder
+ * per field, so per-builder copies would multiply the catalog's memory, and intermediate() neither nests
+ * nor runs user code. Each scratch state is pointed at the builder's buffers by `copyFrom`.
+ */
+const scratch = {
+  regular: undefined as EncodingState | undefined,
+  streams: [] as EncodingState[],
+  builder: undefined as BSONColumnBuilder | undefined,
+  /** Per stream: output length, item count, open control offset and its byte. */
+  saved: [] as number[],
+  controlByte: 0,
+};
+
+/** Initial capacity of a builder's buffer: after intermediate() it holds at most one control block. */
+const kInitialCapacity = 64;
+/** A buffer this much larger than what it holds after intermediate() is replaced by a smaller one. */
+const kShrinkFactor = 4;
+
+/**
  * Encodes a sequence of values into one BSONColumn binary, in one go or incrementally.
  *
  * In one go: {@link BSONColumnBuilder.append} and {@link BSONColumnBuilder.skip} every entry, then
@@ -82,7 +101,7 @@ const kNoControl = -1;
  * ```
  */
 export class BSONColumnBuilder {
-  readonly #out = new ByteWriter();
+  readonly #out = new ByteWriter(kInitialCapacity);
   // Where #out[0] sits in the column: the bytes before it are final and no longer kept.
   #base = 0;
   // What the previous intermediate() wrote at the open control byte, to tell which bytes did not change
@@ -90,15 +109,8 @@ export class BSONColumnBuilder {
   #lastControl = kNoControl;
   #lastControlOffset = 0;
   #lastBufLength = 0;
-  // Scratch copies of the encoding states, flushed to write intermediate binaries; kept for reuse.
-  #scratchRegular: EncodingState | undefined;
-  readonly #scratchStreams: EncodingState[] = [];
-  #scratchBuilder: BSONColumnBuilder | undefined;
-  // Per stream (appending mode): output length, item count, open control offset and its byte, saved while
-  // an intermediate binary is written into the streams' buffers.
-  readonly #savedStreams: number[] = [];
-  #savedControlByte = 0;
-  readonly #element = new ElementWriter();
+  // Created on the first value that is not a number or a date (those have their own paths).
+  #elementWriter: ElementWriter | undefined;
   // Reset rather than replaced between sections and columns: a new state allocates its tables.
   readonly #regular = new EncodingState(this.#out);
   #mode: Mode = Mode.regular;
@@ -133,7 +145,7 @@ export class BSONColumnBuilder {
       this.skip();
       return;
     }
-    const el = this.#element;
+    const el = (this.#elementWriter ??= new ElementWriter());
     el.write(value);
     if (el.type === BsonType.object || el.type === BsonType.array) {
       this.#appendObject(el.type, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
@@ -244,8 +256,7 @@ export class BSONColumnBuilder {
     // Keep only what may still change: from the open control byte, or nothing.
     const keepFrom = control < 0 ? length : control;
     if (keepFrom > 0) {
-      out.buf.copyWithin(0, keepFrom, length);
-      out.length = length - keepFrom;
+      out.dropFront(keepFrom, kShrinkFactor);
       this.#regular.rebase(keepFrom);
       this.#base += keepFrom;
     }
@@ -321,35 +332,37 @@ export class BSONColumnBuilder {
       case Mode.regular: {
         const control = this.#regular.controlPos;
         // The copy counts its blocks into the shared open control byte: keep the real one.
-        this.#savedControlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
-        const scratch = (this.#scratchRegular ??= new EncodingState(out));
-        scratch.copyFrom(this.#regular);
-        scratch.flush();
+        scratch.controlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
+        const state = (scratch.regular ??= new EncodingState(out));
+        state.copyFrom(this.#regular);
+        state.flush();
         break;
       }
       case Mode.determining: {
         // The reference is not fixed yet: encode the buffered objects (at most twice the reference's
         // leaves) as a fresh section in a scratch builder.
-        const scratch = (this.#scratchBuilder ??= new BSONColumnBuilder());
-        scratch.#out.reset();
-        scratch.#reference = this.#reference;
-        scratch.#referenceType = this.#referenceType;
-        scratch.#buffered = this.#buffered.slice();
-        scratch.#mode = Mode.determining;
-        scratch.#flushSubObjMode();
-        out.bytes(scratch.#out.buf, 0, scratch.#out.length);
+        const section = (scratch.builder ??= new BSONColumnBuilder());
+        section.#out.reset();
+        section.#reference = this.#reference;
+        section.#referenceType = this.#referenceType;
+        section.#buffered = this.#buffered.slice();
+        section.#mode = Mode.determining;
+        section.#flushSubObjMode();
+        out.bytes(section.#out.buf, 0, section.#out.length);
         break;
       }
       case Mode.appending: {
         const streams = this.#streams;
-        const saved = this.#savedStreams;
+        const saved = scratch.saved;
         saved.length = 0;
-        for (const [i, s] of streams.entries()) {
+        for (let i = 0; i < streams.length; i++) {
+          const s = streams[i];
+          if (s === undefined) continue;
           const control = s.state.controlPos;
           saved.push(s.out.length, s.items.length, control, control >= 0 ? (s.out.buf[control] ?? 0) : 0);
-          const scratch = (this.#scratchStreams[i] ??= new EncodingState(s.out));
-          scratch.copyFrom(s.state);
-          scratch.flush();
+          const state = (scratch.streams[i] ??= new EncodingState(s.out));
+          state.copyFrom(s.state);
+          state.flush();
         }
         writeInDecoderOrder(streams, out);
         out.u8(0);
@@ -369,12 +382,15 @@ export class BSONColumnBuilder {
     out.length = length;
     if (this.#mode === Mode.regular) {
       const control = this.#regular.controlPos;
-      if (control >= 0) out.buf[control] = this.#savedControlByte;
+      if (control >= 0) out.buf[control] = scratch.controlByte;
       return;
     }
     if (this.#mode !== Mode.appending) return;
-    const saved = this.#savedStreams;
-    for (const [i, s] of this.#streams.entries()) {
+    const saved = scratch.saved;
+    const streams = this.#streams;
+    for (let i = 0; i < streams.length; i++) {
+      const s = streams[i];
+      if (s === undefined) continue;
       s.out.length = saved[4 * i] ?? 0;
       s.items.length = saved[4 * i + 1] ?? 0;
       const control = saved[4 * i + 2] ?? -1;
@@ -384,7 +400,8 @@ export class BSONColumnBuilder {
 
   #appendObject(type: number, obj: RefObject): void {
     const numElements = countLeaves(obj);
-    const el = this.#element;
+    // Set: #appendObject is only reached from append() after writing the element.
+    const el = this.#elementWriter ?? new ElementWriter();
     if (this.#mode === Mode.regular) {
       if (numElements === 0) this.#regular.append(type, el.bytes, el.start, el.end);
       else this.#startDetermining(obj, type);

@@ -110,6 +110,27 @@ export class ByteWriter {
   }
 
   /**
+   * Drop the first `n` bytes written, moving the rest to the front; when the storage is then more than
+   * `shrinkFactor` times what it holds (and larger than the default capacity), move it to a smaller one so
+   * that a long-lived writer does not keep the peak size of its past.
+   *
+   * @param n - bytes to drop, at most {@link ByteWriter.length}.
+   * @param shrinkFactor - how much larger than its content the storage may stay.
+   */
+  dropFront(n: number, shrinkFactor: number): void {
+    const left = this.length - n;
+    if (this.buf.length > kDefaultCapacity && left * shrinkFactor < this.buf.length) {
+      const next = new Uint8Array(Math.max(kDefaultCapacity, left * 2));
+      next.set(this.buf.subarray(n, this.length));
+      this.buf = next;
+      this.#view = new DataView(next.buffer);
+    } else {
+      this.buf.copyWithin(0, n, this.length);
+    }
+    this.length = left;
+  }
+
+  /**
    * A copy of the bytes written.
    *
    * @returns a new array of exactly {@link ByteWriter.length} bytes.

@@ -484,8 +484,10 @@ export class Simple8bBuilder64 {
   blocksWritten = 0;
 
   // Pending values as halves; (kMissingHalf, kMissingHalf) is a skip.
-  readonly #lo = new Uint32Array(kMaxPending);
-  readonly #hi = new Uint32Array(kMaxPending);
+  // Two views over one buffer: a builder lives as long as its column's open bucket, and each typed array
+  // with its own buffer costs a few hundred bytes of heap.
+  readonly #lo: Uint32Array;
+  readonly #hi: Uint32Array;
   // Per extension type (packed), the largest width among the pending values.
   #maxWidths = kMinWidths;
   // Bit t set: type t can still hold all pending values.
@@ -501,6 +503,9 @@ export class Simple8bBuilder64 {
   /** @param sink - receives the blocks. */
   constructor(sink: Simple8bSink64) {
     this.sink = sink;
+    const pending = new ArrayBuffer(8 * kMaxPending);
+    this.#lo = new Uint32Array(pending, 0, kMaxPending);
+    this.#hi = new Uint32Array(pending, 4 * kMaxPending, kMaxPending);
   }
 
   /**
