@@ -41,8 +41,50 @@ function usesDeltaOfDelta(type: number): boolean {
   return type === BsonType.date || type === BsonType.timestamp || type === BsonType.objectId;
 }
 
-// Scratch for the bytes of a double appended as a number.
+// Scratch for the bytes of a double appended as a number, and for reading a stored one.
 const doubleBits = new DataView(new ArrayBuffer(8));
+const kNoBytes = new Uint8Array(0);
+const kNoView = new DataView(kNoBytes.buffer);
+
+/**
+ * Scratch results of the halves helpers, shared by every state: a column builder lives as long as its
+ * open bucket, so per-state scratch objects multiply the catalog's heap. Each is used by one method only
+ * and read into locals before any call that could re-enter a state (the double restart recurses through
+ * #appendDouble), and no state's method runs inside another state's.
+ */
+const shared: {
+  readonly scaled: ScaledDouble;
+  readonly delta: Int64Halves;
+  readonly block: Int64Halves;
+  readonly pending: Int64Halves;
+  readonly rescaled: Int64Halves;
+} = {
+  scaled: { lo: 0, hi: 0, scaleIndex: 0 },
+  delta: { lo: 0, hi: 0 },
+  block: { lo: 0, hi: 0 },
+  pending: { lo: 0, hi: 0 },
+  rescaled: { lo: 0, hi: 0 },
+};
+
+/** Little-endian uint32 at `at` (the stored previous value, which has no DataView of its own). */
+function readUint32(b: Uint8Array, at: number): number {
+  return ((b[at] ?? 0) | ((b[at + 1] ?? 0) << 8) | ((b[at + 2] ?? 0) << 16) | ((b[at + 3] ?? 0) << 24)) >>> 0;
+}
+
+/** Store `v` (an int32 or uint32) little-endian at `at`. */
+function writeUint32(b: Uint8Array, at: number, v: number): void {
+  b[at] = v & 0xff;
+  b[at + 1] = (v >>> 8) & 0xff;
+  b[at + 2] = (v >>> 16) & 0xff;
+  b[at + 3] = v >>> 24;
+}
+
+/** Little-endian double at `at`. */
+function readFloat64(b: Uint8Array, at: number): number {
+  doubleBits.setUint32(0, readUint32(b, at), true);
+  doubleBits.setUint32(4, readUint32(b, at + 4), true);
+  return doubleBits.getFloat64(0, true);
+}
 
 /** Sink for the double re-scaling trial: it only records that a block would have been written. */
 class TrialSink implements Simple8bSink64 {
@@ -80,14 +122,15 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
 
   // The previous element (type + value bytes), copied: the caller's buffer is reused.
   #prevType = 0;
-  #prev = new Uint8Array(32);
-  #prevView = new DataView(this.#prev.buffer);
+  // Read and written byte by byte (readUint32...): a DataView per state costs more heap than the bytes,
+  // and a column builder lives as long as its open bucket.
+  #prev = new Uint8Array(16);
   #prevSize = 0;
 
   // A view over the caller's buffer, rebuilt only when the buffer changes: the element writer reuses one
   // scratch buffer, so this saves a DataView allocation per value.
-  #inBytes: Uint8Array = this.#prev;
-  #inView: DataView = this.#prevView;
+  #inBytes: Uint8Array = kNoBytes;
+  #inView: DataView = kNoView;
 
   // Previous encoded value of doubles (at the current scale) and ObjectIds.
   #prevEncodedLo = 0;
@@ -102,13 +145,12 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   // Encoded (at the open control's scale) value at the end of the blocks written: the decoder's base.
   #blockEndLo = 0;
   #blockEndHi = 0;
-  readonly #scaled: ScaledDouble = { lo: 0, hi: 0, scaleIndex: 0 };
-  // Scratch results of the halves helpers. Each is used by one method only and read into locals before
-  // any call that could re-enter the state (the double restart recurses through #appendDouble).
-  readonly #delta: Int64Halves = { lo: 0, hi: 0 };
-  readonly #block: Int64Halves = { lo: 0, hi: 0 };
-  readonly #pending: Int64Halves = { lo: 0, hi: 0 };
-  readonly #rescaled: Int64Halves = { lo: 0, hi: 0 };
+  // Scratch results of the halves helpers, shared by all states (module scope, see `shared`).
+  readonly #scaled: ScaledDouble = shared.scaled;
+  readonly #delta: Int64Halves = shared.delta;
+  readonly #block: Int64Halves = shared.block;
+  readonly #pending: Int64Halves = shared.pending;
+  readonly #rescaled: Int64Halves = shared.rescaled;
 
   #controlPos = -1;
   #controlBlocks = 0;
@@ -184,7 +226,6 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const size = other.#prevSize;
     if (size > this.#prev.length) {
       this.#prev = new Uint8Array(other.#prev.length);
-      this.#prevView = new DataView(this.#prev.buffer);
     }
     for (let i = 0; i < size; i++) this.#prev[i] = other.#prev[i] ?? 0;
     this.#prevSize = size;
@@ -362,17 +403,17 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     doubleBits.setFloat64(0, x, true);
     const lo = doubleBits.getUint32(0, true);
     const hi = doubleBits.getUint32(4, true);
-    const prev = this.#prevView;
+    const prev = this.#prev;
     let compressed = false;
     if (this.#prevType === BsonType.double) {
-      if (lo === prev.getUint32(0, true) && hi === prev.getUint32(4, true)) {
+      if (lo === readUint32(prev, 0) && hi === readUint32(prev, 4)) {
         // A repeated value: a zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
       } else compressed = this.#appendDouble(x);
     }
-    prev.setUint32(0, lo, true);
-    prev.setUint32(4, hi, true);
+    writeUint32(prev, 0, lo);
+    writeUint32(prev, 4, hi);
     if (!compressed) this.#writeLiteral(BsonType.double, 8);
   }
 
@@ -382,10 +423,10 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * @param x - an integer in int32 range.
    */
   appendInt32(x: number): void {
-    const prev = this.#prevView;
+    const prev = this.#prev;
     let compressed = false;
     if (this.#prevType === BsonType.int32) {
-      const previous = prev.getInt32(0, true);
+      const previous = readUint32(prev, 0) | 0;
       if (x === previous) {
         // A zero delta, which always fits.
         this.#b64.append(0, 0);
@@ -396,7 +437,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         compressed = this.#b64.append(d.lo, d.hi);
       }
     }
-    prev.setInt32(0, x, true);
+    writeUint32(prev, 0, x);
     if (!compressed) this.#writeLiteral(BsonType.int32, 4);
   }
 
@@ -409,11 +450,11 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     // An integer below 2^53 in magnitude: both halves are exact. NaN gives 0 in both.
     const lo = ms >>> 0;
     const hi = highHalf(ms);
-    const prev = this.#prevView;
+    const prev = this.#prev;
     let compressed = false;
     if (this.#prevType === BsonType.date) {
       const d = this.#delta;
-      sub64(lo, hi, prev.getUint32(0, true), prev.getUint32(4, true), d);
+      sub64(lo, hi, readUint32(prev, 0), readUint32(prev, 4), d);
       const deltaLo = d.lo;
       const deltaHi = d.hi;
       zigzagDelta64(deltaLo, deltaHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
@@ -421,8 +462,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       this.#prevDeltaHi = deltaHi;
       compressed = this.#b64.append(d.lo, d.hi);
     }
-    prev.setUint32(0, lo, true);
-    prev.setUint32(4, hi, true);
+    writeUint32(prev, 0, lo);
+    writeUint32(prev, 4, hi);
     if (!compressed) this.#writeLiteral(BsonType.date, 8);
   }
 
@@ -530,7 +571,6 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const size = end - start;
     if (size > this.#prev.length) {
       this.#prev = new Uint8Array(Math.max(size, this.#prev.length * 2));
-      this.#prevView = new DataView(this.#prev.buffer);
     }
     // Values are mostly 4-16 bytes: a plain loop beats `set(subarray())`, which allocates a view.
     const prev = this.#prev;
@@ -564,7 +604,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     switch (type) {
       case BsonType.double: {
         const s = this.#scaled;
-        this.#lastValueInPrevBlock = this.#prevView.getFloat64(0, true);
+        this.#lastValueInPrevBlock = readFloat64(this.#prev, 0);
         scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
         this.#prevEncodedLo = s.lo;
         this.#prevEncodedHi = s.hi;
@@ -626,12 +666,12 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   #append64(type: number, bytes: Uint8Array, view: DataView, start: number): boolean {
-    const prevView = this.#prevView;
+    const prev = this.#prev;
     const d = this.#delta;
     switch (type) {
       case BsonType.int32:
         // An int32 delta is exact in a number: zigzag it without 64-bit arithmetic.
-        zigzagNumber(view.getInt32(start, true) - prevView.getInt32(0, true), d);
+        zigzagNumber(view.getInt32(start, true) - (readUint32(prev, 0) | 0), d);
         return this.#b64.append(d.lo, d.hi);
       case BsonType.bool:
         zigzagNumber((bytes[start] ?? 0) - (this.#prev[0] ?? 0), d);
@@ -647,8 +687,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         sub64(
           view.getUint32(start, true),
           view.getUint32(start + 4, true),
-          prevView.getUint32(0, true),
-          prevView.getUint32(4, true),
+          readUint32(prev, 0),
+          readUint32(prev, 4),
           d,
         );
         break;
@@ -710,7 +750,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       }
       this.#b64.flush();
       this.#closeControl();
-      const previous = replayedPrevious ?? this.#prevView.getFloat64(0, true);
+      const previous = replayedPrevious ?? readFloat64(this.#prev, 0);
       scaleAndEncodeDouble(previous, scale, s);
       let prevLo = s.lo;
       let prevHi = s.hi;
