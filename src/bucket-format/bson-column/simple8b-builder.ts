@@ -188,6 +188,8 @@ export class Simple8bBuilder {
   resetAfterLiteral(): void {
     this.lastWritten = 0n;
     this.#lastForRle = 0n;
+    // The server starts a new builder after a literal: a type ruled out before it is possible again.
+    this.#resetWidths();
   }
 
   #appendValue(value: bigint, tryRle: boolean): boolean {
@@ -363,6 +365,26 @@ for (let type = 0; type < kTypes; type++) {
   }
 }
 
+/**
+ * The blocks (5 numbers each: the halves, entries, the sum's halves) that flushing `r` repeats of a value
+ * writes after its RLE blocks, keyed by {@link remainderKey}; shared by all builders, bounded.
+ */
+const remainderBlocks = new Map<number, number[]>();
+const kMaxCachedRemainders = 4096;
+const kMaxCachedValue = 1 << 20;
+
+/**
+ * Cache key of an RLE remainder: the value (small values only; missing is 0, `v` is `v + 1`), the count
+ * and whether sums are reported. -1 when the value is not cached.
+ */
+function remainderKey(lo: number, hi: number, remainder: number, trackSum: boolean): number {
+  let value: number;
+  if (isMissing(lo, hi)) value = 0;
+  else if (hi === 0 && lo < kMaxCachedValue) value = lo + 1;
+  else return -1;
+  return (value * kRleMultiplier + remainder) * 2 + (trackSum ? 1 : 0);
+}
+
 /** Pending room a {@link Simple8bBuilder64} starts with. */
 const kInitialPending = 8;
 
@@ -502,6 +524,8 @@ export class Simple8bBuilder64 {
   #rleCount = 0;
   #rleLo = 0;
   #rleHi = 0;
+  // Set while #flushRle records the blocks of a remainder for remainderBlocks.
+  #recording: number[] | undefined = undefined;
 
   /** @param sink - receives the blocks. */
   constructor(sink: Simple8bSink64) {
@@ -650,12 +674,56 @@ export class Simple8bBuilder64 {
 
   /** Write everything pending, RLE included. */
   flush(): void {
-    if (this.#rleCount > 0) this.#endRle();
+    // Nothing is pending while an RLE run is open (a run starts only on an empty builder).
+    if (this.#rleCount > 0) this.#flushRle();
     while (this.#count > 0) this.#writeBlock(this.#lastValidType);
     // As the server does: RLE may only start on 0 after a flush. lastWritten keeps the decoder's view.
     this.#rleLo = 0;
     this.#rleHi = 0;
     this.#lastValidType = 0;
+  }
+
+  /**
+   * Flush an open RLE run: its RLE blocks, then the remainder (fewer than 120 repeats) as ordinary blocks.
+   * The remainder's blocks depend only on the repeated value and the count (nothing else is pending, and
+   * a type ruled out for the value could not hold it anyway), so they are cached: a column in a run
+   * (dates at a fixed interval, a constant) flushes one for every intermediate binary, and packing up to
+   * 119 values one by one was most of that call's cost.
+   */
+  #flushRle(): void {
+    const lo = this.#rleLo;
+    const hi = this.#rleHi;
+    const remainder = this.#rleCount % kRleMultiplier;
+    const key = remainderKey(lo, hi, remainder, this.trackSum);
+    const cached = key < 0 ? undefined : remainderBlocks.get(key);
+    if (cached === undefined) {
+      const record = key >= 0 && remainderBlocks.size < kMaxCachedRemainders;
+      if (record) this.#recording = [];
+      this.#endRle();
+      while (this.#count > 0) this.#writeBlock(this.#lastValidType);
+      if (record && this.#recording !== undefined) remainderBlocks.set(key, this.#recording);
+      this.#recording = undefined;
+      return;
+    }
+    this.#rleCount -= remainder;
+    this.#endRle();
+    for (let i = 0; i < cached.length; i += 5) {
+      this.blocksWritten++;
+      this.sink.writeBlock64(
+        cached[i] ?? 0,
+        cached[i + 1] ?? 0,
+        cached[i + 2] ?? 0,
+        cached[i + 3] ?? 0,
+        cached[i + 4] ?? 0,
+      );
+    }
+    this.lastWrittenLo = lo;
+    this.lastWrittenHi = hi;
+    // As after the last block the uncached path writes.
+    if (cached.length > 0) {
+      this.#maxWidths = kMinWidths;
+      this.#possible = kAllTypes;
+    }
   }
 
   /** After a literal the decoder's previous Simple-8b value is 0 again. */
@@ -664,6 +732,9 @@ export class Simple8bBuilder64 {
     this.lastWrittenHi = 0;
     this.#rleLo = 0;
     this.#rleHi = 0;
+    // The server starts a new builder after a literal: a type ruled out before it is possible again.
+    this.#possible = kAllTypes;
+    this.#maxWidths = kMinWidths;
   }
 
   #appendValue(lo: number, hi: number, tryRle: boolean): boolean {
@@ -801,6 +872,7 @@ export class Simple8bBuilder64 {
     this.#rleLo = lastLo;
     this.#rleHi = lastHi;
     this.blocksWritten++;
+    this.#recording?.push(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
     this.sink.writeBlock64(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
   }
 

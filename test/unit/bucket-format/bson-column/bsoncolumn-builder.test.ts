@@ -1,4 +1,4 @@
-import { Binary, Decimal128 } from 'bson';
+import { Binary, Decimal128, Long } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { applyBinaryDiff } from '../../../../src/bucket-format/bson-column/binary-diff.js';
@@ -164,5 +164,18 @@ describe('decoded values own their bytes', () => {
     const copy = cloneCanonical(original) as Binary;
     memory.fill(9);
     expect(Array.from(copy.buffer)).toEqual([1, 2, 3]);
+  });
+});
+
+describe('Simple-8b state after a literal', () => {
+  it('packs the values after a literal as a new builder would, whatever ruled a type out before it', () => {
+    // Deltas of 2^62 (zigzag 2^63) need a trailing-zero selector: the base selector is ruled out for them,
+    // including right before an RLE run of them that is flushed by the next literal.
+    const tail = '10 00 01000000 80 2c00000200200000 00';
+    for (let n = 1; n <= 300; n++) {
+      const longs = Array.from({ length: n }, (_, k) => Long.fromBigInt(BigInt.asIntN(64, BigInt(k) << 62n)));
+      const bytes = toHex(BSONColumn.encode([...longs, 1, 2, 3, 4]));
+      expect(bytes.endsWith(tail.replace(/ /g, ''))).toBe(true);
+    }
   });
 });
