@@ -69,6 +69,32 @@ const scratch = {
   controlByte: 0,
 };
 
+/** Size of the slabs diffs are copied into, and the largest diff copied into one. */
+const kSlabSize = 8192;
+const kMaxSlabbed = 1024;
+let slab = new Uint8Array(kSlabSize);
+let slabUsed = 0;
+
+/**
+ * A copy of `src[start, end)` that the caller owns. Small copies are cut from a shared slab, as Node's
+ * pooled `Buffer`s are: allocating an `ArrayBuffer` per diff made garbage collection most of the cost of an
+ * intermediate() call. A slab is never written again once handed out (a full slab is replaced, not
+ * reused), so a diff never changes; it only keeps its slab alive.
+ */
+function copyToSlab(src: Uint8Array, start: number, end: number): Uint8Array {
+  const n = end - start;
+  if (n > kMaxSlabbed) return src.slice(start, end);
+  if (slabUsed + n > kSlabSize) {
+    slab = new Uint8Array(kSlabSize);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + n);
+  // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates another view.
+  for (let i = 0; i < n; i++) out[i] = src[start + i] ?? 0;
+  slabUsed += n;
+  return out;
+}
+
 /** Initial capacity of a builder's buffer: after intermediate() it holds at most one control block. */
 const kInitialCapacity = 64;
 /** A buffer this much larger than what it holds after intermediate() is replaced by a smaller one. */
@@ -207,7 +233,9 @@ export class BSONColumnBuilder {
    * bytes are neither re-encoded nor copied. After the call, {@link finalize} may no longer be used (the
    * builder drops the bytes that are final).
    *
-   * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`.
+   * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`. `bytes` is the
+   *   caller's and never changes, but small diffs share an `ArrayBuffer` (as Node's pooled `Buffer`s do):
+   *   copy them to keep them long without keeping that buffer alive.
    */
   intermediate(): BinaryDiff {
     const out = this.#out;
@@ -251,7 +279,7 @@ export class BSONColumnBuilder {
       }
       this.#lastBufLength = length - control;
     }
-    const bytes = buf.slice(identical, total);
+    const bytes = copyToSlab(buf, identical, total);
     this.#restoreTail(length);
     // Keep only what may still change: from the open control byte, or nothing.
     const keepFrom = control < 0 ? length : control;
