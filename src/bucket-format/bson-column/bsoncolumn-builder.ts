@@ -234,8 +234,9 @@ export class BSONColumnBuilder {
    * builder drops the bytes that are final).
    *
    * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`. `bytes` is the
-   *   caller's and never changes, but small diffs share an `ArrayBuffer` (as Node's pooled `Buffer`s do):
-   *   copy them to keep them long without keeping that buffer alive.
+   *   caller's and never changes. A diff at offset 0 (a whole column) has its own `ArrayBuffer`; later
+   *   small diffs share one (as Node's pooled `Buffer`s do): copy them to keep them long without keeping
+   *   that buffer alive.
    */
   intermediate(): BinaryDiff {
     const out = this.#out;
@@ -279,7 +280,8 @@ export class BSONColumnBuilder {
       }
       this.#lastBufLength = length - control;
     }
-    const bytes = copyToSlab(buf, identical, total);
+    // A diff at offset 0 is a whole column, which a store is likely to keep as is: give it its own buffer.
+    const bytes = prevOffset + identical === 0 ? buf.slice(0, total) : copyToSlab(buf, identical, total);
     this.#restoreTail(length);
     // Keep only what may still change: from the open control byte, or nothing.
     const keepFrom = control < 0 ? length : control;
