@@ -89,6 +89,24 @@ describe('BSONColumnBuilder: MongoDB 8 binary diffs', () => {
     }
   });
 
+  it('hands out diffs that later calls never change, and a whole-column diff with its own buffer', () => {
+    // Arrange: many small diffs, kept until the end (they share buffers)
+    const builder = new BSONColumnBuilder();
+    const values: number[] = [];
+    const diffs: BinaryDiff[] = [];
+    for (let i = 0; i < 5000; i++) {
+      values.push(Math.round(Math.sin(i) * 1000) / 100);
+      builder.append(values[i]);
+      diffs.push(builder.intermediate());
+    }
+    // Act
+    const column = diffs.reduce(applyBinaryDiff, new Uint8Array(0));
+    // Assert
+    expect(toHex(column)).toBe(toHex(BSONColumn.encode(values)));
+    const first = diffs[0];
+    expect(first?.bytes.byteLength).toBe(first?.bytes.buffer.byteLength);
+  });
+
   it('refuses finalize() once intermediate() has dropped the final bytes', () => {
     const builder = new BSONColumnBuilder();
     builder.append(1);
