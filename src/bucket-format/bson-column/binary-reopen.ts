@@ -18,7 +18,7 @@ import {
 import { elementValueSize } from './bson-element.js';
 import type { ByteWriter } from './byte-writer.js';
 import type { EncodingState } from './encoding-state.js';
-import { Simple8bReader, kRleSelector } from './simple8b.js';
+import { Simple8bReader, kRleMultiplier, kRleSelector } from './simple8b.js';
 import { decodeObjectId, encodeObjectId, unzigzag64 } from './simple8b-type-util.js';
 
 /** {@link reopenPoint}'s answer for a binary with an interleaved section: replay it whole. */
@@ -72,6 +72,18 @@ function resumable(type: number): boolean {
     default:
       return true;
   }
+}
+
+/** Entries of an RLE block, from its first byte. */
+function rleEntries(low: number): number {
+  return ((low >> 4) + 1) * kRleMultiplier;
+}
+
+/** `(hi:lo) × n` modulo 2^64, for `n` below 2^21. */
+function mul64(lo: number, hi: number, n: number, out: Int64Halves): void {
+  const p = lo * n;
+  out.lo = p >>> 0;
+  out.hi = (Math.imul(hi, n) + Math.floor(p / 4294967296)) >>> 0;
 }
 
 // Scratch for resumeRegular64: one reader, halves and the last value's bytes (a resume is never nested).
@@ -165,6 +177,17 @@ export function resumeRegular64(
         resumeHi = reader.missing ? 0xffffffff : reader.hi;
       }
       prevWasRle = isRle;
+      if (isRle && (reader.missing || (reader.lo === 0 && reader.hi === 0))) {
+        // Repeats of a skip or a zero: no change to a delta type's value; a delta-of-delta type's value
+        // moves by the last delta at each entry.
+        if (deltaOfDelta && !reader.missing) {
+          mul64(deltaLo, deltaHi, rleEntries(bytes[blockPos] ?? 0), scratch);
+          add64(baseLo, baseHi, scratch.lo, scratch.hi, scratch);
+          baseLo = scratch.lo;
+          baseHi = scratch.hi;
+        }
+        continue;
+      }
       reader.start(bytes, view, blockPos, 1);
       while (reader.hasNext()) {
         if (!reader.next() || !sums) continue;
@@ -199,7 +222,14 @@ export function resumeRegular64(
     if (control === 0) break;
     const blocks = (control & 0x0f) + 1;
     for (; j < blocks; j++) {
-      reader.start(bytes, view, pos + 1 + 8 * j, 1);
+      const blockPos = pos + 1 + 8 * j;
+      if (((bytes[blockPos] ?? 0) & 0x0f) === kRleSelector) {
+        const lo = reader.missing ? 0xffffffff : reader.lo;
+        const hi = reader.missing ? 0xffffffff : reader.hi;
+        if (!state.replayRun(lo, hi, rleEntries(bytes[blockPos] ?? 0))) return -1;
+        continue;
+      }
+      reader.start(bytes, view, blockPos, 1);
       while (reader.hasNext()) {
         if (!reader.next()) state.skip();
         else if (!state.replaySlot(reader.lo, reader.hi)) return -1;

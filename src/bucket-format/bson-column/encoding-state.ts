@@ -304,6 +304,19 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   /**
+   * Append the `n` entries of an RLE block as stored in a column, during a resume: {@link replaySlot} (or
+   * a skip) `n` times, at the cost of one once the run is open.
+   *
+   * @param lo - low half of the repeated slot value (both halves all ones for missing).
+   * @param hi - high half.
+   * @param n - entries.
+   * @returns `false` if the value does not fit Simple-8b.
+   */
+  replayRun(lo: number, hi: number, n: number): boolean {
+    return this.#b64.appendRun(lo, hi, n);
+  }
+
+  /**
    * End a resume: the stream's last value (what the next delta is taken from) and, for delta-of-delta
    * types, the last delta and the last encoded ObjectId.
    *

@@ -672,6 +672,28 @@ export class Simple8bBuilder64 {
     this.#appendValue(kMissingHalf, kMissingHalf, true);
   }
 
+  /**
+   * Append `(hi:lo)`, or a missing value when both halves are all ones, `n` times: {@link append} or
+   * {@link skip} each time, except that once an RLE run of that value is open the rest only add to its
+   * count (a reopened column replays its RLE blocks, up to 1920 entries each).
+   *
+   * @param lo - low half.
+   * @param hi - high half.
+   * @param n - repeats.
+   * @returns `false` when the value cannot be stored in Simple-8b.
+   */
+  appendRun(lo: number, hi: number, n: number): boolean {
+    for (let k = 0; k < n; k++) {
+      if (this.#rleCount > 0 && lo === this.#rleLo && hi === this.#rleHi) {
+        this.#rleCount += n - k;
+        return true;
+      }
+      if (isMissing(lo, hi)) this.skip();
+      else if (!this.#appendValue(lo, hi, true)) return false;
+    }
+    return true;
+  }
+
   /** Write everything pending, RLE included. */
   flush(): void {
     // Nothing is pending while an RLE run is open (a run starts only on an empty builder).
