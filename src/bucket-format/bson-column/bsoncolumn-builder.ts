@@ -52,6 +52,14 @@ interface SubStream {
   readonly state: EncodingState;
 }
 
+const kNoStreams: SubStream[] = Object.freeze([]) as unknown as SubStream[];
+
+const kNoReference: RefObject = Object.freeze({ isArray: false, fields: Object.freeze([]) });
+// Frozen: a push to them would be a bug, and throws.
+const kNothingBuffered: Array<RefObject | undefined> = Object.freeze([]) as unknown as Array<
+  RefObject | undefined
+>;
+
 /** `#lastControl` when no control byte was recorded (the server's `kInvalidControlByte`). */
 const kNoControl = -1;
 
@@ -140,12 +148,14 @@ export class BSONColumnBuilder {
   // Reset rather than replaced between sections and columns: a new state allocates its tables.
   readonly #regular = new EncodingState(this.#out);
   #mode: Mode = Mode.regular;
-  #reference: RefObject = { isArray: false, fields: [] };
+  #reference: RefObject = kNoReference;
   #referenceType = 0;
   // Objects buffered while the reference is determined; `undefined` is a buffered missing entry.
-  #buffered: Array<RefObject | undefined> = [];
-  #streams: SubStream[] = [];
-  readonly #leaves: Array<RefField | undefined> = [];
+  // Outside interleaved mode these hold shared empty arrays (a builder per open column should not carry
+  // empty arrays of its own): #buffered and #streams are replaced, never pushed to, until a section starts.
+  #buffered: Array<RefObject | undefined> = kNothingBuffered;
+  #streams: SubStream[] = kNoStreams;
+  #leavesScratch: Array<RefField | undefined> | undefined;
 
   /**
    * Append one entry.
@@ -444,7 +454,7 @@ export class BSONColumnBuilder {
       return;
     }
     if (this.#mode === Mode.determining) {
-      const leaves = this.#leaves;
+      const leaves = (this.#leavesScratch ??= []);
       leaves.length = 0;
       if (!lockStep(this.#reference, obj, leaves)) {
         const merged = mergeRefObject(this.#reference, obj);
@@ -489,7 +499,7 @@ export class BSONColumnBuilder {
       for (const s of streams) s.state.skip();
       return true;
     }
-    const leaves = this.#leaves;
+    const leaves = (this.#leavesScratch ??= []);
     leaves.length = 0;
     if (!lockStep(this.#reference, obj, leaves)) {
       this.#flushSubObjMode();
@@ -533,7 +543,7 @@ export class BSONColumnBuilder {
         throw new InternalInvariantError(7103, 'buffered object incompatible with the merged reference');
       }
     }
-    this.#buffered = [];
+    this.#buffered = kNothingBuffered;
   }
 
   #flushSubObjMode(): void {
@@ -542,7 +552,7 @@ export class BSONColumnBuilder {
     for (const s of streams) s.state.flush();
     writeInDecoderOrder(streams, this.#out);
     this.#out.u8(0);
-    this.#streams = [];
+    this.#streams = kNoStreams;
     this.#mode = Mode.regular;
   }
 }

@@ -171,14 +171,15 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * need a fresh builder, and allocating one (64 pending slots and width tables) per block dominated the
    * encoder's profile. A builder is released only once nothing reads it any more.
    */
-  readonly #spare64: Simple8bBuilder64[] = [];
+  // Created by the first double that needs one: most states never do.
+  #spare64: Simple8bBuilder64[] | undefined;
 
   #builder128(): Simple8bBuilder {
     return (this.#b128 ??= new Simple8bBuilder(this, true));
   }
 
   #acquire64(sink: Simple8bSink64, trackSum: boolean, from: Simple8bBuilder64): Simple8bBuilder64 {
-    return (this.#spare64.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
+    return (this.#spare64?.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
   }
 
   /**
@@ -754,7 +755,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       if (rescaled !== undefined) {
         rescaled.sink = this;
         rescaled.trackSum = true;
-        this.#spare64.push(this.#b64);
+        (this.#spare64 ??= []).push(this.#b64);
         this.#b64 = rescaled;
         this.#prevEncodedLo = encLo;
         this.#prevEncodedHi = encHi;
@@ -845,7 +846,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       this.#appendDouble(val, prev);
       prev = val;
     }
-    this.#spare64.push(old);
+    (this.#spare64 ??= []).push(old);
   }
 
   #tryRescalePending(encLo: number, encHi: number, newScale: number): Simple8bBuilder64 | undefined {
@@ -871,7 +872,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       )
     )
       return trial;
-    this.#spare64.push(trial);
+    (this.#spare64 ??= []).push(trial);
     return undefined;
   }
 
