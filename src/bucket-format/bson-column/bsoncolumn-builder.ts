@@ -184,7 +184,7 @@ export class BSONColumnBuilder {
     const el = (this.#elementWriter ??= new ElementWriter());
     el.write(value);
     if (el.type === BsonType.object || el.type === BsonType.array) {
-      this.#appendObject(el.type, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
+      this.#appendObject(el, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
       return;
     }
     if (this.#mode !== Mode.regular) this.#flushSubObjMode();
@@ -438,10 +438,10 @@ export class BSONColumnBuilder {
     }
   }
 
-  #appendObject(type: number, obj: RefObject): void {
+  /** Append the object or array `el` holds, parsed as `obj`. */
+  #appendObject(el: ElementWriter, obj: RefObject): void {
+    const type = el.type;
     const numElements = countLeaves(obj);
-    // Set: #appendObject is only reached from append() after writing the element.
-    const el = this.#elementWriter ?? new ElementWriter();
     if (this.#mode === Mode.regular) {
       if (numElements === 0) this.#regular.append(type, el.bytes, el.start, el.end);
       else this.#startDetermining(obj, type);

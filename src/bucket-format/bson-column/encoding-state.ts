@@ -263,8 +263,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * Resume a 64-bit stream of a reopened column (the column builder's `fromBinary`), in the state right
    * before a Simple-8b block whose predecessors left nothing pending: `controlBlocks` blocks of the open
    * control byte at `controlPos` already written (none open when `controlPos` is -1), and the last slot
-   * value written `(hi:lo)`. The caller then replays the following slots with {@link replaySlot} and
-   * {@link EncodingState.skip}, and sets the last value with {@link resumePrevious}.
+   * value written `(hi:lo)`. The caller then replays the following slots with {@link EncodingState.replaySlot} and
+   * {@link EncodingState.skip}, and sets the last value with {@link EncodingState.resumePrevious}.
    *
    * @param type - BSON type of the stream's values (0 before any literal); not a double or 128-bit type.
    * @param bytes - buffer holding the stream's last literal value.
@@ -305,7 +305,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   /**
-   * Append the `n` entries of an RLE block as stored in a column, during a resume: {@link replaySlot} (or
+   * Append the `n` entries of an RLE block as stored in a column, during a resume: {@link EncodingState.replaySlot} (or
    * a skip) `n` times, at the cost of one once the run is open.
    *
    * @param lo - low half of the repeated slot value (both halves all ones for missing).

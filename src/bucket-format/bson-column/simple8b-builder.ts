@@ -673,8 +673,8 @@ export class Simple8bBuilder64 {
   }
 
   /**
-   * Append `(hi:lo)`, or a missing value when both halves are all ones, `n` times: {@link append} or
-   * {@link skip} each time, except that once an RLE run of that value is open the rest only add to its
+   * Append `(hi:lo)`, or a missing value when both halves are all ones, `n` times: {@link Simple8bBuilder64.append} or
+   * {@link Simple8bBuilder64.skip} each time, except that once an RLE run of that value is open the rest only add to its
    * count (a reopened column replays its RLE blocks, up to 1920 entries each).
    *
    * @param lo - low half.
