@@ -38,8 +38,6 @@ export interface Bucket {
   readonly normalizedMeta: unknown;
   /** Rounded start, epoch ms (`control.min.<time>`). */
   readonly startMs: number;
-  /** `bucketMaxSpanSeconds` in force when the bucket was opened. */
-  readonly maxSpanSeconds: number;
   /** Per-path min/max of committed measurements (folded at prepareCommit). */
   readonly minMax: MinMax;
   /** Per-path canonical types of staged measurements. */
@@ -86,16 +84,7 @@ export interface Bucket {
 /** What distinguishes one new open bucket from another; everything else starts empty. */
 export type BucketInit = Pick<
   Bucket,
-  | 'id'
-  | 'key'
-  | 'collection'
-  | 'hasMeta'
-  | 'normalizedMeta'
-  | 'startMs'
-  | 'maxSpanSeconds'
-  | 'minMax'
-  | 'schema'
-  | 'size'
+  'id' | 'key' | 'collection' | 'hasMeta' | 'normalizedMeta' | 'startMs' | 'minMax' | 'schema' | 'size'
 > & {
   /** Measurements already in the stored document (a reopened bucket), 0 for a new one. */
   readonly committedMeasurements: number;
@@ -117,7 +106,6 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     hasMeta: init.hasMeta,
     normalizedMeta: init.normalizedMeta,
     startMs: init.startMs,
-    maxSpanSeconds: init.maxSpanSeconds,
     minMax: init.minMax,
     schema: init.schema,
     size: init.size,
