@@ -42,8 +42,8 @@ export type {
   RollupDescription,
   RollupStats,
 } from './rollups/rollup-set.js';
-export { BSONColumn, BSONColumnBuilder } from './bucket-format/bson-column/bson-column.js';
-export type { BSONColumnCodec, DecodeOptions } from './bucket-format/bson-column/bson-column.js';
+export { BSONColumn, BSONColumnBuilder, applyBinaryDiff } from './bucket-format/bson-column/bson-column.js';
+export type { BSONColumnCodec, BinaryDiff, DecodeOptions } from './bucket-format/bson-column/bson-column.js';
 export { BucketCatalog } from './catalog/bucket-catalog.js';
 export type {
   BucketCatalogOptions,
