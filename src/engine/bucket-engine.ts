@@ -120,8 +120,9 @@ export class BucketEngine {
     this.storage = options.storage ?? new MemoryStorage();
     this.clock = options.clock ?? systemClock;
     this.dbName = options.dbName ?? 'tsbuckets';
+    // In the 8.0+ format buckets are compressed from their first commit: closing one writes nothing.
     const compressor =
-      (options.compression ?? 'onClose') === 'onClose'
+      (options.compression ?? 'onClose') === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
         ? new ClosedBucketCompressor(
             this.storage,
             () => this.catalog,
@@ -142,6 +143,8 @@ export class BucketEngine {
         timeseriesIdleBucketExpiryMemoryUsageThresholdBytes:
           parameters.timeseriesIdleBucketExpiryMemoryUsageThresholdBytes,
         timeseriesIdleBucketExpiryMaxCountPerAttempt: parameters.timeseriesIdleBucketExpiryMaxCountPerAttempt,
+        timeseriesAlwaysUseCompressedBuckets: parameters.timeseriesAlwaysUseCompressedBuckets,
+        timeseriesValidateCompressedBuckets: parameters.timeseriesValidateCompressedBuckets,
       },
       reopening: options.reopening ?? 'enabled',
       ...(compressor === undefined

@@ -6,7 +6,7 @@ import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
-import type { BucketCommit } from '../bucket-format/bucket-document.js';
+import { applyCompressedCommit } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
@@ -18,6 +18,7 @@ import type {
   NamespaceOptions,
   Storage,
   StorageFindOptions,
+  StorageCommit,
   StorageIndex,
   StorageUpdateResult,
   StoredBucket,
@@ -103,8 +104,16 @@ export class MemoryStorage implements Storage {
    * The guard is checked and the changes applied directly on the stored document: a map lookup and one
    * property store per value, whatever the size of the bucket.
    */
-  applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
-    const doc = this.#ns(ns).docs.get(objectIdHex(commit.bucketId));
+  applyCommit(ns: string, commit: StorageCommit): Promise<StorageUpdateResult> {
+    const entry = this.#ns(ns);
+    const key = objectIdHex(commit.bucketId);
+    const doc = entry.docs.get(key);
+    if (commit.format === 'compressed') {
+      // A new document object: one a reader was handed keeps the columns it was read with.
+      const next = doc === undefined ? undefined : applyCompressedCommit(doc, commit);
+      if (next !== undefined) entry.docs.set(key, next);
+      return Promise.resolve(next !== undefined ? { kind: 'updated' } : { kind: 'notMatched' });
+    }
     const applied = doc !== undefined && applyCommitToDocument(doc, commit);
     return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
   }
