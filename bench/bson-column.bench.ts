@@ -8,9 +8,14 @@ import { pathToFileURL } from 'node:url';
 
 import { ObjectId, calculateObjectSize } from 'bson';
 
-import { BSONColumn } from '../src/bucket-format/bson-column/bson-column.js';
+import {
+  BSONColumn,
+  BSONColumnBuilder,
+  applyBinaryDiff,
+} from '../src/bucket-format/bson-column/bson-column.js';
 import { compressBucket } from '../src/bucket-format/bucket-compression.js';
 import { kCpuMetrics, prng } from './datasets.js';
+import { compare, rate } from './harness.js';
 
 const kIntervalMs = 10_000;
 // Granularity "seconds": a bucket spans at most 3600 s, so 360 measurements at a 10 s interval.
@@ -146,6 +151,89 @@ function measureThroughput(d: Dataset, quick: boolean): void {
   console.log(`    encode ${m(enc)}, decode ${m(dec)}`);
 }
 
+/** Columns of one full bucket (1000 measurements), one per value kind of the incremental case. */
+function incrementalColumns(): ReadonlyArray<{ readonly name: string; readonly values: unknown[] }> {
+  const r = prng(3);
+  const n = 1000;
+  let walk = 50;
+  return [
+    { name: 'dates (10 s apart)', values: times(n, 1_451_606_400_000) },
+    {
+      name: 'doubles (2-decimal random walk)',
+      values: Array.from({ length: n }, () => {
+        walk = Math.min(100, Math.max(0, walk + (r() - 0.5) * 10));
+        return Math.round(walk * 100) / 100;
+      }),
+    },
+    { name: 'int32 (counter)', values: Array.from({ length: n }, (_, i) => 1000 + i * 7 + (i % 3)) },
+    {
+      name: 'objects {a: int32, b: double}',
+      values: Array.from({ length: n }, (_, i) => ({ a: i % 10, b: Math.round(r() * 1000) / 10 })),
+    },
+  ];
+}
+
+/**
+ * MongoDB 8's write path commits every measurement to an open bucket: per append, either the builder's
+ * intermediate() diff (applied to the stored column), or a full re-encode of the column so far (what a
+ * store that keeps no encoder state must do). Reports appends per second and the ratio.
+ */
+async function measureIncremental(quick: boolean): Promise<void> {
+  console.log('  appending a 1000-value column one value at a time, a commit after each append:');
+  for (const { name, values } of incrementalColumns()) {
+    const [diffs, reencode] = await compare(
+      [
+        {
+          name: 'intermediate() per append',
+          run: () => {
+            const builder = new BSONColumnBuilder();
+            let column: Uint8Array = new Uint8Array(0);
+            for (const v of values) {
+              builder.append(v);
+              column = applyBinaryDiff(column, builder.intermediate());
+            }
+            return values.length;
+          },
+        },
+        {
+          name: 'finalize per append',
+          run: () => {
+            for (let i = 1; i <= values.length; i++) BSONColumn.encode(values.slice(0, i));
+            return values.length;
+          },
+        },
+      ],
+      quick ? 3 : 9,
+    );
+    const [reopen, decode] = await compare(
+      [
+        {
+          name: 'fromBinary',
+          run: () => {
+            BSONColumnBuilder.fromBinary(BSONColumn.encode(values));
+            return 1;
+          },
+        },
+        {
+          name: 'encode',
+          run: () => {
+            BSONColumn.encode(values);
+            return 1;
+          },
+        },
+      ],
+      quick ? 3 : 9,
+    );
+    if (diffs === undefined || reencode === undefined || reopen === undefined || decode === undefined)
+      throw new Error('missing bench result');
+    console.log(
+      `    ${name.padEnd(32)} intermediate ${rate(diffs.perSecond).padStart(10)}, ` +
+        `finalize ${rate(reencode.perSecond).padStart(10)}: ${(diffs.perSecond / reencode.perSecond).toFixed(0)}x; ` +
+        `encode+fromBinary ${reopen.medianMs.toFixed(3)} ms vs encode ${decode.medianMs.toFixed(3)} ms`,
+    );
+  }
+}
+
 /**
  * Print the BSONColumn storage and throughput figures.
  *
@@ -157,7 +245,7 @@ export async function runBsonColumnBench(quick: boolean): Promise<void> {
     measureStorage(d);
     measureThroughput(d, quick);
   }
-  await Promise.resolve();
+  await measureIncremental(quick);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -26,8 +26,8 @@ export { Cursor } from './engine/cursor.js';
 export { ReaderCursor } from './reader/reader.js';
 export type { ExplainResult, FindOptions, MeasurementDocument, PipelineStage } from './reader/reader.js';
 export type { QueryFilter } from './util/bson-query.js';
-export { BSONColumn, BSONColumnBuilder } from './bucket-format/bson-column/bson-column.js';
-export type { BSONColumnCodec, DecodeOptions } from './bucket-format/bson-column/bson-column.js';
+export { BSONColumn, BSONColumnBuilder, applyBinaryDiff } from './bucket-format/bson-column/bson-column.js';
+export type { BSONColumnCodec, BinaryDiff, DecodeOptions } from './bucket-format/bson-column/bson-column.js';
 export { BucketCatalog } from './catalog/bucket-catalog.js';
 export type {
   BucketCatalogOptions,

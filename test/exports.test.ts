@@ -23,6 +23,7 @@ describe('public exports', () => {
       'TimeseriesCollection',
       'TimeseriesError',
       'TsBucketsError',
+      'applyBinaryDiff',
       'bucketUpdateDocument',
       'commitGuardFilter',
     ]);

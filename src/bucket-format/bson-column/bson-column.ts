@@ -77,3 +77,5 @@ export const BSONColumn: BSONColumnCodec = Object.freeze({
 });
 
 export { BSONColumnBuilder } from './bsoncolumn-builder.js';
+export { applyBinaryDiff } from './binary-diff.js';
+export type { BinaryDiff } from './binary-diff.js';

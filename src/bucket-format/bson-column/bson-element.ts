@@ -262,14 +262,14 @@ export function readCanonicalValue(
     case BsonType.timestamp:
       return new Timestamp({ i: view.getUint32(pos, true), t: view.getUint32(pos + 4, true) });
     case BsonType.objectId:
-      return new ObjectId(bytes.slice(pos, pos + 12));
+      return new ObjectId(copyOf(bytes, pos, pos + 12));
     case BsonType.decimal128:
-      return new Decimal128(bytes.slice(pos, pos + 16));
+      return new Decimal128(copyOf(bytes, pos, pos + 16));
     case BsonType.binData: {
       const subtype = bytes[pos + 4] ?? 0;
       // Subtype 2 has an inner length that js-bson strips and re-adds: let js-bson handle it.
       if (subtype === 2) return readViaJsBson(bytes, type, pos, size);
-      return new Binary(bytes.slice(pos + 5, pos + size), subtype);
+      return new Binary(copyOf(bytes, pos + 5, pos + size), subtype);
     }
     default:
       return readViaJsBson(bytes, type, pos, size);
@@ -404,6 +404,21 @@ export class ElementWriter {
 }
 
 /**
+ * A copy of `bytes[start, end)` that shares no memory with `bytes`. `bytes.slice` does not do this when
+ * `bytes` is a Node `Buffer` (the driver's `Binary.buffer`, a column read from storage): `Buffer#slice` is
+ * a view, and js-bson's `Binary` and `Decimal128` keep the array they are given, so decoded values would
+ * change with the column's memory when it is reused or patched in place.
+ *
+ * @param bytes - source.
+ * @param start - first byte.
+ * @param end - end (exclusive).
+ * @returns a new array.
+ */
+export function copyOf(bytes: Uint8Array, start: number, end: number): Uint8Array {
+  return Uint8Array.prototype.slice.call(bytes, start, end);
+}
+
+/**
  * A deep copy of a canonical value, so that repeated entries never share mutable objects (`Date`,
  * `Binary`, objects, arrays). Immutable js-bson values (`Long`, `ObjectId`, ...) are shared.
  *
@@ -413,7 +428,7 @@ export class ElementWriter {
 export function cloneCanonical(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (value instanceof Date) return new Date(value.getTime());
-  if (value instanceof Binary) return new Binary(value.buffer.slice(0, value.position), value.sub_type);
+  if (value instanceof Binary) return new Binary(copyOf(value.buffer, 0, value.position), value.sub_type);
   if (Array.isArray(value)) return value.map(cloneCanonical);
   if ('_bsontype' in value) return value;
   const out = {};

@@ -10,10 +10,23 @@
  * | determining | merge into reference and buffer, or fix the reference and append | end section, append | buffer a skip (end section first if the reference has an empty sub-object) |
  * | appending | append to streams, or end section and start determining | end section, append | skip every stream (same exception) |
  *
+ * Intermediate binaries (MongoDB 8): {@link BSONColumnBuilder.intermediate} writes what finalizing now
+ * would write, from copies of the encoding states, then takes it back out; the builder keeps only the
+ * bytes that may still change (from the open Simple-8b control byte on, or nothing) and the offset where
+ * they start in the column.
+ *
  * @packageDocumentation
  */
 import { InternalInvariantError } from '../../errors.js';
-import { BsonType, kInterleavedStartArray, kInterleavedStartObject } from './bsoncolumn-util.js';
+import type { BinaryDiff } from './binary-diff.js';
+import { reopenPoint } from './binary-reopen.js';
+import {
+  BsonType,
+  kInterleavedStartArray,
+  kInterleavedStartObject,
+  scaleIndexForControlByte,
+} from './bsoncolumn-util.js';
+import { decodeColumn } from './decoder.js';
 import { isInt32Number } from '../../util/bson-value.js';
 import { ElementWriter } from './bson-element.js';
 import { ByteWriter } from './byte-writer.js';
@@ -39,12 +52,52 @@ interface SubStream {
   readonly state: EncodingState;
 }
 
+/** `#lastControl` when no control byte was recorded (the server's `kInvalidControlByte`). */
+const kNoControl = -1;
+
 /**
- * Encodes a sequence of values into one BSONColumn binary: append, then {@link finalize}, which leaves the
- * builder empty and ready for the next column.
+ * Encodes a sequence of values into one BSONColumn binary, in one go or incrementally.
+ *
+ * In one go: {@link BSONColumnBuilder.append} and {@link BSONColumnBuilder.skip} every entry, then
+ * {@link BSONColumnBuilder.finalize}, which returns the binary and leaves the builder empty for the next
+ * column.
+ *
+ * Incrementally (MongoDB 8's write path, one builder per field of an open bucket): after each batch of
+ * appends, {@link BSONColumnBuilder.intermediate} returns a {@link BinaryDiff}, the bytes that changed
+ * since the previous call and where they start. Applying the diffs in order (see `applyBinaryDiff`) gives
+ * exactly the bytes that encoding every entry at once gives. {@link BSONColumnBuilder.fromBinary} resumes
+ * a stored column.
+ *
+ * @example
+ * ```ts
+ * const builder = new BSONColumnBuilder();
+ * builder.append(new Date(0));
+ * builder.append(new Date(1000));
+ * let column = applyBinaryDiff(new Uint8Array(0), builder.intermediate()); // offset 0: the whole column
+ * builder.append(new Date(2000));
+ * const diff = builder.intermediate(); // only the open control block and the EOO
+ * column = applyBinaryDiff(column, diff);
+ * // later, from the stored bytes, without decoding the whole column:
+ * const resumed = BSONColumnBuilder.fromBinary(column);
+ * ```
  */
 export class BSONColumnBuilder {
   readonly #out = new ByteWriter();
+  // Where #out[0] sits in the column: the bytes before it are final and no longer kept.
+  #base = 0;
+  // What the previous intermediate() wrote at the open control byte, to tell which bytes did not change
+  // (the server's `lastControl`, `lastControlOffset`, `lastBufLength`).
+  #lastControl = kNoControl;
+  #lastControlOffset = 0;
+  #lastBufLength = 0;
+  // Scratch copies of the encoding states, flushed to write intermediate binaries; kept for reuse.
+  #scratchRegular: EncodingState | undefined;
+  readonly #scratchStreams: EncodingState[] = [];
+  #scratchBuilder: BSONColumnBuilder | undefined;
+  // Per stream (appending mode): output length, item count, open control offset and its byte, saved while
+  // an intermediate binary is written into the streams' buffers.
+  readonly #savedStreams: number[] = [];
+  #savedControlByte = 0;
   readonly #element = new ElementWriter();
   // Reset rather than replaced between sections and columns: a new state allocates its tables.
   readonly #regular = new EncodingState(this.#out);
@@ -112,13 +165,209 @@ export class BSONColumnBuilder {
    * @returns the BSONColumn binary (the BinData subtype 7 payload).
    */
   finalize(): Uint8Array {
+    if (this.#base !== 0) {
+      throw new InternalInvariantError(
+        7105,
+        'finalize() after intermediate() or fromBinary(): the builder no longer holds the whole binary',
+      );
+    }
     if (this.#mode === Mode.regular) this.#regular.flush();
     else this.#flushSubObjMode();
     this.#out.u8(0);
     const bytes = this.#out.toBytes();
     this.#out.reset();
     this.#regular.reset();
+    this.#lastControl = kNoControl;
+    this.#lastControlOffset = 0;
+    this.#lastBufLength = 0;
     return bytes;
+  }
+
+  /**
+   * What changed in the binary since the previous call: the binary is what {@link finalize} would return
+   * now, and the diff is its tail from the first byte that may differ from the previous call's binary
+   * (the open Simple-8b control byte, or the end of what was final). The first call returns offset 0 and
+   * the whole binary. The builder keeps encoding as if nothing had happened: the bytes after any sequence
+   * of appends and calls are those of encoding everything at once. Offsets follow MongoDB 8's
+   * `BSONColumnBuilder::intermediate()`.
+   *
+   * Cost: the pending Simple-8b values of each open stream are flushed into a copy; the column's earlier
+   * bytes are neither re-encoded nor copied. After the call, {@link finalize} may no longer be used (the
+   * builder drops the bytes that are final).
+   *
+   * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`.
+   */
+  intermediate(): BinaryDiff {
+    const out = this.#out;
+    const length = out.length;
+    const control = this.#mode === Mode.regular ? this.#regular.controlPos : -1;
+    const prevOffset = this.#base;
+    this.#writeFinalTail();
+    const total = out.length;
+    const buf = out.buf;
+    let identical = 0;
+    if (control < 0) {
+      this.#lastControl = kNoControl;
+      this.#lastControlOffset = 0;
+      this.#lastBufLength = 0;
+    } else {
+      // The last control byte of the finalized binary: a full control is no longer tracked, so walk on.
+      let last = control;
+      let next = 0;
+      while (total > last + next + 1) {
+        last += next;
+        next = 1 + 8 * (((buf[last] ?? 0) & 0x0f) + 1);
+      }
+      const lastByte = buf[last] ?? 0;
+      // The same last control byte at the same place as last time: the blocks written before that call
+      // are unchanged, only the ones flushed from pending values may differ.
+      if (
+        this.#lastControl !== kNoControl &&
+        prevOffset !== 0 &&
+        this.#lastControlOffset === last &&
+        this.#lastControl === lastByte
+      ) {
+        identical = this.#lastBufLength - control;
+      }
+      const controlByte = buf[control] ?? 0;
+      if (scaleIndexForControlByte(lastByte) !== scaleIndexForControlByte(controlByte)) {
+        this.#lastControl = lastByte;
+        this.#lastControlOffset = last - control;
+      } else {
+        this.#lastControl = controlByte;
+        this.#lastControlOffset = 0;
+      }
+      this.#lastBufLength = length - control;
+    }
+    const bytes = buf.slice(identical, total);
+    this.#restoreTail(length);
+    // Keep only what may still change: from the open control byte, or nothing.
+    const keepFrom = control < 0 ? length : control;
+    if (keepFrom > 0) {
+      out.buf.copyWithin(0, keepFrom, length);
+      out.length = length - keepFrom;
+      this.#regular.rebase(keepFrom);
+      this.#base += keepFrom;
+    }
+    return { offset: prevOffset + identical, bytes };
+  }
+
+  /**
+   * The length in bytes of the binary as it would be finalized now (pending values and the final EOO
+   * included): the server's compressed bucket size. Costs a flush of the pending values into a copy.
+   */
+  get size(): number {
+    const length = this.#out.length;
+    this.#writeFinalTail();
+    const size = this.#base + this.#out.length;
+    this.#restoreTail(length);
+    return size;
+  }
+
+  /**
+   * A builder that continues an existing column, as if its values had been appended to a new builder
+   * and {@link intermediate} called: appending more values and calling {@link intermediate} returns diffs
+   * against `binary`, and the result is the binary of encoding all values at once.
+   *
+   * Only the values after the column's last uncompressed literal are decoded and re-appended (before it,
+   * the encoder's state is final); a column with an interleaved (object) section is replayed whole, as
+   * the server does. When `binary` was encoded differently than this encoder would (another encoder,
+   * legacy interleaving), the first diff starts at that point and rewrites the rest with the same values.
+   *
+   * @param binary - a BSONColumn binary (the BinData subtype 7 payload).
+   * @returns a builder positioned after the column's last value.
+   * @throws TimeseriesError (`BadValue`) when `binary` is malformed.
+   */
+  static fromBinary(binary: Uint8Array): BSONColumnBuilder {
+    const builder = new BSONColumnBuilder();
+    const from = reopenPoint(binary);
+    const tail = binary.subarray(from);
+    builder.#base = from;
+    for (const value of decodeColumn(tail)) builder.append(value);
+    // Only when re-encoding gives back the stored bytes may later diffs point into them.
+    if (builder.#finalTailEquals(tail)) builder.intermediate();
+    return builder;
+  }
+
+  #finalTailEquals(expected: Uint8Array): boolean {
+    const out = this.#out;
+    const length = out.length;
+    this.#writeFinalTail();
+    let equal = out.length === expected.length;
+    for (let i = 0; equal && i < expected.length; i++) equal = out.buf[i] === expected[i];
+    this.#restoreTail(length);
+    return equal;
+  }
+
+  /**
+   * Append to #out what finalizing now would write (pending values, open sections, the EOO), leaving the
+   * encoding states untouched; {@link #restoreTail} takes it back out.
+   */
+  #writeFinalTail(): void {
+    const out = this.#out;
+    switch (this.#mode) {
+      case Mode.regular: {
+        const control = this.#regular.controlPos;
+        // The copy counts its blocks into the shared open control byte: keep the real one.
+        this.#savedControlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
+        const scratch = (this.#scratchRegular ??= new EncodingState(out));
+        scratch.copyFrom(this.#regular);
+        scratch.flush();
+        break;
+      }
+      case Mode.determining: {
+        // The reference is not fixed yet: encode the buffered objects (at most twice the reference's
+        // leaves) as a fresh section in a scratch builder.
+        const scratch = (this.#scratchBuilder ??= new BSONColumnBuilder());
+        scratch.#out.reset();
+        scratch.#reference = this.#reference;
+        scratch.#referenceType = this.#referenceType;
+        scratch.#buffered = this.#buffered.slice();
+        scratch.#mode = Mode.determining;
+        scratch.#flushSubObjMode();
+        out.bytes(scratch.#out.buf, 0, scratch.#out.length);
+        break;
+      }
+      case Mode.appending: {
+        const streams = this.#streams;
+        const saved = this.#savedStreams;
+        saved.length = 0;
+        for (const [i, s] of streams.entries()) {
+          const control = s.state.controlPos;
+          saved.push(s.out.length, s.items.length, control, control >= 0 ? (s.out.buf[control] ?? 0) : 0);
+          const scratch = (this.#scratchStreams[i] ??= new EncodingState(s.out));
+          scratch.copyFrom(s.state);
+          scratch.flush();
+        }
+        writeInDecoderOrder(streams, out);
+        out.u8(0);
+        break;
+      }
+      default: {
+        const unreachable: never = this.#mode;
+        throw new InternalInvariantError(7106, `unknown builder mode ${String(unreachable)}`);
+      }
+    }
+    out.u8(0);
+  }
+
+  /** Undo {@link #writeFinalTail}: #out back to `length` bytes, open control bytes as they were. */
+  #restoreTail(length: number): void {
+    const out = this.#out;
+    out.length = length;
+    if (this.#mode === Mode.regular) {
+      const control = this.#regular.controlPos;
+      if (control >= 0) out.buf[control] = this.#savedControlByte;
+      return;
+    }
+    if (this.#mode !== Mode.appending) return;
+    const saved = this.#savedStreams;
+    for (const [i, s] of this.#streams.entries()) {
+      s.out.length = saved[4 * i] ?? 0;
+      s.items.length = saved[4 * i + 1] ?? 0;
+      const control = saved[4 * i + 2] ?? -1;
+      if (control >= 0) s.out.buf[control] = saved[4 * i + 3] ?? 0;
+    }
   }
 
   #appendObject(type: number, obj: RefObject): void {

@@ -69,8 +69,9 @@ const trialSink = new TrialSink();
  * allocates nothing; only 128-bit streams use `bigint`.
  */
 export class EncodingState implements Simple8bSink, Simple8bSink64 {
-  readonly #out: ByteWriter;
-  readonly #items: number[] | undefined;
+  // Replaced only by copyFrom, for the scratch copies that compute intermediate binaries.
+  #out: ByteWriter;
+  #items: number[] | undefined;
   #b64: Simple8bBuilder64;
   // Created on the first 128-bit value: most streams never need one, and a fresh builder is in the same
   // state as one that was only flushed and reset after literals.
@@ -160,6 +161,60 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#controlPos = -1;
     this.#controlBlocks = 0;
     this.#controlEntries = 0;
+  }
+
+  /**
+   * Become a copy of `other`, writing to the same output and item list: flushing the copy writes what
+   * flushing `other` would, and leaves `other` as it was (the column builder's intermediate binaries).
+   *
+   * @param other - the state to copy.
+   */
+  copyFrom(other: EncodingState): void {
+    this.#out = other.#out;
+    this.#items = other.#items;
+    this.#b64.copyFrom(other.#b64);
+    this.#b64.sink = this;
+    if (other.#b128 === undefined) {
+      this.#b128 = undefined;
+    } else {
+      this.#builder128().copyFrom(other.#b128);
+    }
+    this.#wide = other.#wide;
+    this.#prevType = other.#prevType;
+    const size = other.#prevSize;
+    if (size > this.#prev.length) {
+      this.#prev = new Uint8Array(other.#prev.length);
+      this.#prevView = new DataView(this.#prev.buffer);
+    }
+    for (let i = 0; i < size; i++) this.#prev[i] = other.#prev[i] ?? 0;
+    this.#prevSize = size;
+    this.#prevEncodedLo = other.#prevEncodedLo;
+    this.#prevEncodedHi = other.#prevEncodedHi;
+    this.#prevEncoded128 = other.#prevEncoded128;
+    this.#prevDeltaLo = other.#prevDeltaLo;
+    this.#prevDeltaHi = other.#prevDeltaHi;
+    this.#scaleIndex = other.#scaleIndex;
+    this.#lastValueInPrevBlock = other.#lastValueInPrevBlock;
+    this.#blockEndLo = other.#blockEndLo;
+    this.#blockEndHi = other.#blockEndHi;
+    this.#controlPos = other.#controlPos;
+    this.#controlBlocks = other.#controlBlocks;
+    this.#controlEntries = other.#controlEntries;
+  }
+
+  /** Offset in the output of the open Simple-8b control byte (one that may still change), or -1. */
+  get controlPos(): number {
+    return this.#controlPos;
+  }
+
+  /**
+   * The output dropped its first `n` bytes (the column builder keeps only bytes that may still change):
+   * move the open control's offset with them.
+   *
+   * @param n - bytes dropped, at most {@link EncodingState.controlPos} when a control is open.
+   */
+  rebase(n: number): void {
+    if (this.#controlPos >= 0) this.#controlPos -= n;
   }
 
   /** BSON type of the previous element, 0 if none. */

@@ -114,6 +114,27 @@ export class Simple8bBuilder {
     this.#resetWidths();
   }
 
+  /**
+   * Become a copy of `other`'s state (pending values, widths, RLE), keeping this builder's sink: the column
+   * builder flushes such a copy to compute an intermediate binary without touching the real state.
+   *
+   * @param other - a builder of the same width.
+   */
+  copyFrom(other: Simple8bBuilder): void {
+    this.trackSum = other.trackSum;
+    this.lastWritten = other.lastWritten;
+    this.blocksWritten = other.blocksWritten;
+    const n = other.#count;
+    for (let i = 0; i < n; i++) this.#pending[i] = other.#pending[i] ?? 0n;
+    this.#bits.set(other.#bits.subarray(0, n * kTypes));
+    this.#maxBits.set(other.#maxBits);
+    this.#possible.set(other.#possible);
+    this.#count = n;
+    this.#lastValidType = other.#lastValidType;
+    this.#rleCount = other.#rleCount;
+    this.#lastForRle = other.#lastForRle;
+  }
+
   /** Number of pending values (not counting RLE repeats). */
   get pendingCount(): number {
     return this.#count;
@@ -508,6 +529,32 @@ export class Simple8bBuilder64 {
     return this;
   }
 
+  /**
+   * Become a copy of `other`'s state (pending values, widths, RLE), keeping this builder's sink: the column
+   * builder flushes such a copy to compute an intermediate binary without touching the real state.
+   *
+   * @param other - the builder to copy.
+   */
+  copyFrom(other: Simple8bBuilder64): void {
+    this.trackSum = other.trackSum;
+    this.lastWrittenLo = other.lastWrittenLo;
+    this.lastWrittenHi = other.lastWrittenHi;
+    this.blocksWritten = other.blocksWritten;
+    const n = other.#count;
+    for (let i = 0; i < n; i++) {
+      this.#lo[i] = other.#lo[i] ?? 0;
+      this.#hi[i] = other.#hi[i] ?? 0;
+    }
+    this.#maxWidths = other.#maxWidths;
+    this.#possible = other.#possible;
+    this.#fittingMaxWidths = other.#fittingMaxWidths;
+    this.#count = n;
+    this.#lastValidType = other.#lastValidType;
+    this.#rleCount = other.#rleCount;
+    this.#rleLo = other.#rleLo;
+    this.#rleHi = other.#rleHi;
+  }
+
   /** Number of pending values (not counting RLE repeats). */
   get pendingCount(): number {
     return this.#count;
@@ -754,11 +801,29 @@ export class Simple8bBuilder64 {
       this.blocksWritten++;
       this.sink.writeBlock64(((k - 1) << 4) | kRleSelector, 0, k * kRleMultiplier, sumLo, sumHi);
     }
-    let remainder = this.#rleCount % kRleMultiplier;
+    const remainder = this.#rleCount % kRleMultiplier;
     this.#rleCount = 0;
     // The remainder goes in as ordinary values that never restart RLE.
-    while (remainder-- > 0) this.#appendValue(lo, hi, false);
+    this.#appendRepeated(lo, hi, remainder);
     this.#rleLo = 0;
     this.#rleHi = 0;
+  }
+
+  /**
+   * `#appendValue(lo, hi, false)` `n` times (values that already fit a block, so their widths are valid),
+   * with the widths computed once: flushing an RLE run appends up to 119 of them, and every intermediate
+   * binary of a column in a run flushes one.
+   */
+  #appendRepeated(lo: number, hi: number, n: number): void {
+    const widths = isMissing(lo, hi) ? 0 : valueWidths(lo, hi);
+    const pendLo = this.#lo;
+    const pendHi = this.#hi;
+    for (let k = 0; k < n; k++) {
+      while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
+      const p = this.#count++;
+      pendLo[p] = lo;
+      pendHi[p] = hi;
+      this.#maxWidths = this.#fittingMaxWidths;
+    }
   }
 }

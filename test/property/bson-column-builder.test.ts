@@ -1,0 +1,109 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { applyBinaryDiff } from '../../src/bucket-format/bson-column/binary-diff.js';
+import { BSONColumn, BSONColumnBuilder } from '../../src/bucket-format/bson-column/bson-column.js';
+import { bsonOf, series } from './bson-column-arbitraries.js';
+
+const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
+
+/** A sequence and, per entry, whether to call intermediate() after appending it. */
+const splitSeries = series.chain((values) =>
+  fc.tuple(
+    fc.constant(values),
+    fc.array(fc.boolean(), { minLength: values.length, maxLength: values.length }),
+  ),
+);
+
+/**
+ * Append `values` to `builder`, calling intermediate() where `calls` says and once at the end, applying every
+ * diff to `column`. Checks `size` against the applied binary at every call.
+ */
+function appendIncrementally(
+  builder: BSONColumnBuilder,
+  column: Uint8Array,
+  values: ReadonlyArray<unknown>,
+  calls: ReadonlyArray<boolean>,
+): Uint8Array {
+  let current = column;
+  for (const [i, v] of values.entries()) {
+    if (v === undefined) builder.skip();
+    else builder.append(v);
+    if (calls[i] === true) {
+      const size = builder.size;
+      const diff = builder.intermediate();
+      expect(diff.offset).toBeLessThanOrEqual(current.length);
+      current = applyBinaryDiff(current, diff);
+      expect(current.length).toBe(size);
+      expect(builder.size).toBe(size);
+    }
+  }
+  return applyBinaryDiff(current, builder.intermediate());
+}
+
+describe('BSONColumnBuilder.intermediate', () => {
+  it('diffs applied in order give the bytes of encoding at once, and decode to the values', () => {
+    fc.assert(
+      fc.property(splitSeries, ([values, calls]) => {
+        // Arrange
+        const expected = BSONColumn.encode(values);
+        // Act
+        const column = appendIncrementally(new BSONColumnBuilder(), new Uint8Array(0), values, calls);
+        // Assert
+        expect(hex(column)).toBe(hex(expected));
+        expect(bsonOf(BSONColumn.decode(column))).toEqual(bsonOf(values));
+      }),
+      { numRuns: 600 },
+    );
+  }, 120_000);
+
+  it('a second call with nothing appended changes nothing', () => {
+    fc.assert(
+      fc.property(series, (values) => {
+        const builder = new BSONColumnBuilder();
+        for (const v of values) builder.append(v);
+        const column = applyBinaryDiff(new Uint8Array(0), builder.intermediate());
+        const again = builder.intermediate();
+        expect(hex(applyBinaryDiff(column, again))).toBe(hex(column));
+      }),
+      { numRuns: 300 },
+    );
+  }, 60_000);
+});
+
+describe('BSONColumnBuilder.fromBinary', () => {
+  it('resuming a stored column at any point and continuing gives the bytes of encoding at once', () => {
+    fc.assert(
+      fc.property(splitSeries, fc.nat(), ([values, calls], cut) => {
+        // Arrange: the first `k` values stored as one column
+        const k = values.length === 0 ? 0 : cut % (values.length + 1);
+        const stored = BSONColumn.encode(values.slice(0, k));
+        // Act
+        const builder = BSONColumnBuilder.fromBinary(stored);
+        expect(builder.size).toBe(stored.length);
+        const column = appendIncrementally(builder, stored, values.slice(k), calls.slice(k));
+        // Assert
+        expect(hex(column)).toBe(hex(BSONColumn.encode(values)));
+      }),
+      { numRuns: 600 },
+    );
+  }, 120_000);
+
+  it('reopening repeatedly, as a bucket that is reopened after every commit, gives the same bytes', () => {
+    fc.assert(
+      fc.property(series, fc.array(fc.nat({ max: 50 }), { maxLength: 6 }), (values, steps) => {
+        let column = BSONColumn.encode([]);
+        let at = 0;
+        for (const step of [...steps, values.length]) {
+          const builder = BSONColumnBuilder.fromBinary(column);
+          const next = Math.min(values.length, at + step);
+          for (const v of values.slice(at, next)) builder.append(v);
+          column = applyBinaryDiff(column, builder.intermediate());
+          at = next;
+        }
+        expect(hex(column)).toBe(hex(BSONColumn.encode(values)));
+      }),
+      { numRuns: 300 },
+    );
+  }, 120_000);
+});
