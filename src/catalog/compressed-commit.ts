@@ -9,6 +9,7 @@
  *
  * @packageDocumentation
  */
+import { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
 import type { Measurement } from '../bucket-format/bucket-document.js';
@@ -17,7 +18,9 @@ import {
   makeCompressedBucketDocument,
 } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import type { ColumnDiff } from '../bucket-format/measurement-map.js';
 import { takeDocuments } from '../bucket-format/min-max.js';
+import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
 import type { BucketingOptions } from './bucket-catalog-internal.js';
 import { normalizeMetadata } from './bucket-metadata.js';
@@ -56,7 +59,7 @@ export function prepareCompressedWrite(
   if (n > 0 && bucket.sortedByTime) {
     const last = map.timeOfLastMeasurement();
     // Strictly earlier: an equal time keeps the bucket sorted.
-    if (last !== undefined && timeOf(measurements[0] as Measurement, timeField) < last) {
+    if (timeOf(measurements[0] as Measurement, timeField) < last) {
       unsorted = true;
       bucket.sortedByTime = false;
       stats.inc('numCompressedBucketsConvertedToUnsorted');
@@ -79,7 +82,7 @@ export function prepareCompressedWrite(
       min,
       max,
       count: map.count,
-      data: map.dataDocument(),
+      data: columnsOf(diffs),
     });
     return { kind: 'insert', bucketId, document };
   }
@@ -94,6 +97,14 @@ export function prepareCompressedWrite(
     columns: diffs,
   };
   return { kind: 'update', bucketId, commit };
+}
+
+/** The columns of a first commit: each diff is a whole column (offset 0), in column order. */
+function columnsOf(diffs: ReadonlyArray<ColumnDiff>): Record<string, Binary> {
+  const data: Record<string, Binary> = {};
+  // The diff's bytes are a fresh array: the document takes them without a copy.
+  for (const diff of diffs) defineField(data, diff.field, new Binary(diff.bytes, Binary.SUBTYPE_COLUMN));
+  return data;
 }
 
 function timeOf(m: Measurement, timeField: string): number {

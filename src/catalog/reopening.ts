@@ -22,6 +22,7 @@
 import { ObjectId } from 'bson';
 
 import { compressBucket, decompressBucketSized } from '../bucket-format/bucket-compression.js';
+import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { minMaxFromDocuments } from '../bucket-format/min-max.js';
 import { schemaFromDocuments } from '../bucket-format/schema.js';
@@ -308,7 +309,17 @@ export function rehydrateBucket(
   let measurementMap: MeasurementMap | undefined;
   if (compressed) {
     try {
-      measurementMap = MeasurementMap.fromBinaries(options.timeField, data as Record<string, unknown>);
+      const stored = Number(control.count);
+      const count = Number.isInteger(stored) && stored >= 0 ? stored : columnLength(timeColumn);
+      // A sorted (version 2) bucket's last measurement has its greatest time; a version-3 bucket is
+      // unsorted already and never asks.
+      const lastTimeMs = control.version === 2 ? lastTime(max, options.timeField) : Number.NaN;
+      measurementMap = MeasurementMap.fromBinaries(
+        options.timeField,
+        data as Record<string, unknown>,
+        count,
+        lastTimeMs,
+      );
     } catch {
       return { kind: 'failed', reason: 'malformed compressed column' };
     }
@@ -380,4 +391,15 @@ export function installReopenedBucket(
   coll.stats.addActiveBuckets(1);
   coll.stats.inc('numBucketsReopened');
   return bucket;
+}
+
+/** The number of entries of a stored BSONColumn (decoded: only for a bucket without `control.count`). */
+function columnLength(column: unknown): number {
+  const { buffer, position } = column as { buffer: Uint8Array; position: number };
+  return BSONColumn.decode(buffer.subarray(0, position)).length;
+}
+
+function lastTime(max: Record<string, unknown>, timeField: string): number {
+  const t = getOwnField(max, timeField);
+  return t instanceof Date ? t.getTime() : Number.NaN;
 }

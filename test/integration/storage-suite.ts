@@ -488,7 +488,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       await coll.insertOne({ ts: at(0), sensor: 'x', mid: 'm0' });
       const [bucket] = await coll.buckets.find().toArray();
       // Another process (which reopened the bucket) appends measurement 1 with a compressed commit.
-      const columns = MeasurementMap.fromBinaries('ts', bucket!.data as Record<string, unknown>);
+      const columns = MeasurementMap.fromBinaries('ts', bucket!.data as Record<string, unknown>, 1, 0);
       columns.insertOne({ ts: at(1), mid: 'other' }, 'sensor');
       const control = bucket!.control as { min: Record<string, unknown>; max: Record<string, unknown> };
       const result = await backend.open().applyCommit(coll.bucketsNamespace, {
