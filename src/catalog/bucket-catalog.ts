@@ -53,7 +53,7 @@ import { kNumberOfStripes, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
 import { prepareCompressedWrite } from './compressed-commit.js';
 import { ExecutionStatsController, makeExecutionStats, snapshotExecutionStats } from './execution-stats.js';
-import type { ExecutionStatsSnapshot } from './execution-stats.js';
+import type { ExecutionStatsFormat, ExecutionStatsSnapshot } from './execution-stats.js';
 import {
   compressedForReopening,
   findReopeningCandidate,
@@ -680,6 +680,22 @@ export class BucketCatalog {
     }
   }
 
+  /** Which statistics snapshots print (8.0 hides the compression-on-close ones in its format). */
+  get #statsFormat(): ExecutionStatsFormat {
+    return this.#state.parameters.timeseriesAlwaysUseCompressedBuckets === true
+      ? 'alwaysCompressed'
+      : 'compressOnClose';
+  }
+
+  /**
+   * The execution statistics of a collection that has not inserted yet: all zero.
+   *
+   * @returns a frozen snapshot.
+   */
+  emptyExecutionStats(): ExecutionStatsSnapshot {
+    return snapshotExecutionStats(makeExecutionStats(), this.#statsFormat);
+  }
+
   /**
    * A collection's execution statistics, or `undefined` before its first insert.
    *
@@ -688,7 +704,7 @@ export class BucketCatalog {
    */
   executionStats(ns: string): ExecutionStatsSnapshot | undefined {
     const coll = this.#state.collections.get(ns);
-    return coll === undefined ? undefined : snapshotExecutionStats(coll.stats.collection);
+    return coll === undefined ? undefined : snapshotExecutionStats(coll.stats.collection, this.#statsFormat);
   }
 
   /**
@@ -706,7 +722,10 @@ export class BucketCatalog {
       numIdleBuckets += stripe.idleBuckets.size;
     }
     const numBuckets = this.#state.globalStats.numActiveBuckets;
-    const { numActiveBuckets: _ignored, ...stats } = snapshotExecutionStats(this.#state.globalStats);
+    const { numActiveBuckets: _ignored, ...stats } = snapshotExecutionStats(
+      this.#state.globalStats,
+      this.#statsFormat,
+    );
     return Object.freeze({
       numBuckets,
       numOpenBuckets,
