@@ -2,7 +2,7 @@
  * The columns of an open compressed bucket: the server's own diff fixture (timeseries_write_util_test.cpp,
  * `MakeTimeseriesCompressedDiffUpdateOp`), and the law that the diffs rebuild the one-shot encoding.
  */
-import { Binary } from 'bson';
+import type { Binary } from 'bson';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
