@@ -13,7 +13,7 @@ import { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
 import type { ColumnDiff } from './measurement-map.js';
-import { defineField, getOwnField, isPathSafeFieldName } from '../util/safe-record.js';
+import { isPathSafeFieldName } from '../util/safe-record.js';
 
 /** `control.version` of a compressed bucket whose measurements are sorted by time. */
 export const kCompressedSortedVersion = 2;
@@ -103,60 +103,6 @@ export function binaryBytes(binary: Readonly<Pick<Binary, 'buffer' | 'position'>
  */
 export function compressedCommitGuard(commit: CompressedBucketCommit): Readonly<Record<string, unknown>> {
   return { _id: commit.bucketId, 'control.count': commit.numPreviouslyCommittedMeasurements };
-}
-
-/**
- * Apply a compressed commit to a stored document if its guard holds, building new column binaries
- * (each existing column cut at its offset, the diff's bytes appended).
- *
- * @param doc - the stored document with the commit's `_id`.
- * @param commit - the commit.
- * @returns the new document, or `undefined` when the guard did not hold.
- */
-export function applyCompressedCommit(
-  doc: Readonly<Record<string, unknown>>,
-  commit: CompressedBucketCommit,
-): Record<string, unknown> | undefined {
-  const control = getOwnField(doc, 'control') as Record<string, unknown> | undefined;
-  const data = getOwnField(doc, 'data') as Record<string, unknown> | undefined;
-  if (control === undefined || data === undefined) return undefined;
-  if (Number(control.count) !== commit.numPreviouslyCommittedMeasurements) return undefined;
-  const nextData: Record<string, unknown> = {};
-  for (const field of Object.keys(data)) defineField(nextData, field, data[field]);
-  for (const column of commit.columns) {
-    if (column.created) {
-      defineField(nextData, column.field, new Binary(Uint8Array.from(column.bytes), Binary.SUBTYPE_COLUMN));
-      continue;
-    }
-    const stored = getOwnField(data, column.field) as Binary | undefined;
-    if (stored === undefined) return undefined;
-    const bytes = new Uint8Array(column.offset + column.bytes.length);
-    bytes.set(binaryBytes(stored).subarray(0, column.offset), 0);
-    bytes.set(column.bytes, column.offset);
-    defineField(nextData, column.field, new Binary(bytes, Binary.SUBTYPE_COLUMN));
-  }
-  const next: Record<string, unknown> = {};
-  for (const field of Object.keys(doc)) {
-    if (field === 'control') next.control = nextControl(control, commit);
-    else if (field === 'data') next.data = nextData;
-    else defineField(next, field, doc[field]);
-  }
-  return next;
-}
-
-function nextControl(
-  control: Record<string, unknown>,
-  commit: CompressedBucketCommit,
-): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const field of Object.keys(control)) {
-    if (field === 'version') out.version = commit.version ?? control.version;
-    else if (field === 'min') out.min = commit.min;
-    else if (field === 'max') out.max = commit.max;
-    else if (field === 'count') out.count = commit.count;
-    else defineField(out, field, control[field]);
-  }
-  return out;
 }
 
 /**

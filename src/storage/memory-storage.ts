@@ -6,10 +6,10 @@ import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
-import { applyCompressedCommit } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
+import { LiveColumns } from './live-columns.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
 import type {
@@ -38,6 +38,8 @@ interface MemoryNamespace {
   readonly byMeta: Map<string, Set<string>>;
   /** The meta index keys each document is filed under, by hex id (several for an array meta). */
   readonly metaKeyOf: Map<string, ReadonlyArray<string>>;
+  /** Compressed buckets being appended to: their columns, and which documents are stale in `docs`. */
+  readonly live: LiveColumns;
 }
 
 /**
@@ -58,7 +60,13 @@ export class MemoryStorage implements Storage {
   #ns(ns: string): MemoryNamespace {
     let entry = this.#namespaces.get(ns);
     if (entry === undefined) {
-      entry = { docs: new Map(), indexes: new Map(), byMeta: new Map(), metaKeyOf: new Map() };
+      entry = {
+        docs: new Map(),
+        indexes: new Map(),
+        byMeta: new Map(),
+        metaKeyOf: new Map(),
+        live: new LiveColumns(),
+      };
       this.#namespaces.set(ns, entry);
     }
     return entry;
@@ -94,6 +102,7 @@ export class MemoryStorage implements Storage {
       );
     }
     docs.set(key, doc);
+    this.#ns(ns).live.forget(key);
     indexMeta(this.#ns(ns), key, doc);
     return Promise.resolve();
   }
@@ -109,10 +118,9 @@ export class MemoryStorage implements Storage {
     const key = objectIdHex(commit.bucketId);
     const doc = entry.docs.get(key);
     if (commit.format === 'compressed') {
-      // A new document object: one a reader was handed keeps the columns it was read with.
-      const next = doc === undefined ? undefined : applyCompressedCommit(doc, commit);
-      if (next !== undefined) entry.docs.set(key, next);
-      return Promise.resolve(next !== undefined ? { kind: 'updated' } : { kind: 'notMatched' });
+      // Spliced into the bucket's live columns; its document is rebuilt when it is next read.
+      const applied = entry.live.apply(key, entry.docs, commit);
+      return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
     }
     const applied = doc !== undefined && applyCommitToDocument(doc, commit);
     return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
@@ -131,6 +139,7 @@ export class MemoryStorage implements Storage {
     const existing = this.#findOne(ns, filter);
     if (existing === undefined) return Promise.resolve({ kind: 'notMatched' });
     const key = idKey(existing._id);
+    this.#ns(ns).live.forget(key);
     this.#ns(ns).docs.set(key, doc);
     indexMeta(this.#ns(ns), key, doc);
     return Promise.resolve({ kind: 'updated' });
@@ -182,6 +191,7 @@ export class MemoryStorage implements Storage {
     for (const doc of doomed) {
       const key = idKey(doc._id);
       entry.docs.delete(key);
+      entry.live.forget(key);
       unindexMeta(entry, key);
     }
     return Promise.resolve(doomed.length);
@@ -198,7 +208,9 @@ export class MemoryStorage implements Storage {
   /** {@inheritDoc Storage.totalSize} */
   totalSize(ns: string): Promise<number> {
     let total = 0;
-    for (const doc of this.#ns(ns).docs.values()) total += bsonValueSize(doc);
+    const entry = this.#ns(ns);
+    entry.live.materialize(entry.docs);
+    for (const doc of entry.docs.values()) total += bsonValueSize(doc);
     return Promise.resolve(total);
   }
 
@@ -230,6 +242,8 @@ export class MemoryStorage implements Storage {
    * (commits and pipelines always count as changes).
    */
   #apply(ns: string, doc: StoredBucket, update: BucketUpdateDocument, cloneMode: 'none' | 'copy'): boolean {
+    // Not a commit: the bucket's document is the truth again, its live columns are dropped.
+    this.#ns(ns).live.forget(idKey(doc._id));
     if (isPipeline(update)) {
       if (isSetFieldPipeline(update)) {
         applySetFieldPipeline(doc, update);
@@ -258,6 +272,8 @@ export class MemoryStorage implements Storage {
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
     const id = filter._id;
+    const entry = this.#ns(ns);
+    entry.live.materialize(entry.docs);
     if (id instanceof ObjectId) {
       // The commit path: a map lookup and the guard, without a generator.
       const doc = this.#ns(ns).docs.get(objectIdHex(id));
@@ -269,7 +285,8 @@ export class MemoryStorage implements Storage {
 
   /** Matching documents; a filter pinning `_id` to one ObjectId is a map lookup. */
   *#matching(ns: string, filter: BucketFilter): Generator<StoredBucket> {
-    const { docs } = this.#ns(ns);
+    const { docs, live } = this.#ns(ns);
+    live.materialize(docs);
     const id = filter._id;
     if (id instanceof ObjectId) {
       const doc = docs.get(objectIdHex(id));
