@@ -40,6 +40,13 @@ interface Column {
 /** The per-field columns of one open compressed bucket. */
 export class MeasurementMap {
   readonly #columns = new Map<string, Column>();
+  /**
+   * The columns in order, and their names: a measurement whose fields come in the order of the columns
+   * (the usual case: an ingester builds every document alike) finds each column by position, without a
+   * map lookup.
+   */
+  readonly #list: Column[] = [];
+  readonly #names: string[] = [];
   readonly #timeField: string;
   #count = 0;
   #compressedSize = 0;
@@ -80,11 +87,7 @@ export class MeasurementMap {
       }
       const { buffer, position } = column as unknown as { buffer: Uint8Array; position: number };
       const bytes = buffer.subarray(0, position);
-      map.#columns.set(field, {
-        builder: BSONColumnBuilder.fromBinary(bytes),
-        lastSeen: count - 1,
-        created: false,
-      });
+      map.#add(field, { builder: BSONColumnBuilder.fromBinary(bytes), lastSeen: count - 1, created: false });
       map.#compressedSize += bytes.length;
     }
     map.#count = count;
@@ -121,32 +124,48 @@ export class MeasurementMap {
   insertOne(measurement: Measurement, metaField: string | undefined): void {
     const index = this.#count;
     if (index === 0 && !this.#columns.has(this.#timeField)) {
-      this.#columns.set(this.#timeField, { builder: new BSONColumnBuilder(), lastSeen: -1, created: true });
+      this.#add(this.#timeField, { builder: new BSONColumnBuilder(), lastSeen: -1, created: true });
     }
+    const names = this.#names;
+    const list = this.#list;
+    // Where the next field is expected if the measurement follows the column order (the time column comes
+    // first in the bucket, wherever it is in the measurement, so order is checked among the others).
+    let guess = 0;
     // for-in with an own-property check: no array of names per measurement.
     for (const field in measurement) {
       if (!hasOwnField(measurement, field) || field === metaField) continue;
       const value = measurement[field];
       if (value === undefined) continue;
-      let column = this.#columns.get(field);
-      if (column === undefined) {
-        const builder = new BSONColumnBuilder();
-        for (let i = 0; i < index; i++) builder.skip();
-        column = { builder, lastSeen: -1, created: true };
-        this.#columns.set(field, column);
+      let column: Column | undefined;
+      if (names[guess] === field) column = list[guess++] as Column;
+      else {
+        column = this.#columns.get(field);
+        if (column === undefined) {
+          const builder = new BSONColumnBuilder();
+          for (let i = 0; i < index; i++) builder.skip();
+          column = { builder, lastSeen: -1, created: true };
+          this.#add(field, column);
+        }
       }
       // The builder encodes the value now: the caller may reuse its objects afterwards.
       column.builder.append(value);
       column.lastSeen = index;
     }
     this.#count = index + 1;
-    for (const column of this.#columns.values()) {
+    for (let i = 0; i < list.length; i++) {
+      const column = list[i] as Column;
       if (column.lastSeen !== index) {
         column.builder.skip();
         column.lastSeen = index;
       }
     }
     this.#lastTimeMs = (measurement[this.#timeField] as Date).getTime();
+  }
+
+  #add(field: string, column: Column): void {
+    this.#columns.set(field, column);
+    this.#list.push(column);
+    this.#names.push(field);
   }
 
   /**
