@@ -9,7 +9,7 @@
  *
  * @packageDocumentation
  */
-import { Binary } from 'bson';
+import type { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
 import type { ColumnDiff } from './measurement-map.js';

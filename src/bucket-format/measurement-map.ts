@@ -136,9 +136,8 @@ export class MeasurementMap {
       if (!hasOwnField(measurement, field) || field === metaField) continue;
       const value = measurement[field];
       if (value === undefined) continue;
-      let column: Column | undefined;
-      if (names[guess] === field) column = list[guess++] as Column;
-      else {
+      let column = names[guess] === field ? list[guess++] : undefined;
+      if (column === undefined) {
         column = this.#columns.get(field);
         if (column === undefined) {
           const builder = new BSONColumnBuilder();
