@@ -6,6 +6,7 @@ import { runBsonColumnBench } from './bson-column.bench.js';
 import { runIngestBench } from './ingest.bench.js';
 import { runReaderBench } from './reader.bench.js';
 import { runReopeningBench } from './reopening.bench.js';
+import { runWritePathBench } from './write-path.bench.js';
 
 const quick = process.argv.includes('--quick');
 const t = performance.now();
@@ -13,6 +14,7 @@ console.log(
   `tsbuckets benchmarks (${quick ? 'quick' : 'full'}), node ${process.version}, ${new Date().toISOString()}`,
 );
 await runIngestBench(quick);
+await runWritePathBench(quick);
 await runReopeningBench(quick);
 await runReaderBench(quick);
 await runBsonColumnBench(quick);
