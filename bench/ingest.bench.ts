@@ -214,7 +214,7 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     const t = performance.now();
     const { engine, coll } = await ingestSensors(data);
     const ms = performance.now() - t;
-    const status = engine.serverStatus().bucketCatalog!;
+    const status = engine.serverStatus().bucketCatalog;
     collectGarbage();
     const heap = process.memoryUsage().heapUsed - before;
     let bucketBytes = 0;

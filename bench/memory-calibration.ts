@@ -42,7 +42,6 @@ for (let i = 0; i < series; i += 1000) await coll.insertMany(docs.slice(i, i + 1
 collectGarbage();
 const heap = process.memoryUsage().heapUsed - before;
 const status = engine.serverStatus().bucketCatalog;
-if (status === undefined) throw new Error('no catalog status');
 console.log(
   `${fields} fields: heap ${(heap / status.numOpenBuckets).toFixed(0)} B per open bucket, estimate ${(status.memoryUsage / status.numOpenBuckets).toFixed(0)} B`,
 );

@@ -11,6 +11,7 @@ export { TimeseriesCollection } from './engine/timeseries-collection.js';
 export type {
   BucketsView,
   CollectionStats,
+  InferIdType,
   InsertManyOptions,
   InsertManyResult,
   InsertOneResult,

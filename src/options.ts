@@ -81,7 +81,9 @@ const DEFAULT_MEMORY_THRESHOLD_PERCENT = 5;
  * The `timeseries` option of `createCollection`.
  *
  * Either give a `granularity` (optionally with its preset `bucketMaxSpanSeconds`), or custom bucketing
- * with `bucketMaxSpanSeconds` and `bucketRoundingSeconds` both set and equal, or neither.
+ * with `bucketMaxSpanSeconds` and `bucketRoundingSeconds` both set and equal, or neither. An optional
+ * field set to `undefined` is absent (as `null` is for MongoDB's command parser), here and in the other
+ * option types of this module.
  */
 export interface TimeseriesOptions {
   /** Top-level field holding each measurement's time (a BSON date). No `.`, not `$`-prefixed, no NUL. */
@@ -91,28 +93,28 @@ export interface TimeseriesOptions {
    *
    * @defaultValue none (all measurements form one series)
    */
-  readonly metaField?: string;
+  readonly metaField?: string | undefined;
   /**
    * Expected interval between measurements of a series; selects preset bucketing parameters
    * ({@link GRANULARITY_PRESETS}). Cannot be combined with `bucketRoundingSeconds`.
    *
    * @defaultValue `'seconds'` when no custom bucketing is given
    */
-  readonly granularity?: Granularity;
+  readonly granularity?: Granularity | undefined;
   /**
    * Maximum time span of one bucket, in seconds, 1..31536000. With `granularity` it may only repeat the
    * preset; without, it must equal `bucketRoundingSeconds`.
    *
    * @defaultValue the granularity's preset (3600 for `'seconds'`)
    */
-  readonly bucketMaxSpanSeconds?: number;
+  readonly bucketMaxSpanSeconds?: number | undefined;
   /**
    * Buckets start at the first measurement's time rounded down to a multiple of this many seconds,
    * 1..31536000. Must equal `bucketMaxSpanSeconds`; not allowed with `granularity`.
    *
    * @defaultValue the granularity's preset (60 for `'seconds'`)
    */
-  readonly bucketRoundingSeconds?: number;
+  readonly bucketRoundingSeconds?: number | undefined;
 }
 
 /** Options of `createCollection`. */
@@ -124,7 +126,7 @@ export interface CreateCollectionOptions {
    *
    * @defaultValue none (no expiry)
    */
-  readonly expireAfterSeconds?: number;
+  readonly expireAfterSeconds?: number | undefined;
 }
 
 /**
@@ -137,25 +139,25 @@ export interface CollModOptions {
    *
    * @defaultValue unchanged
    */
-  readonly granularity?: Granularity;
+  readonly granularity?: Granularity | undefined;
   /**
    * New custom span (with `bucketRoundingSeconds`, equal), or the preset of `granularity`.
    *
    * @defaultValue unchanged
    */
-  readonly bucketMaxSpanSeconds?: number;
+  readonly bucketMaxSpanSeconds?: number | undefined;
   /**
    * New custom rounding (with `bucketMaxSpanSeconds`, equal). Not allowed with `granularity`.
    *
    * @defaultValue unchanged
    */
-  readonly bucketRoundingSeconds?: number;
+  readonly bucketRoundingSeconds?: number | undefined;
   /**
    * New TTL in seconds, or `'off'` to disable expiry.
    *
    * @defaultValue unchanged
    */
-  readonly expireAfterSeconds?: number | 'off';
+  readonly expireAfterSeconds?: number | 'off' | undefined;
 }
 
 /** MongoDB server parameters that drive the bucket catalog (names and defaults are MongoDB's). */
@@ -165,33 +167,33 @@ export interface ServerParameters {
    *
    * @defaultValue 1000
    */
-  readonly timeseriesBucketMaxCount?: number;
+  readonly timeseriesBucketMaxCount?: number | undefined;
   /**
    * Maximum size of one bucket in bytes. `>= 1`.
    *
    * @defaultValue 128000
    */
-  readonly timeseriesBucketMaxSize?: number;
+  readonly timeseriesBucketMaxSize?: number | undefined;
   /**
    * Buckets with fewer measurements than this may exceed `timeseriesBucketMaxSize` (large
    * measurements). `1` disables the exemption. `>= 1`.
    *
    * @defaultValue 10
    */
-  readonly timeseriesBucketMinCount?: number;
+  readonly timeseriesBucketMinCount?: number | undefined;
   /**
    * Catalog memory above which idle buckets are archived or closed: `<= 0` means 5% of system memory,
    * `1..100` a percentage of system memory, `> 100` bytes.
    *
    * @defaultValue -1 (5% of system memory)
    */
-  readonly timeseriesIdleBucketExpiryMemoryUsageThreshold?: number;
+  readonly timeseriesIdleBucketExpiryMemoryUsageThreshold?: number | undefined;
   /**
    * Maximum number of buckets expired per attempt. `>= 2`.
    *
    * @defaultValue 3
    */
-  readonly timeseriesIdleBucketExpiryMaxCountPerAttempt?: number;
+  readonly timeseriesIdleBucketExpiryMaxCountPerAttempt?: number | undefined;
   /**
    * Whether a bucket compressed on close is decompressed again and compared with what was compressed
    * before it replaces the uncompressed document (a mismatch leaves the bucket uncompressed and counts
@@ -199,7 +201,7 @@ export interface ServerParameters {
    *
    * @defaultValue true
    */
-  readonly timeseriesValidateCompressedBuckets?: boolean;
+  readonly timeseriesValidateCompressedBuckets?: boolean | undefined;
   /**
    * Which bucket format new buckets are written in. `true` (MongoDB 8.0+): a bucket is compressed
    * (`control.version` 2, or 3 once a commit appends a measurement older than its last one) from its first
@@ -208,7 +210,7 @@ export interface ServerParameters {
    *
    * @defaultValue true
    */
-  readonly timeseriesAlwaysUseCompressedBuckets?: boolean;
+  readonly timeseriesAlwaysUseCompressedBuckets?: boolean | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -708,13 +708,12 @@ export class BucketCatalog {
   }
 
   /**
-   * The `bucketCatalog` section of serverStatus, or `undefined` before any collection inserted.
+   * The `bucketCatalog` section of serverStatus: every number is 0 before the first insert (MongoDB
+   * omits the section until then; here it is always present, so callers need no special case).
    *
    * @returns a frozen snapshot.
    */
-  serverStatus(): BucketCatalogServerStatus | undefined {
-    if (this.#state.collections.size === 0 && this.#state.globalStats.counters.numCommits === 0)
-      return undefined;
+  serverStatus(): BucketCatalogServerStatus {
     let numOpenBuckets = 0;
     let numIdleBuckets = 0;
     for (const stripe of this.#state.stripes) {

@@ -8,60 +8,16 @@ import { BucketCatalog } from '../catalog/bucket-catalog.js';
 import { BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { BucketCatalogServerStatus } from '../catalog/bucket-catalog.js';
 import { TimeseriesError } from '../errors.js';
-import { resolveCollectionOptions, resolveServerParameters, sameCollectionOptions } from '../options.js';
-import type { ServerParameters } from '../options.js';
-import { MemoryStorage } from '../storage/memory-storage.js';
+import { resolveCollectionOptions, sameCollectionOptions } from '../options.js';
+import type { CreateCollectionOptions } from '../options.js';
 import type { Storage } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
-import { systemClock } from '../util/clock.js';
+import type { MeasurementDocument } from '../reader/reader.js';
 import { ClosedBucketCompressor } from './closed-bucket-compression.js';
+import { resolveEngineOptions } from './engine-options.js';
+import type { BucketEngineOptions } from './engine-options.js';
 import { TimeseriesCollection } from './timeseries-collection.js';
 import { deleteExpiredBuckets, TTLMonitor } from './ttl-monitor.js';
-
-/** Options of {@link BucketEngine}. */
-export interface BucketEngineOptions {
-  /**
-   * Where bucket documents are stored.
-   * @defaultValue `new MemoryStorage()`
-   */
-  readonly storage?: Storage;
-  /** MongoDB server parameters (names and defaults as MongoDB's). */
-  readonly parameters?: ServerParameters;
-  /**
-   * Current time in epoch milliseconds (TTL and idle expiry).
-   * @defaultValue `Date.now`
-   */
-  readonly clock?: Clock;
-  /**
-   * Database name used in namespaces (`<dbName>.<collection>`).
-   * @defaultValue `'tsbuckets'`
-   */
-  readonly dbName?: string;
-  /**
-   * `'onClose'`: when a bucket closes, its document is rewritten compressed (version 2, BSONColumn), as
-   * MongoDB 5.2+ does; `'none'`: buckets stay version 1.
-   * @defaultValue `'onClose'`
-   */
-  readonly compression?: 'onClose' | 'none';
-  /**
-   * `'enabled'`: late measurements reopen buckets from storage (MongoDB 6.3+); `'disabled'`: always open
-   * new buckets.
-   * @defaultValue `'enabled'`
-   */
-  readonly reopening?: 'enabled' | 'disabled';
-  /**
-   * `'enabled'`: a background TTL monitor runs {@link BucketEngine.runTTLMonitor} every
-   * `ttlMonitorSleepSecs` (its timer never keeps the process alive; `close()` stops it); `'disabled'`:
-   * expired buckets are deleted only by explicit `runTTLMonitor()` calls.
-   * @defaultValue 'enabled'
-   */
-  readonly ttlMonitor?: 'enabled' | 'disabled';
-  /**
-   * Seconds between background TTL passes (MongoDB's `ttlMonitorSleepSecs`); a positive number.
-   * @defaultValue 60
-   */
-  readonly ttlMonitorSleepSecs?: number;
-}
 
 /** Result of {@link BucketEngine.runTTLMonitor}. */
 export interface TTLPassResult {
@@ -69,10 +25,15 @@ export interface TTLPassResult {
   readonly deletedBuckets: number;
 }
 
+export type { BucketEngineOptions } from './engine-options.js';
+
 /** `engine.serverStatus()`. */
 export interface ServerStatus {
-  /** Present once a collection has inserted (MongoDB omits it before). */
-  readonly bucketCatalog?: BucketCatalogServerStatus;
+  /**
+   * The bucket catalog's section. Always present: before the first insert every number is 0 (MongoDB
+   * omits the section until a collection has statistics; an in-process engine has nothing to hide).
+   */
+  readonly bucketCatalog: BucketCatalogServerStatus;
 }
 
 /**
@@ -96,7 +57,7 @@ export class BucketEngine {
   readonly clock: Clock;
   /** Database name used in namespaces. */
   readonly dbName: string;
-  readonly #collections = new Map<string, TimeseriesCollection>();
+  readonly #collections = new Map<string, TimeseriesCollection<object>>();
   /** Series identities of scalar metas, shared by the collections (normalisation is per value, not per ns). */
   readonly #metadataCache = new BucketMetadataCache();
   readonly #compressor: ClosedBucketCompressor | undefined;
@@ -105,24 +66,18 @@ export class BucketEngine {
 
   /**
    * @param options - storage, server parameters, clock, TTL monitor.
-   * @throws {@link TimeseriesError} for an invalid server parameter or `ttlMonitorSleepSecs`.
+   * @throws {@link TimeseriesError} `IDLUnknownField` for an unknown option, and the errors of
+   *   `resolveEngineOptions` for an invalid server parameter or option value.
    */
   constructor(options: BucketEngineOptions = {}) {
-    const parameters = resolveServerParameters(options.parameters ?? {});
-    const sleepSecs = options.ttlMonitorSleepSecs ?? 60;
-    if (typeof sleepSecs !== 'number' || !Number.isFinite(sleepSecs) || sleepSecs <= 0) {
-      throw new TimeseriesError(
-        'BadValue',
-        `Invalid value for ttlMonitorSleepSecs: ${String(sleepSecs)} is not a positive number`,
-        { field: 'ttlMonitorSleepSecs' },
-      );
-    }
-    this.storage = options.storage ?? new MemoryStorage();
-    this.clock = options.clock ?? systemClock;
-    this.dbName = options.dbName ?? 'tsbuckets';
+    const resolved = resolveEngineOptions(options);
+    const { parameters, ttlMonitorSleepSecs: sleepSecs } = resolved;
+    this.storage = resolved.storage;
+    this.clock = resolved.clock;
+    this.dbName = resolved.dbName;
     // In the 8.0+ format buckets are compressed from their first commit: closing one writes nothing.
     const compressor =
-      (options.compression ?? 'onClose') === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
+      resolved.compression === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
         ? new ClosedBucketCompressor(
             this.storage,
             () => this.catalog,
@@ -146,7 +101,7 @@ export class BucketEngine {
         timeseriesAlwaysUseCompressedBuckets: parameters.timeseriesAlwaysUseCompressedBuckets,
         timeseriesValidateCompressedBuckets: parameters.timeseriesValidateCompressedBuckets,
       },
-      reopening: options.reopening ?? 'enabled',
+      reopening: resolved.reopening,
       ...(compressor === undefined
         ? {}
         : {
@@ -157,7 +112,7 @@ export class BucketEngine {
     });
     this.#compressor = compressor;
     this.#ttlMonitor =
-      (options.ttlMonitor ?? 'enabled') === 'enabled'
+      resolved.ttlMonitor === 'enabled'
         ? new TTLMonitor(sleepSecs * 1000, () => this.runTTLMonitor())
         : undefined;
   }
@@ -170,13 +125,19 @@ export class BucketEngine {
    * Create a time-series collection. Creating an existing collection with identical options is a no-op;
    * with different options it fails with `NamespaceExists`.
    *
+   * @typeParam TSchema - the measurements' type (as the driver's `db.collection<TSchema>()`); it types
+   *   `insertOne`/`insertMany` and is the default document type of `find`.
    * @param name - collection name.
    * @param options - `{ timeseries: { timeField, metaField?, granularity?, bucketMaxSpanSeconds?,
-   *   bucketRoundingSeconds? }, expireAfterSeconds? }`.
+   *   bucketRoundingSeconds? }, expireAfterSeconds? }`; also checked at run time (unknown fields are
+   *   `IDLUnknownField`, as in MongoDB).
    * @returns the collection.
    * @throws {@link TimeseriesError} with MongoDB's code and message for invalid options.
    */
-  async createCollection(name: string, options: unknown): Promise<TimeseriesCollection> {
+  async createCollection<TSchema extends object = MeasurementDocument>(
+    name: string,
+    options: CreateCollectionOptions,
+  ): Promise<TimeseriesCollection<TSchema>> {
     this.#assertOpen();
     const ns = `${this.dbName}.${name}`;
     const resolved = resolveCollectionOptions(ns, options, this.clock);
@@ -185,7 +146,7 @@ export class BucketEngine {
       if (sameCollectionOptions(existing.options, resolved)) return existing;
       throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
     }
-    const coll = new TimeseriesCollection(
+    const coll = new TimeseriesCollection<TSchema>(
       {
         catalog: this.catalog,
         storage: this.storage,
@@ -231,21 +192,23 @@ export class BucketEngine {
   /**
    * An existing collection.
    *
+   * @typeParam TSchema - the measurements' type, as in {@link BucketEngine.createCollection}.
    * @param name - collection name.
    * @returns the collection, or `undefined`.
    */
-  collection(name: string): TimeseriesCollection | undefined {
+  collection<TSchema extends object = MeasurementDocument>(
+    name: string,
+  ): TimeseriesCollection<TSchema> | undefined {
     return this.#collections.get(name);
   }
 
   /**
-   * serverStatus: the `bucketCatalog` section (absent before the first insert).
+   * serverStatus: the `bucketCatalog` section, always present (zeros before the first insert).
    *
    * @returns the status, with MongoDB's names.
    */
   serverStatus(): ServerStatus {
-    const bucketCatalog = this.catalog.serverStatus();
-    return bucketCatalog === undefined ? {} : { bucketCatalog };
+    return { bucketCatalog: this.catalog.serverStatus() };
   }
 
   /**

@@ -21,7 +21,13 @@ import {
   countDocuments as readerCount,
   find as readerFind,
 } from '../reader/reader.js';
-import type { FindOptions, PipelineStage, ReaderContext, ReaderCursor } from '../reader/reader.js';
+import type {
+  FindOptions,
+  MeasurementDocument,
+  PipelineStage,
+  ReaderContext,
+  ReaderCursor,
+} from '../reader/reader.js';
 import type { QueryFilter } from '../util/bson-query.js';
 import type { Clock } from '../util/clock.js';
 import { Cursor } from './cursor.js';
@@ -37,20 +43,47 @@ import { updateMany } from './timeseries-update.js';
 import type { UpdateManyOptions, UpdateResult } from './timeseries-update.js';
 import { commitMeasurements } from './write-commit.js';
 
-/** Result of `insertOne`. */
-export interface InsertOneResult {
+/**
+ * The type of a measurement's `_id`: its declared type when `TSchema` has one, else `unknown`.
+ *
+ * @typeParam TSchema - the measurements' type.
+ */
+export type InferIdType<TSchema> = TSchema extends { readonly _id?: infer Id } ? Id : unknown;
+
+/**
+ * Result of `insertOne`, shaped like the driver's.
+ *
+ * tsbuckets never invents an `_id` (the server does not either; drivers add one on the client): a
+ * measurement is stored as given, so `insertedId` is the measurement's own `_id`, or `undefined` when it
+ * has none.
+ *
+ * @typeParam TSchema - the measurements' type.
+ */
+export interface InsertOneResult<TSchema = MeasurementDocument> {
   /** Always `true`: the write was acknowledged after storage accepted it. */
   readonly acknowledged: true;
+  /** The measurement's `_id`, or `undefined` when it has none. */
+  readonly insertedId: InferIdType<TSchema> | undefined;
   /** 1. */
   readonly insertedCount: 1;
 }
 
-/** Result of `insertMany`. */
-export interface InsertManyResult {
+/**
+ * Result of `insertMany`, shaped like the driver's.
+ *
+ * @typeParam TSchema - the measurements' type.
+ */
+export interface InsertManyResult<TSchema = MeasurementDocument> {
   /** Always `true`. */
   readonly acknowledged: true;
   /** Number of measurements stored. */
   readonly insertedCount: number;
+  /**
+   * The `_id` of each stored measurement that has one, keyed by its index in the call's array.
+   * Measurements without `_id` are stored without one and have no entry (tsbuckets does not invent ids,
+   * as the server does not), so with no `_id`s this is `{}` and `insertedCount` is the number stored.
+   */
+  readonly insertedIds: Readonly<Record<number, InferIdType<TSchema>>>;
 }
 
 /** Options of `insertMany`. */
@@ -118,8 +151,11 @@ export interface CollectionContext {
 /**
  * A time-series collection of a {@link BucketEngine}. Obtain one with `engine.createCollection()` or
  * `engine.collection()`.
+ *
+ * @typeParam TSchema - the measurements' type (as the driver's `Collection<TSchema>`): it types
+ *   `insertOne`/`insertMany` and is the default document type of `find`. Not checked at run time.
  */
-export class TimeseriesCollection {
+export class TimeseriesCollection<TSchema extends object = MeasurementDocument> {
   /** Collection name. */
   readonly name: string;
   /** Namespace (`<db>.<name>`). */
@@ -195,12 +231,13 @@ export class TimeseriesCollection {
    * Insert one measurement.
    *
    * @param doc - a measurement with a `Date` in the time field.
-   * @returns `{ acknowledged: true, insertedCount: 1 }` once stored.
+   * @returns `{ acknowledged: true, insertedId, insertedCount: 1 }` once stored; `insertedId` is the
+   *   measurement's `_id`, or `undefined` when it has none (none is invented).
    * @throws {@link BulkWriteError} with the MongoDB error of the measurement.
    */
-  async insertOne(doc: Readonly<Record<string, unknown>>): Promise<InsertOneResult> {
-    await this.insertMany([doc], { ordered: true });
-    return { acknowledged: true, insertedCount: 1 };
+  async insertOne(doc: Readonly<TSchema>): Promise<InsertOneResult<TSchema>> {
+    const { insertedIds } = await this.insertMany([doc], { ordered: true });
+    return { acknowledged: true, insertedId: insertedIds[0], insertedCount: 1 };
   }
 
   /**
@@ -209,7 +246,7 @@ export class TimeseriesCollection {
    *
    * @param docs - measurements, each with a `Date` in the time field.
    * @param options - `ordered` (default `true`).
-   * @returns the number inserted.
+   * @returns the number inserted, and the `_id`s of the inserted measurements that have one by index.
    * @throws {@link BulkWriteError} listing every failed measurement (`writeErrors`) and `insertedCount`.
    * @example
    * ```ts
@@ -217,9 +254,9 @@ export class TimeseriesCollection {
    * ```
    */
   async insertMany(
-    docs: ReadonlyArray<Readonly<Record<string, unknown>>>,
+    docs: ReadonlyArray<Readonly<TSchema>>,
     options: InsertManyOptions = {},
-  ): Promise<InsertManyResult> {
+  ): Promise<InsertManyResult<TSchema>> {
     this.#ctx.assertOpen();
     const ordered = options.ordered ?? true;
     const { timeField, metaField } = this.#options;
@@ -282,15 +319,20 @@ export class TimeseriesCollection {
     );
     await this.#ctx.afterWrite();
     let insertedCount = 0;
+    const insertedIds: Record<number, InferIdType<TSchema>> = {};
     outcomes.forEach((outcome, j) => {
-      if (outcome.kind === 'inserted') insertedCount++;
-      else writeErrors.push(toWriteError(indexOf[j] as number, outcome.error));
+      const index = indexOf[j] as number;
+      if (outcome.kind === 'inserted') {
+        insertedCount++;
+        const id = getOwnField(docs[index] as object, '_id');
+        if (id !== undefined) insertedIds[index] = id as InferIdType<TSchema>;
+      } else writeErrors.push(toWriteError(index, outcome.error));
     });
     if (writeErrors.length > 0) {
       writeErrors.sort((a, b) => a.index - b.index);
       throw new BulkWriteError(writeErrors, insertedCount);
     }
-    return { acknowledged: true, insertedCount };
+    return { acknowledged: true, insertedCount, insertedIds };
   }
 
   #reader(): ReaderContext {
@@ -303,6 +345,8 @@ export class TimeseriesCollection {
    * matching buckets are unpacked, then each measurement is filtered exactly. Measurements come back with
    * the time field first, then the metaField, then the other fields, with their BSON types.
    *
+   * @typeParam T - the type of the returned documents (unchecked, as the driver's `find<T>()`); give one
+   *   when a projection changes their shape.
    * @param filter - a MongoDB query over measurements.
    * @param options - `projection`, `sort`, `limit`, `skip`.
    * @returns a streaming cursor with `explain()`.
@@ -311,19 +355,21 @@ export class TimeseriesCollection {
    * const latest = await coll.find({ sensor: 'a' }, { sort: { ts: -1 }, limit: 1 }).toArray();
    * ```
    */
-  find(filter: QueryFilter = {}, options: FindOptions = {}): ReaderCursor {
-    return readerFind(this.#reader(), filter, options);
+  find<T extends object = TSchema>(filter: QueryFilter = {}, options: FindOptions = {}): ReaderCursor<T> {
+    return readerFind(this.#reader(), filter, options) as ReaderCursor<T>;
   }
 
   /**
    * Aggregate over measurements: a leading `$match` is pushed down to buckets, the rest of the pipeline
    * runs on the unpacked stream (mingo).
    *
+   * @typeParam T - the type of the pipeline's output documents (unchecked, as the driver's
+   *   `aggregate<T>()`).
    * @param pipeline - aggregation stages.
    * @returns a streaming cursor.
    */
-  aggregate(pipeline: ReadonlyArray<PipelineStage>): ReaderCursor {
-    return readerAggregate(this.#reader(), pipeline);
+  aggregate<T extends object = MeasurementDocument>(pipeline: ReadonlyArray<PipelineStage>): ReaderCursor<T> {
+    return readerAggregate(this.#reader(), pipeline) as ReaderCursor<T>;
   }
 
   /**

@@ -5,9 +5,8 @@
  *
  * @packageDocumentation
  */
-import { MongoError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerSelectionError } from 'mongodb';
-
 import { TimeseriesError, TsBucketsError } from '../errors.js';
+import { driver } from './driver.js';
 
 /** The storage operations that reach the server. */
 export type MongoStorageOperation =
@@ -121,7 +120,7 @@ export function isDuplicateKeyError(error: unknown): boolean {
  */
 export function isTransientMongoError(error: unknown): boolean {
   if (!isDriverError(error)) return false;
-  if (isNetworkError(error) || error instanceof MongoServerSelectionError) return true;
+  if (isNetworkError(error) || error instanceof driver.MongoServerSelectionError) return true;
   if (error.name === 'MongoServerSelectionError') return true;
   const labels = errorLabelsOf(error);
   return labels.includes('RetryableWriteError') || labels.includes('TransientTransactionError');
@@ -132,12 +131,12 @@ export function isTransientMongoError(error: unknown): boolean {
  * `instanceof` fails), by their `name` (`MongoNetworkError`, ...) and `errorLabels`.
  */
 function isDriverError(error: unknown): error is Error {
-  return error instanceof MongoError || (error instanceof Error && error.name.startsWith('Mongo'));
+  return error instanceof driver.MongoError || (error instanceof Error && error.name.startsWith('Mongo'));
 }
 
 function isNetworkError(error: Error): boolean {
   return (
-    error instanceof MongoNetworkError ||
+    error instanceof driver.MongoNetworkError ||
     error.name === 'MongoNetworkError' ||
     error.name === 'MongoNetworkTimeoutError'
   );
@@ -155,7 +154,7 @@ function codeOf(error: unknown): [number, string] {
     return [code, typeof codeName === 'string' ? codeName : 'UnknownError'];
   }
   if (
-    error instanceof MongoNetworkTimeoutError ||
+    error instanceof driver.MongoNetworkTimeoutError ||
     (error instanceof Error && error.name === 'MongoNetworkTimeoutError')
   ) {
     return [89, 'NetworkTimeout'];

@@ -329,6 +329,7 @@ async function* sortedBlocking(
 /**
  * A cursor over measurements with `explain()`.
  *
+ * @typeParam T - the document type the caller expects (unchecked, as the driver's cursors).
  * @example
  * ```ts
  * const cursor = find(ctx, { sensor: 'a' }, { sort: { ts: -1 }, limit: 1 });
@@ -336,7 +337,7 @@ async function* sortedBlocking(
  * const { executionStats } = await cursor.explain();
  * ```
  */
-export class ReaderCursor extends Cursor<MeasurementDocument> {
+export class ReaderCursor<T extends object = MeasurementDocument> extends Cursor<T> {
   readonly #ctx: ReaderContext;
   readonly #run: (ctx: ReaderContext, state: ExecutionState) => AsyncIterable<MeasurementDocument>;
 
@@ -349,7 +350,8 @@ export class ReaderCursor extends Cursor<MeasurementDocument> {
     ctx: ReaderContext,
     run: (ctx: ReaderContext, state: ExecutionState) => AsyncIterable<MeasurementDocument>,
   ) {
-    super(() => run(ctx, newExecutionState()));
+    // `T` is the caller's claim about the documents (as the driver's `find<T>()`): not checked.
+    super(() => run(ctx, newExecutionState()) as AsyncIterable<T>);
     this.#ctx = ctx;
     this.#run = run;
   }

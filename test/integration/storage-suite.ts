@@ -401,6 +401,62 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       expect([...counts.values()].every((n) => n === 1)).toBe(true);
     });
 
+    it('several ingester engines on one buckets collection: unique _ids, every measurement once, buckets within limits', async () => {
+      // docs/scaling.md: each process runs its own engine (its own catalog) over the same buckets
+      // collection. Nothing is shared but the storage: bucket _ids are unique because the storage refuses
+      // a duplicate (the engine draws another id), and appends are guarded updates that match only the
+      // bucket state the engine last wrote (another writer's append makes the guard fail: retried).
+      backend = await factory();
+      const name = backend.collectionName('ingesters');
+      const maxCount = 6;
+      const ingesters = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          engineOn(backend!.open(), name, { timeseriesBucketMaxCount: maxCount }),
+        ),
+      );
+      // Every ingester writes the same series, out of order and late, in concurrent calls.
+      const batches = ingesters.flatMap((ingester, w) =>
+        Array.from({ length: 6 }, (_, call) =>
+          Array.from({ length: 9 }, (_, i) => ({
+            ts: at(((call * 9 + i) * 37 + w * 11) % 1800),
+            sensor: `s${(i + w) % 3}`,
+            mid: `w${w}-${call}-${i}`,
+          })),
+        ).map((docs, call) => ({ ingester, docs, ordered: call % 2 === 0 })),
+      );
+      await Promise.all(
+        batches.map(({ ingester, docs, ordered }) => ingester.coll.insertMany(docs, { ordered })),
+      );
+      const written = batches.flatMap((b) => b.docs);
+
+      const storage = backend.open();
+      const ns = ingesters[0]!.coll.bucketsNamespace;
+      const buckets = (await allBuckets(storage, ns)).map((b) => decompressBucket(b));
+      const ids = buckets.map((b) => (b._id as ObjectId).toHexString());
+      expect(new Set(ids).size).toBe(ids.length);
+      const rows = await storedMeasurements(storage, ns, 'ts', 'sensor');
+      const counts = multiplicity(rows, 'mid');
+      expect(counts.size).toBe(written.length);
+      expect([...counts.values()].every((n) => n === 1)).toBe(true);
+      // Each bucket holds one series, at most maxCount measurements, all in its window and its min/max.
+      for (const bucket of buckets) {
+        const times = Object.values((bucket.data as { ts: Record<string, Date> }).ts).map((d) => d.getTime());
+        const control = bucket.control as { min: { ts: Date }; max: { ts: Date } };
+        const start = control.min.ts.getTime();
+        expect(times.length).toBeLessThanOrEqual(maxCount);
+        expect(Math.max(...times)).toBe(control.max.ts.getTime());
+        expect(Math.min(...times)).toBeGreaterThanOrEqual(start);
+        expect(Math.max(...times)).toBeLessThan(start + 3600 * 1000);
+        expect((bucket._id as ObjectId).getTimestamp().getTime()).toBe(start);
+      }
+      // What the ingesters acknowledged is what is stored.
+      const committed = ingesters.reduce(
+        (sum, { engine }) => sum + engine.serverStatus().bucketCatalog.numMeasurementsCommitted,
+        0,
+      );
+      expect(committed).toBe(written.length);
+    });
+
     it('retries a bucket whose _id another engine already inserted (id collision)', async () => {
       backend = await factory();
       const name = backend.collectionName('collide');

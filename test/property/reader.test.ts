@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { BucketEngine } from '../../src/engine/bucket-engine.js';
 import { countDocuments, find } from '../../src/reader/reader.js';
 import type { ReaderContext } from '../../src/reader/reader.js';
+import type { TimeseriesOptions } from '../../src/options.js';
 
 const BASE = Date.UTC(2024, 0, 1);
 const OIDS = [0, 1, 2].map((i) => new ObjectId(`65a0000000000000000000${i}${i}`));
@@ -109,7 +110,7 @@ const filterArb: fc.Arbitrary<Record<string, unknown>> = fc.letrec<{ f: Record<s
 })).f;
 
 interface Config {
-  readonly timeseries: Record<string, unknown>;
+  readonly timeseries: TimeseriesOptions;
   readonly maxCount: number;
 }
 const configArb: fc.Arbitrary<Config> = fc.constantFrom<Config>(

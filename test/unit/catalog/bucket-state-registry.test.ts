@@ -93,8 +93,8 @@ describe('BucketCatalog.directWriteStart', () => {
       (e: unknown) => e,
     );
     expect(TimeseriesError.isTimeseriesError(error) && error.code).toBe(ErrorCodes.TimeseriesBucketCleared);
-    expect(catalog.serverStatus()?.numOpenBuckets).toBe(0);
-    expect(catalog.serverStatus()?.numBuckets).toBe(0);
+    expect(catalog.serverStatus().numOpenBuckets).toBe(0);
+    expect(catalog.serverStatus().numBuckets).toBe(0);
     expect(catalog.isSafeToReopen(first.bucket.id.oid, catalog.currentEra())).toBe(false);
     // A new measurement of the series opens another bucket.
     const next = await stage(catalog, 'a', T0 + 2000);
@@ -120,7 +120,7 @@ describe('BucketCatalog.directWriteStart', () => {
     await catalog.finish(batch);
     await start;
     expect(await batch.result.promise).toStrictEqual({ kind: 'insert', bucketId: batch.bucket.id.hex });
-    expect(catalog.serverStatus()?.numOpenBuckets).toBe(0);
+    expect(catalog.serverStatus().numOpenBuckets).toBe(0);
     catalog.directWriteFinish(batch.bucket.id.oid);
   });
 
@@ -130,14 +130,14 @@ describe('BucketCatalog.directWriteStart', () => {
     const first = await stage(catalog, 'a', T0);
     await commit(catalog, first);
     await commit(catalog, await stage(catalog, 'a', T0 - 2 * 3600_000));
-    expect(catalog.serverStatus()?.numArchivedBuckets).toBe(1);
-    const memory = catalog.serverStatus()?.memoryUsage ?? 0;
+    expect(catalog.serverStatus().numArchivedBuckets).toBe(1);
+    const memory = catalog.serverStatus().memoryUsage;
     // Act
     await catalog.directWriteStart(ns, { _id: first.bucket.id.oid, meta: 'a' });
     catalog.directWriteFinish(first.bucket.id.oid);
     // Assert
-    expect(catalog.serverStatus()?.numArchivedBuckets).toBe(0);
-    expect(catalog.serverStatus()?.memoryUsage).toBeLessThan(memory);
+    expect(catalog.serverStatus().numArchivedBuckets).toBe(0);
+    expect(catalog.serverStatus().memoryUsage).toBeLessThan(memory);
   });
 
   it('finds the bucket in another stripe when the given meta is stale', async () => {
@@ -146,6 +146,6 @@ describe('BucketCatalog.directWriteStart', () => {
     await commit(catalog, batch);
     await catalog.directWriteStart(ns, { _id: batch.bucket.id.oid, meta: 'not-a' });
     catalog.directWriteFinish(batch.bucket.id.oid);
-    expect(catalog.serverStatus()?.numOpenBuckets).toBe(0);
+    expect(catalog.serverStatus().numOpenBuckets).toBe(0);
   });
 });

@@ -26,7 +26,7 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     });
     const probeColl = await probe.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
     await probeColl.insertOne({ t: new Date(0), m: 's0' });
-    const perBucket = probe.serverStatus().bucketCatalog!.memoryUsage;
+    const perBucket = probe.serverStatus().bucketCatalog.memoryUsage;
     expect(perBucket).toBeGreaterThan(kBucketOverheadBytes);
     // Threshold between two and three buckets' worth: allocating more on the stripe expires the oldest.
     const threshold = Math.floor(2.5 * perBucket);
@@ -38,13 +38,13 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     const t = new Date('2024-01-01T00:00:00Z');
     await coll.insertOne({ t, m: metas[0] });
     await coll.insertOne({ t, m: metas[1] });
-    let status = engine.serverStatus().bucketCatalog!;
+    let status = engine.serverStatus().bucketCatalog;
     expect(status.numIdleBuckets).toBe(2);
     expect(status.numBucketsArchivedDueToMemoryThreshold).toBe(0);
 
     await coll.insertOne({ t, m: metas[2] });
     await coll.insertOne({ t, m: metas[3] });
-    status = engine.serverStatus().bucketCatalog!;
+    status = engine.serverStatus().bucketCatalog;
     expect(status.numBucketsArchivedDueToMemoryThreshold).toBe(1);
     // The first series' bucket was the least recently idle: it is no longer open.
     const stripe =
@@ -57,7 +57,7 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
 
     // Keep allocating: once idle buckets are gone, archived records are dropped too.
     for (const m of metas.slice(4)) await coll.insertOne({ t, m });
-    status = engine.serverStatus().bucketCatalog!;
+    status = engine.serverStatus().bucketCatalog;
     expect(status.memoryUsage).toBeLessThanOrEqual(threshold + 2 * perBucket);
     expect(status.numBucketsClosedDueToMemoryThreshold).toBeGreaterThan(0);
     expect(status.numBuckets).toBe(status.numOpenBuckets + status.numArchivedBuckets);
@@ -79,13 +79,13 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     ]);
     // An allocation on the stripe, over the threshold, expires it.
     await coll.insertOne({ t: t(0), m: other });
-    const status = engine.serverStatus().bucketCatalog!;
+    const status = engine.serverStatus().bucketCatalog;
     expect(status.numBucketsArchivedDueToMemoryThreshold).toBe(1);
     expect(status.numBucketsClosedDueToCount).toBe(1);
     expect(status.numArchivedBuckets).toBe(0);
     // A late measurement of its window is not fetched back into a bucket that cannot take it.
     await coll.insertOne({ t: t(0), m: full });
-    const after = engine.serverStatus().bucketCatalog!;
+    const after = engine.serverStatus().bucketCatalog;
     expect(after.numBucketsFetched).toBe(0);
     expect(after.numBucketsReopened).toBe(0);
   });
@@ -96,7 +96,7 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     });
     const coll = await engine.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
     for (let i = 0; i < 50; i++) await coll.insertOne({ t: new Date(0), m: i });
-    const status = engine.serverStatus().bucketCatalog!;
+    const status = engine.serverStatus().bucketCatalog;
     expect(status.numIdleBuckets).toBe(50);
     expect(status.numBucketsArchivedDueToMemoryThreshold + status.numBucketsClosedDueToMemoryThreshold).toBe(
       0,

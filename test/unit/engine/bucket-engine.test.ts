@@ -288,17 +288,26 @@ describe('compression on close', () => {
 });
 
 describe('serverStatus.bucketCatalog (timeseries_serverStatus.js)', () => {
-  it('is absent before the first insert, then counts open, idle and archived buckets', async () => {
+  it('is all zeros before the first insert, then counts open, idle and archived buckets', async () => {
     const { engine, coll } = await setup();
-    expect(engine.serverStatus().bucketCatalog).toBeUndefined();
+    const before = engine.serverStatus().bucketCatalog;
+    expect(Object.entries(before).filter(([, v]) => v !== 0)).toEqual([]);
+    expect(Object.keys(before).slice(0, 6)).toEqual([
+      'numBuckets',
+      'numOpenBuckets',
+      'numIdleBuckets',
+      'numArchivedBuckets',
+      'memoryUsage',
+      'numBucketInserts',
+    ]);
     await coll.insertOne({ ts: iso('2025-03-19T05:17:00Z'), sensor: { a: 1 } });
-    let s = engine.serverStatus().bucketCatalog!;
+    let s = engine.serverStatus().bucketCatalog;
     expect([s.numBuckets, s.numOpenBuckets, s.numIdleBuckets, s.numArchivedBuckets]).toEqual([1, 1, 1, 0]);
     await coll.insertOne({ ts: iso('2021-01-02T01:00:00Z'), sensor: { a: 1 } });
-    s = engine.serverStatus().bucketCatalog!;
+    s = engine.serverStatus().bucketCatalog;
     expect([s.numBuckets, s.numOpenBuckets, s.numIdleBuckets, s.numArchivedBuckets]).toEqual([2, 1, 1, 1]);
     await coll.insertOne({ ts: iso('2021-01-01T01:00:00Z'), sensor: { a: 1 } });
-    s = engine.serverStatus().bucketCatalog!;
+    s = engine.serverStatus().bucketCatalog;
     expect([s.numBuckets, s.numOpenBuckets, s.numIdleBuckets, s.numArchivedBuckets]).toEqual([3, 1, 1, 2]);
     expect(s.memoryUsage).toBeGreaterThan(0);
     expect(s.numCommits).toBe(3);
@@ -381,7 +390,7 @@ describe('insertMany semantics', () => {
     // The abandoned batches left nothing behind: the next insert of series a reopens or starts cleanly.
     await coll.insertOne({ ts: t(4), sensor: 'a', v: 4 });
     expect((await coll.find({ sensor: 'a' }).toArray()).map((d) => d.v)).toEqual([0, 4]);
-    expect(engine.serverStatus().bucketCatalog?.numOpenBuckets).toBe(1);
+    expect(engine.serverStatus().bucketCatalog.numOpenBuckets).toBe(1);
   });
 
   it('unordered: a measurement over 16 MiB fails alone and counts numBucketDocumentsTooLargeInsert', async () => {
@@ -404,13 +413,37 @@ describe('insertMany semantics', () => {
     expect(error.writeErrors.map((w) => w.index)).toEqual([1]);
   });
 
-  it('returns the inserted count', async () => {
+  it('returns the inserted count, and no ids for measurements without _id (none is invented)', async () => {
     const { coll } = await setup();
-    expect(await coll.insertMany([good(0), good(1)], { ordered: false })).toEqual({
+    expect(await coll.insertMany([good(0), good(1)], { ordered: false })).toStrictEqual({
       acknowledged: true,
       insertedCount: 2,
+      insertedIds: {},
     });
-    expect(await coll.insertOne(good(2))).toEqual({ acknowledged: true, insertedCount: 1 });
+    expect(await coll.insertOne(good(2))).toStrictEqual({
+      acknowledged: true,
+      insertedId: undefined,
+      insertedCount: 1,
+    });
+    const stored = await coll.find({}).toArray();
+    expect(stored.some((m) => Object.hasOwn(m, '_id'))).toBe(false);
+  });
+
+  it('returns the _id of each inserted measurement that has one, by index, as the driver does', async () => {
+    const { coll } = await setup();
+    const a = new ObjectId();
+    const b = new ObjectId();
+    // Index 1 has no _id; index 3 is refused (not a date) and so has no entry either.
+    const docs = [{ ...good(0), _id: a }, good(1), { ...good(2), _id: b }, { ...good(3), _id: 4, ts: 'x' }];
+    const error = (await coll
+      .insertMany(docs, { ordered: false })
+      .catch((e: unknown) => e)) as BulkWriteError;
+    expect(error.insertedCount).toBe(3);
+    const result = await coll.insertMany(docs.slice(0, 3), { ordered: false });
+    expect(result).toStrictEqual({ acknowledged: true, insertedCount: 3, insertedIds: { 0: a, 2: b } });
+    expect(result.insertedIds[0]).toBe(a);
+    const one = await coll.insertOne({ ...good(4), _id: 'm-4' });
+    expect(one).toStrictEqual({ acknowledged: true, insertedId: 'm-4', insertedCount: 1 });
   });
 
   it('stores hostile field names as plain fields', async () => {
@@ -440,7 +473,7 @@ describe('drop', () => {
     expect(await coll.drop()).toBe(true);
     expect(engine.collection('weather')).toBeUndefined();
     expect(await engine.storage.countDocuments(coll.bucketsNamespace)).toBe(0);
-    expect(engine.serverStatus().bucketCatalog?.numOpenBuckets).toBe(0);
+    expect(engine.serverStatus().bucketCatalog.numOpenBuckets).toBe(0);
     // The name can be used again, with other options.
     const again = await engine.createCollection('weather', { timeseries: { timeField: 't' } });
     await again.insertOne({ t: iso('2024-01-01T00:00:00Z') });
@@ -474,7 +507,7 @@ describe('drop while a commit is in flight', () => {
     // A's write went through before it learnt of the drop; B settles either way instead of hanging.
     expect(ra.status).toBe('fulfilled');
     expect(['fulfilled', 'rejected']).toContain(rb.status);
-    expect(engine.serverStatus().bucketCatalog?.numOpenBuckets ?? 0).toBeLessThanOrEqual(1);
+    expect(engine.serverStatus().bucketCatalog.numOpenBuckets).toBeLessThanOrEqual(1);
   });
 });
 

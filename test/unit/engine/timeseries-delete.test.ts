@@ -159,7 +159,7 @@ describe('deleteMany with other filters', () => {
     await new Promise((r) => setImmediate(r));
     gate.resolve();
     // Assert
-    expect(await insert).toStrictEqual({ acknowledged: true, insertedCount: 2 });
+    expect(await insert).toStrictEqual({ acknowledged: true, insertedCount: 2, insertedIds: {} });
     expect(await deletion).toStrictEqual({ acknowledged: true, deletedCount: 3 });
     expect(await coll.buckets.countDocuments()).toBe(0);
   });

@@ -1,0 +1,129 @@
+import { Readable } from 'node:stream';
+
+import { Long } from 'bson';
+import { describe, expect, it } from 'vitest';
+
+import { convertTimeField, formatOfPath, openMeasurementSource } from '../../src/cli/readers.js';
+import type { ReadRecord } from '../../src/cli/readers.js';
+
+async function readAll(records: AsyncIterable<ReadRecord>): Promise<ReadRecord[]> {
+  const out: ReadRecord[] = [];
+  for await (const r of records) out.push(r);
+  return out;
+}
+
+const t = (iso: string): Date => new Date(iso);
+
+describe('readers', () => {
+  it('reads CSV: typed cells, empty cells absent, bad rows with their line numbers', async () => {
+    const source = openMeasurementSource('test/fixtures/cli/weather.csv', { timeField: 'ts' });
+    expect(source.totalBytes).toBeGreaterThan(0);
+    const records = await readAll(source.records);
+    expect(records).toEqual([
+      {
+        kind: 'measurement',
+        line: 2,
+        doc: { ts: t('2026-01-01T00:00:00Z'), sensor: 'a', temp: 21.5, humidity: 40, status: 'ok' },
+      },
+      {
+        kind: 'measurement',
+        line: 3,
+        doc: { ts: t('2026-01-01T00:00:00Z'), sensor: 'b', temp: 19, humidity: 55, status: 'ok' },
+      },
+      {
+        kind: 'measurement',
+        line: 4,
+        doc: { ts: t('2026-01-01T00:00:10Z'), sensor: 'a', temp: 21.7, humidity: 41, status: 'ok' },
+      },
+      {
+        kind: 'measurement',
+        line: 5,
+        doc: { ts: t('2026-01-01T00:00:10Z'), sensor: 'b', temp: 19.2, humidity: 55 },
+      },
+      { kind: 'bad', line: 6, reason: '6 cells for 5 columns' },
+      {
+        kind: 'measurement',
+        line: 7,
+        doc: { ts: t('2026-01-01T00:00:20Z'), sensor: 'b', temp: 19.1, humidity: 56, status: 'ok' },
+      },
+      { kind: 'bad', line: 8, reason: `'ts' is not a valid time: "yesterday"` },
+      {
+        kind: 'measurement',
+        line: 9,
+        doc: { ts: t('2026-01-01T00:00:30Z'), sensor: 'a', temp: 22, humidity: 42, status: 'ok' },
+      },
+      {
+        kind: 'measurement',
+        line: 10,
+        doc: { ts: t('2026-01-01T00:00:30Z'), sensor: 'b', temp: 19.4, humidity: 57, status: 'alarm' },
+      },
+    ]);
+    expect(source.bytesRead()).toBe(source.totalBytes);
+  });
+
+  it('reads NDJSON as Extended JSON: dates in three forms, Long kept, bad lines reported', async () => {
+    const records = await readAll(
+      openMeasurementSource('test/fixtures/cli/weather.ndjson', { timeField: 'ts' }).records,
+    );
+    expect(records).toEqual([
+      {
+        kind: 'measurement',
+        line: 1,
+        doc: { ts: t('2026-01-01T00:00:00Z'), sensor: { id: 1, site: 'north' }, temp: 21.5 },
+      },
+      {
+        kind: 'measurement',
+        line: 2,
+        doc: { ts: t('2026-01-01T00:01:00Z'), sensor: { site: 'north', id: 1 }, temp: 21.6 },
+      },
+      {
+        kind: 'measurement',
+        line: 3,
+        doc: { ts: t('2026-01-01T00:02:00Z'), sensor: { id: 2, site: 'south' }, temp: 18.25 },
+      },
+      { kind: 'bad', line: 4, reason: `not JSON: Unexpected token 'o', "not json" is not valid JSON` },
+      { kind: 'bad', line: 5, reason: "no 'ts' field" },
+      {
+        kind: 'measurement',
+        line: 7,
+        doc: { ts: t('2026-01-01T00:03:00Z'), sensor: { id: 1, site: 'north' }, temp: new Long(22) },
+      },
+    ]);
+  });
+
+  it('reads standard input for -, NDJSON unless told otherwise', async () => {
+    const stdin = Readable.from(['{"ts": 0, "a": 1}\n[1]\n{"ts": "x"}\n']);
+    const source = openMeasurementSource('-', { timeField: 'ts', stdin });
+    expect(source.totalBytes).toBeUndefined();
+    expect(await readAll(source.records)).toEqual([
+      { kind: 'measurement', line: 1, doc: { ts: new Date(0), a: 1 } },
+      { kind: 'bad', line: 2, reason: 'not a JSON object' },
+      { kind: 'bad', line: 3, reason: `'ts' is not a valid time: "x"` },
+    ]);
+    const csv = openMeasurementSource('-', {
+      timeField: 't',
+      format: 'csv',
+      stdin: Readable.from(['t,v\n5,true\n']),
+    });
+    expect(await readAll(csv.records)).toEqual([
+      { kind: 'measurement', line: 2, doc: { t: new Date(5), v: true } },
+    ]);
+  });
+
+  it('takes the format from the extension and refuses what is not a time', () => {
+    expect(['a.csv', 'A.CSV', 'a.ndjson', 'a.json', '-'].map(formatOfPath)).toEqual([
+      'csv',
+      'csv',
+      'ndjson',
+      'ndjson',
+      'ndjson',
+    ]);
+    expect(convertTimeField({ ts: true }, 'ts')).toBe(
+      "'ts' is not a date, an ISO 8601 string or epoch milliseconds",
+    );
+    expect(convertTimeField({ ts: new Date(NaN) }, 'ts')).toBe("'ts' is an invalid date");
+    const doc: Record<string, unknown> = { ts: '1970-01-01T00:00:01Z' };
+    expect(convertTimeField(doc, 'ts')).toBeUndefined();
+    expect(doc).toEqual({ ts: new Date(1000) });
+  });
+});
