@@ -680,11 +680,21 @@ export class BucketCatalog {
     }
   }
 
-  /** Which statistics snapshots print (8.0 hides the compression-on-close ones in its format). */
-  get #statsFormat(): ExecutionStatsFormat {
+  /**
+   * Which bucket format the catalog writes: `'alwaysCompressed'` (MongoDB 8.0+,
+   * `timeseriesAlwaysUseCompressedBuckets`) or `'compressOnClose'` (5.x–7.x).
+   *
+   * @returns the format.
+   */
+  get bucketFormat(): ExecutionStatsFormat {
     return this.#state.parameters.timeseriesAlwaysUseCompressedBuckets === true
       ? 'alwaysCompressed'
       : 'compressOnClose';
+  }
+
+  /** Which statistics snapshots print (8.0 hides the compression-on-close ones in its format). */
+  get #statsFormat(): ExecutionStatsFormat {
+    return this.bucketFormat;
   }
 
   /**

@@ -218,6 +218,25 @@ describe('compressed buckets (MongoDB 8.0+)', () => {
     expect(await coll.buckets.countDocuments()).toBe(2);
   });
 
+  it('a delete that repacks a bucket writes it compressed, even when that is not smaller', async () => {
+    const { coll } = await setup();
+    await coll.insertMany(
+      [1, 2, 3].map((v) => ({ ts: new Date(Date.UTC(2024, 0, 1, 0, 0, v)), sensor: 's', v })),
+    );
+    await coll.deleteMany({ v: 2 });
+    const [bucket] = await coll.buckets.find().toArray();
+    expect(bucket!.control).toStrictEqual({
+      version: 2,
+      min: { ts: at('2024-01-01T00:00:00Z'), v: 1 },
+      max: { ts: at('2024-01-01T00:00:03Z'), v: 3 },
+      count: 2,
+    });
+    expect(bucket!.data).toStrictEqual({
+      ts: column([at('2024-01-01T00:00:01Z'), at('2024-01-01T00:00:03Z')]),
+      v: column([1, 3]),
+    });
+  });
+
   it('hides the 5.x–7.x compression statistics, as 8.0 does in this mode', async () => {
     const { engine, coll, stats } = await setup();
     expect(await stats()).not.toHaveProperty('numBytesCompressed');
