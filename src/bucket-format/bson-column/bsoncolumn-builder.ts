@@ -19,7 +19,7 @@
  */
 import { InternalInvariantError } from '../../errors.js';
 import type { BinaryDiff } from './binary-diff.js';
-import { reopenPoint } from './binary-reopen.js';
+import { reopenPoint, resumeRegular64 } from './binary-reopen.js';
 import {
   BsonType,
   kInterleavedStartArray,
@@ -52,8 +52,61 @@ interface SubStream {
   readonly state: EncodingState;
 }
 
+const kNoStreams: SubStream[] = Object.freeze([]) as unknown as SubStream[];
+
+const kNoReference: RefObject = Object.freeze({ isArray: false, fields: Object.freeze([]) });
+// Frozen: a push to them would be a bug, and throws.
+const kNothingBuffered: Array<RefObject | undefined> = Object.freeze([]) as unknown as Array<
+  RefObject | undefined
+>;
+
 /** `#lastControl` when no control byte was recorded (the server's `kInvalidControlByte`). */
 const kNoControl = -1;
+
+/**
+ * Scratch for writing intermediate binaries, shared by every builder: an open bucket keeps one builder
+ * per field, so per-builder copies would multiply the catalog's memory, and intermediate() neither nests
+ * nor runs user code. Each scratch state is pointed at the builder's buffers by `copyFrom`.
+ */
+const scratch = {
+  regular: undefined as EncodingState | undefined,
+  streams: [] as EncodingState[],
+  builder: undefined as BSONColumnBuilder | undefined,
+  /** Per stream: output length, item count, open control offset and its byte. */
+  saved: [] as number[],
+  controlByte: 0,
+};
+
+/** Size of the slabs diffs are copied into, and the largest diff copied into one. */
+const kSlabSize = 8192;
+const kMaxSlabbed = 1024;
+let slab = new Uint8Array(kSlabSize);
+let slabUsed = 0;
+
+/**
+ * A copy of `src[start, end)` that the caller owns. Small copies are cut from a shared slab, as Node's
+ * pooled `Buffer`s are: allocating an `ArrayBuffer` per diff made garbage collection most of the cost of an
+ * intermediate() call. A slab is never written again once handed out (a full slab is replaced, not
+ * reused), so a diff never changes; it only keeps its slab alive.
+ */
+function copyToSlab(src: Uint8Array, start: number, end: number): Uint8Array {
+  const n = end - start;
+  if (n > kMaxSlabbed) return src.slice(start, end);
+  if (slabUsed + n > kSlabSize) {
+    slab = new Uint8Array(kSlabSize);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + n);
+  // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates another view.
+  for (let i = 0; i < n; i++) out[i] = src[start + i] ?? 0;
+  slabUsed += n;
+  return out;
+}
+
+/** Initial capacity of a builder's buffer: after intermediate() it holds at most one control block. */
+const kInitialCapacity = 64;
+/** A buffer this much larger than what it holds after intermediate() is replaced by a smaller one. */
+const kShrinkFactor = 4;
 
 /**
  * Encodes a sequence of values into one BSONColumn binary, in one go or incrementally.
@@ -82,7 +135,7 @@ const kNoControl = -1;
  * ```
  */
 export class BSONColumnBuilder {
-  readonly #out = new ByteWriter();
+  readonly #out = new ByteWriter(kInitialCapacity);
   // Where #out[0] sits in the column: the bytes before it are final and no longer kept.
   #base = 0;
   // What the previous intermediate() wrote at the open control byte, to tell which bytes did not change
@@ -90,24 +143,19 @@ export class BSONColumnBuilder {
   #lastControl = kNoControl;
   #lastControlOffset = 0;
   #lastBufLength = 0;
-  // Scratch copies of the encoding states, flushed to write intermediate binaries; kept for reuse.
-  #scratchRegular: EncodingState | undefined;
-  readonly #scratchStreams: EncodingState[] = [];
-  #scratchBuilder: BSONColumnBuilder | undefined;
-  // Per stream (appending mode): output length, item count, open control offset and its byte, saved while
-  // an intermediate binary is written into the streams' buffers.
-  readonly #savedStreams: number[] = [];
-  #savedControlByte = 0;
-  readonly #element = new ElementWriter();
+  // Created on the first value that is not a number or a date (those have their own paths).
+  #elementWriter: ElementWriter | undefined;
   // Reset rather than replaced between sections and columns: a new state allocates its tables.
   readonly #regular = new EncodingState(this.#out);
   #mode: Mode = Mode.regular;
-  #reference: RefObject = { isArray: false, fields: [] };
+  #reference: RefObject = kNoReference;
   #referenceType = 0;
   // Objects buffered while the reference is determined; `undefined` is a buffered missing entry.
-  #buffered: Array<RefObject | undefined> = [];
-  #streams: SubStream[] = [];
-  readonly #leaves: Array<RefField | undefined> = [];
+  // Outside interleaved mode these hold shared empty arrays (a builder per open column should not carry
+  // empty arrays of its own): #buffered and #streams are replaced, never pushed to, until a section starts.
+  #buffered: Array<RefObject | undefined> = kNothingBuffered;
+  #streams: SubStream[] = kNoStreams;
+  #leavesScratch: Array<RefField | undefined> | undefined;
 
   /**
    * Append one entry.
@@ -133,10 +181,10 @@ export class BSONColumnBuilder {
       this.skip();
       return;
     }
-    const el = this.#element;
+    const el = (this.#elementWriter ??= new ElementWriter());
     el.write(value);
     if (el.type === BsonType.object || el.type === BsonType.array) {
-      this.#appendObject(el.type, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
+      this.#appendObject(el, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
       return;
     }
     if (this.#mode !== Mode.regular) this.#flushSubObjMode();
@@ -195,7 +243,10 @@ export class BSONColumnBuilder {
    * bytes are neither re-encoded nor copied. After the call, {@link finalize} may no longer be used (the
    * builder drops the bytes that are final).
    *
-   * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`.
+   * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`. `bytes` is the
+   *   caller's and never changes. A diff at offset 0 (a whole column) has its own `ArrayBuffer`; later
+   *   small diffs share one (as Node's pooled `Buffer`s do): copy them to keep them long without keeping
+   *   that buffer alive.
    */
   intermediate(): BinaryDiff {
     const out = this.#out;
@@ -239,13 +290,13 @@ export class BSONColumnBuilder {
       }
       this.#lastBufLength = length - control;
     }
-    const bytes = buf.slice(identical, total);
+    // A diff at offset 0 is a whole column, which a store is likely to keep as is: give it its own buffer.
+    const bytes = prevOffset + identical === 0 ? buf.slice(0, total) : copyToSlab(buf, identical, total);
     this.#restoreTail(length);
     // Keep only what may still change: from the open control byte, or nothing.
     const keepFrom = control < 0 ? length : control;
     if (keepFrom > 0) {
-      out.buf.copyWithin(0, keepFrom, length);
-      out.length = length - keepFrom;
+      out.dropFront(keepFrom, kShrinkFactor);
       this.#regular.rebase(keepFrom);
       this.#base += keepFrom;
     }
@@ -269,9 +320,12 @@ export class BSONColumnBuilder {
    * and {@link intermediate} called: appending more values and calling {@link intermediate} returns diffs
    * against `binary`, and the result is the binary of encoding all values at once.
    *
-   * Only the values after the column's last uncompressed literal are decoded and re-appended (before it,
-   * the encoder's state is final); a column with an interleaved (object) section is replayed whole, as
-   * the server does. When `binary` was encoded differently than this encoder would (another encoder,
+   * Before the column's last uncompressed literal the encoder's state is final. For integers, booleans,
+   * dates, timestamps, ObjectIds and repeat-only types, the Simple-8b slots after it are summed into the
+   * last value without decoding values, and only the slots from the last run of RLE blocks on are packed
+   * again. Other types (doubles, strings, binData, decimals) have the values after the last literal
+   * decoded and re-appended; a column with an interleaved (object) section is replayed whole, as the
+   * server does. When `binary` was encoded differently than this encoder would (another encoder,
    * legacy interleaving), the first diff starts at that point and rewrites the rest with the same values.
    *
    * @param binary - a BSONColumn binary (the BinData subtype 7 payload).
@@ -279,8 +333,17 @@ export class BSONColumnBuilder {
    * @throws TimeseriesError (`BadValue`) when `binary` is malformed.
    */
   static fromBinary(binary: Uint8Array): BSONColumnBuilder {
-    const builder = new BSONColumnBuilder();
     const from = reopenPoint(binary);
+    const resumed = new BSONColumnBuilder();
+    const base = resumeRegular64(binary, from, resumed.#regular, resumed.#out);
+    if (base >= 0) {
+      resumed.#base = base;
+      if (resumed.#finalTailEquals(binary.subarray(base))) {
+        resumed.intermediate();
+        return resumed;
+      }
+    }
+    const builder = new BSONColumnBuilder();
     const tail = binary.subarray(from);
     builder.#base = from;
     for (const value of decodeColumn(tail)) builder.append(value);
@@ -309,35 +372,37 @@ export class BSONColumnBuilder {
       case Mode.regular: {
         const control = this.#regular.controlPos;
         // The copy counts its blocks into the shared open control byte: keep the real one.
-        this.#savedControlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
-        const scratch = (this.#scratchRegular ??= new EncodingState(out));
-        scratch.copyFrom(this.#regular);
-        scratch.flush();
+        scratch.controlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
+        const state = (scratch.regular ??= new EncodingState(out));
+        state.copyFrom(this.#regular);
+        state.flush();
         break;
       }
       case Mode.determining: {
         // The reference is not fixed yet: encode the buffered objects (at most twice the reference's
         // leaves) as a fresh section in a scratch builder.
-        const scratch = (this.#scratchBuilder ??= new BSONColumnBuilder());
-        scratch.#out.reset();
-        scratch.#reference = this.#reference;
-        scratch.#referenceType = this.#referenceType;
-        scratch.#buffered = this.#buffered.slice();
-        scratch.#mode = Mode.determining;
-        scratch.#flushSubObjMode();
-        out.bytes(scratch.#out.buf, 0, scratch.#out.length);
+        const section = (scratch.builder ??= new BSONColumnBuilder());
+        section.#out.reset();
+        section.#reference = this.#reference;
+        section.#referenceType = this.#referenceType;
+        section.#buffered = this.#buffered.slice();
+        section.#mode = Mode.determining;
+        section.#flushSubObjMode();
+        out.bytes(section.#out.buf, 0, section.#out.length);
         break;
       }
       case Mode.appending: {
         const streams = this.#streams;
-        const saved = this.#savedStreams;
+        const saved = scratch.saved;
         saved.length = 0;
-        for (const [i, s] of streams.entries()) {
+        for (let i = 0; i < streams.length; i++) {
+          const s = streams[i];
+          if (s === undefined) continue;
           const control = s.state.controlPos;
           saved.push(s.out.length, s.items.length, control, control >= 0 ? (s.out.buf[control] ?? 0) : 0);
-          const scratch = (this.#scratchStreams[i] ??= new EncodingState(s.out));
-          scratch.copyFrom(s.state);
-          scratch.flush();
+          const state = (scratch.streams[i] ??= new EncodingState(s.out));
+          state.copyFrom(s.state);
+          state.flush();
         }
         writeInDecoderOrder(streams, out);
         out.u8(0);
@@ -357,12 +422,15 @@ export class BSONColumnBuilder {
     out.length = length;
     if (this.#mode === Mode.regular) {
       const control = this.#regular.controlPos;
-      if (control >= 0) out.buf[control] = this.#savedControlByte;
+      if (control >= 0) out.buf[control] = scratch.controlByte;
       return;
     }
     if (this.#mode !== Mode.appending) return;
-    const saved = this.#savedStreams;
-    for (const [i, s] of this.#streams.entries()) {
+    const saved = scratch.saved;
+    const streams = this.#streams;
+    for (let i = 0; i < streams.length; i++) {
+      const s = streams[i];
+      if (s === undefined) continue;
       s.out.length = saved[4 * i] ?? 0;
       s.items.length = saved[4 * i + 1] ?? 0;
       const control = saved[4 * i + 2] ?? -1;
@@ -370,9 +438,10 @@ export class BSONColumnBuilder {
     }
   }
 
-  #appendObject(type: number, obj: RefObject): void {
+  /** Append the object or array `el` holds, parsed as `obj`. */
+  #appendObject(el: ElementWriter, obj: RefObject): void {
+    const type = el.type;
     const numElements = countLeaves(obj);
-    const el = this.#element;
     if (this.#mode === Mode.regular) {
       if (numElements === 0) this.#regular.append(type, el.bytes, el.start, el.end);
       else this.#startDetermining(obj, type);
@@ -385,7 +454,7 @@ export class BSONColumnBuilder {
       return;
     }
     if (this.#mode === Mode.determining) {
-      const leaves = this.#leaves;
+      const leaves = (this.#leavesScratch ??= []);
       leaves.length = 0;
       if (!lockStep(this.#reference, obj, leaves)) {
         const merged = mergeRefObject(this.#reference, obj);
@@ -430,7 +499,7 @@ export class BSONColumnBuilder {
       for (const s of streams) s.state.skip();
       return true;
     }
-    const leaves = this.#leaves;
+    const leaves = (this.#leavesScratch ??= []);
     leaves.length = 0;
     if (!lockStep(this.#reference, obj, leaves)) {
       this.#flushSubObjMode();
@@ -474,7 +543,7 @@ export class BSONColumnBuilder {
         throw new InternalInvariantError(7103, 'buffered object incompatible with the merged reference');
       }
     }
-    this.#buffered = [];
+    this.#buffered = kNothingBuffered;
   }
 
   #flushSubObjMode(): void {
@@ -483,7 +552,7 @@ export class BSONColumnBuilder {
     for (const s of streams) s.state.flush();
     writeInDecoderOrder(streams, this.#out);
     this.#out.u8(0);
-    this.#streams = [];
+    this.#streams = kNoStreams;
     this.#mode = Mode.regular;
   }
 }

@@ -12,7 +12,6 @@ const kMaxRetainedBytes = 1 << 16;
 export class ByteWriter {
   /** Backing storage; valid up to {@link ByteWriter.length}. */
   buf: Uint8Array;
-  #view: DataView;
   /** Bytes written. */
   length = 0;
 
@@ -22,7 +21,6 @@ export class ByteWriter {
    */
   constructor(capacity: number = kDefaultCapacity) {
     this.buf = new Uint8Array(capacity);
-    this.#view = new DataView(this.buf.buffer);
   }
 
   #reserve(n: number): void {
@@ -31,7 +29,6 @@ export class ByteWriter {
     const next = new Uint8Array(Math.max(need, this.buf.length * 2));
     next.set(this.buf.subarray(0, this.length));
     this.buf = next;
-    this.#view = new DataView(next.buffer);
   }
 
   /**
@@ -51,7 +48,7 @@ export class ByteWriter {
    */
   i32(v: number): void {
     this.#reserve(4);
-    this.#view.setInt32(this.length, v, true);
+    this.setI32(this.length, v);
     this.length += 4;
   }
 
@@ -64,8 +61,8 @@ export class ByteWriter {
    */
   u64Halves(lo: number, hi: number): void {
     this.#reserve(8);
-    this.#view.setUint32(this.length, lo, true);
-    this.#view.setUint32(this.length + 4, hi, true);
+    this.setI32(this.length, lo);
+    this.setI32(this.length + 4, hi);
     this.length += 8;
   }
 
@@ -93,7 +90,12 @@ export class ByteWriter {
    * @param v - value.
    */
   setI32(pos: number, v: number): void {
-    this.#view.setInt32(pos, v, true);
+    // Byte stores rather than a DataView: a writer per open column would otherwise carry one more object.
+    const buf = this.buf;
+    buf[pos] = v & 0xff;
+    buf[pos + 1] = (v >>> 8) & 0xff;
+    buf[pos + 2] = (v >>> 16) & 0xff;
+    buf[pos + 3] = v >>> 24;
   }
 
   /**
@@ -105,8 +107,27 @@ export class ByteWriter {
     this.length = 0;
     if (this.buf.length > kMaxRetainedBytes) {
       this.buf = new Uint8Array(kDefaultCapacity);
-      this.#view = new DataView(this.buf.buffer);
     }
+  }
+
+  /**
+   * Drop the first `n` bytes written, moving the rest to the front; when the storage is then more than
+   * `shrinkFactor` times what it holds (and larger than the default capacity), move it to a smaller one so
+   * that a long-lived writer does not keep the peak size of its past.
+   *
+   * @param n - bytes to drop, at most {@link ByteWriter.length}.
+   * @param shrinkFactor - how much larger than its content the storage may stay.
+   */
+  dropFront(n: number, shrinkFactor: number): void {
+    const left = this.length - n;
+    if (this.buf.length > kDefaultCapacity && left * shrinkFactor < this.buf.length) {
+      const next = new Uint8Array(Math.max(kDefaultCapacity, left * 2));
+      next.set(this.buf.subarray(n, this.length));
+      this.buf = next;
+    } else {
+      this.buf.copyWithin(0, n, this.length);
+    }
+    this.length = left;
   }
 
   /**

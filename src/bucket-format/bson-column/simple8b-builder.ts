@@ -188,6 +188,8 @@ export class Simple8bBuilder {
   resetAfterLiteral(): void {
     this.lastWritten = 0n;
     this.#lastForRle = 0n;
+    // The server starts a new builder after a literal: a type ruled out before it is possible again.
+    this.#resetWidths();
   }
 
   #appendValue(value: bigint, tryRle: boolean): boolean {
@@ -363,6 +365,29 @@ for (let type = 0; type < kTypes; type++) {
   }
 }
 
+/**
+ * The blocks (5 numbers each: the halves, entries, the sum's halves) that flushing `r` repeats of a value
+ * writes after its RLE blocks, keyed by {@link remainderKey}; shared by all builders, bounded.
+ */
+const remainderBlocks = new Map<number, number[]>();
+const kMaxCachedRemainders = 4096;
+const kMaxCachedValue = 1 << 20;
+
+/**
+ * Cache key of an RLE remainder: the value (small values only; missing is 0, `v` is `v + 1`), the count
+ * and whether sums are reported. -1 when the value is not cached.
+ */
+function remainderKey(lo: number, hi: number, remainder: number, trackSum: boolean): number {
+  let value: number;
+  if (isMissing(lo, hi)) value = 0;
+  else if (hi === 0 && lo < kMaxCachedValue) value = lo + 1;
+  else return -1;
+  return (value * kRleMultiplier + remainder) * 2 + (trackSum ? 1 : 0);
+}
+
+/** Pending room a {@link Simple8bBuilder64} starts with. */
+const kInitialPending = 8;
+
 /** A missing slot in {@link Simple8bBuilder64}: both halves all ones (no storable value is all ones). */
 const kMissingHalf = 0xffffffff;
 
@@ -484,8 +509,10 @@ export class Simple8bBuilder64 {
   blocksWritten = 0;
 
   // Pending values as halves; (kMissingHalf, kMissingHalf) is a skip.
-  readonly #lo = new Uint32Array(kMaxPending);
-  readonly #hi = new Uint32Array(kMaxPending);
+  // Pending values, low half at 2i and high half at 2i + 1: one small array (held in the heap object
+  // itself), grown from kInitialPending to kMaxPending values on demand. A builder lives as long as its
+  // column's open bucket, and most columns never hold more than a few pending values.
+  #pend = new Uint32Array(2 * kInitialPending);
   // Per extension type (packed), the largest width among the pending values.
   #maxWidths = kMinWidths;
   // Bit t set: type t can still hold all pending values.
@@ -497,10 +524,19 @@ export class Simple8bBuilder64 {
   #rleCount = 0;
   #rleLo = 0;
   #rleHi = 0;
+  // Set while #flushRle records the blocks of a remainder for remainderBlocks.
+  #recording: number[] | undefined = undefined;
 
   /** @param sink - receives the blocks. */
   constructor(sink: Simple8bSink64) {
     this.sink = sink;
+  }
+
+  /** Room for the most pending values there can be, once a stream needs more than the initial room. */
+  #grow(): void {
+    const pend = new Uint32Array(2 * kMaxPending);
+    pend.set(this.#pend);
+    this.#pend = pend;
   }
 
   /**
@@ -530,6 +566,22 @@ export class Simple8bBuilder64 {
   }
 
   /**
+   * Continue a stream whose last written block ended with `(hi:lo)` and left nothing pending (a reopened
+   * column, right before a run of RLE blocks or after a literal): what the decoder's RLE repeats, and what
+   * a new RLE run may start on.
+   *
+   * @param lo - low half of that block's last slot value (both halves all ones for a missing slot).
+   * @param hi - high half.
+   */
+  resumeAfterBlock(lo: number, hi: number): void {
+    this.reset(this.sink, false);
+    this.lastWrittenLo = lo;
+    this.lastWrittenHi = hi;
+    this.#rleLo = lo;
+    this.#rleHi = hi;
+  }
+
+  /**
    * Become a copy of `other`'s state (pending values, widths, RLE), keeping this builder's sink: the column
    * builder flushes such a copy to compute an intermediate binary without touching the real state.
    *
@@ -541,10 +593,8 @@ export class Simple8bBuilder64 {
     this.lastWrittenHi = other.lastWrittenHi;
     this.blocksWritten = other.blocksWritten;
     const n = other.#count;
-    for (let i = 0; i < n; i++) {
-      this.#lo[i] = other.#lo[i] ?? 0;
-      this.#hi[i] = other.#hi[i] ?? 0;
-    }
+    if (2 * n > this.#pend.length) this.#grow();
+    for (let i = 0; i < 2 * n; i++) this.#pend[i] = other.#pend[i] ?? 0;
     this.#maxWidths = other.#maxWidths;
     this.#possible = other.#possible;
     this.#fittingMaxWidths = other.#fittingMaxWidths;
@@ -575,8 +625,8 @@ export class Simple8bBuilder64 {
    */
   pendingAt(i: number, out: Int64Halves): boolean {
     if (i < this.#count) {
-      out.lo = this.#lo[i] ?? 0;
-      out.hi = this.#hi[i] ?? 0;
+      out.lo = this.#pend[2 * i] ?? 0;
+      out.hi = this.#pend[2 * i + 1] ?? 0;
     } else {
       out.lo = this.#rleLo;
       out.hi = this.#rleHi;
@@ -593,7 +643,7 @@ export class Simple8bBuilder64 {
    */
   get replaysUnchanged(): boolean {
     const last = this.#count - 1;
-    return last >= 0 && (this.#lo[last] !== 0 || this.#hi[last] !== 0);
+    return last >= 0 && (this.#pend[2 * last] !== 0 || this.#pend[2 * last + 1] !== 0);
   }
 
   /** Whether the value RLE repeats is a missing entry. */
@@ -622,14 +672,80 @@ export class Simple8bBuilder64 {
     this.#appendValue(kMissingHalf, kMissingHalf, true);
   }
 
+  /**
+   * Append `(hi:lo)`, or a missing value when both halves are all ones, `n` times: {@link Simple8bBuilder64.append} or
+   * {@link Simple8bBuilder64.skip} each time, except that once an RLE run of that value is open the rest only add to its
+   * count (a reopened column replays its RLE blocks, up to 1920 entries each).
+   *
+   * @param lo - low half.
+   * @param hi - high half.
+   * @param n - repeats.
+   * @returns `false` when the value cannot be stored in Simple-8b.
+   */
+  appendRun(lo: number, hi: number, n: number): boolean {
+    for (let k = 0; k < n; k++) {
+      if (this.#rleCount > 0 && lo === this.#rleLo && hi === this.#rleHi) {
+        this.#rleCount += n - k;
+        return true;
+      }
+      if (isMissing(lo, hi)) this.skip();
+      else if (!this.#appendValue(lo, hi, true)) return false;
+    }
+    return true;
+  }
+
   /** Write everything pending, RLE included. */
   flush(): void {
-    if (this.#rleCount > 0) this.#endRle();
+    // Nothing is pending while an RLE run is open (a run starts only on an empty builder).
+    if (this.#rleCount > 0) this.#flushRle();
     while (this.#count > 0) this.#writeBlock(this.#lastValidType);
     // As the server does: RLE may only start on 0 after a flush. lastWritten keeps the decoder's view.
     this.#rleLo = 0;
     this.#rleHi = 0;
     this.#lastValidType = 0;
+  }
+
+  /**
+   * Flush an open RLE run: its RLE blocks, then the remainder (fewer than 120 repeats) as ordinary blocks.
+   * The remainder's blocks depend only on the repeated value and the count (nothing else is pending, and
+   * a type ruled out for the value could not hold it anyway), so they are cached: a column in a run
+   * (dates at a fixed interval, a constant) flushes one for every intermediate binary, and packing up to
+   * 119 values one by one was most of that call's cost.
+   */
+  #flushRle(): void {
+    const lo = this.#rleLo;
+    const hi = this.#rleHi;
+    const remainder = this.#rleCount % kRleMultiplier;
+    const key = remainderKey(lo, hi, remainder, this.trackSum);
+    const cached = key < 0 ? undefined : remainderBlocks.get(key);
+    if (cached === undefined) {
+      const record = key >= 0 && remainderBlocks.size < kMaxCachedRemainders;
+      if (record) this.#recording = [];
+      this.#endRle();
+      while (this.#count > 0) this.#writeBlock(this.#lastValidType);
+      if (record && this.#recording !== undefined) remainderBlocks.set(key, this.#recording);
+      this.#recording = undefined;
+      return;
+    }
+    this.#rleCount -= remainder;
+    this.#endRle();
+    for (let i = 0; i < cached.length; i += 5) {
+      this.blocksWritten++;
+      this.sink.writeBlock64(
+        cached[i] ?? 0,
+        cached[i + 1] ?? 0,
+        cached[i + 2] ?? 0,
+        cached[i + 3] ?? 0,
+        cached[i + 4] ?? 0,
+      );
+    }
+    this.lastWrittenLo = lo;
+    this.lastWrittenHi = hi;
+    // As after the last block the uncached path writes.
+    if (cached.length > 0) {
+      this.#maxWidths = kMinWidths;
+      this.#possible = kAllTypes;
+    }
   }
 
   /** After a literal the decoder's previous Simple-8b value is 0 again. */
@@ -638,6 +754,9 @@ export class Simple8bBuilder64 {
     this.lastWrittenHi = 0;
     this.#rleLo = 0;
     this.#rleHi = 0;
+    // The server starts a new builder after a literal: a type ruled out before it is possible again.
+    this.#possible = kAllTypes;
+    this.#maxWidths = kMinWidths;
   }
 
   #appendValue(lo: number, hi: number, tryRle: boolean): boolean {
@@ -666,8 +785,9 @@ export class Simple8bBuilder64 {
       }
     }
     const p = this.#count++;
-    this.#lo[p] = lo;
-    this.#hi[p] = hi;
+    if (2 * p === this.#pend.length) this.#grow();
+    this.#pend[2 * p] = lo;
+    this.#pend[2 * p + 1] = hi;
     this.#maxWidths = this.#fittingMaxWidths;
     return true;
   }
@@ -706,16 +826,15 @@ export class Simple8bBuilder64 {
     const onesLo = width >= 32 ? kMissingHalf : ((1 << width) - 1) >>> 0;
     const onesHi = width > 32 ? (1 << (width - 32)) - 1 : 0;
     const trackSum = this.trackSum;
-    const pendLo = this.#lo;
-    const pendHi = this.#hi;
+    const pend = this.#pend;
     let offset = selector === 7 || selector === 8 ? 8 : 4;
     let wordLo = selector | (nibble << 4);
     let wordHi = 0;
     let sumLo = 0;
     let sumHi = 0;
     for (let i = 0; i < entries; i++, offset += width) {
-      let slo = pendLo[i] ?? 0;
-      let shi = pendHi[i] ?? 0;
+      let slo = pend[2 * i] ?? 0;
+      let shi = pend[2 * i + 1] ?? 0;
       if (isMissing(slo, shi)) {
         slo = onesLo;
         shi = onesHi;
@@ -754,17 +873,17 @@ export class Simple8bBuilder64 {
         wordHi |= slo << (offset - 32);
       }
     }
-    const lastLo = pendLo[entries - 1] ?? 0;
-    const lastHi = pendHi[entries - 1] ?? 0;
+    const lastLo = pend[2 * entries - 2] ?? 0;
+    const lastHi = pend[2 * entries - 1] ?? 0;
     // Drop the written values from the front. Usually none or one remain: a plain loop is cheaper than
     // `copyWithin` builtin calls, and recomputing their widths cheaper than keeping every value's.
     const left = this.#count - entries;
     let max = kMinWidths;
     for (let j = 0; j < left; j++) {
-      const vlo = pendLo[entries + j] ?? 0;
-      const vhi = pendHi[entries + j] ?? 0;
-      pendLo[j] = vlo;
-      pendHi[j] = vhi;
+      const vlo = pend[2 * (entries + j)] ?? 0;
+      const vhi = pend[2 * (entries + j) + 1] ?? 0;
+      pend[2 * j] = vlo;
+      pend[2 * j + 1] = vhi;
       if (!isMissing(vlo, vhi)) max = maxWidths(max, valueWidths(vlo, vhi));
     }
     this.#maxWidths = max;
@@ -775,6 +894,7 @@ export class Simple8bBuilder64 {
     this.#rleLo = lastLo;
     this.#rleHi = lastHi;
     this.blocksWritten++;
+    this.#recording?.push(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
     this.sink.writeBlock64(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
   }
 
@@ -816,13 +936,12 @@ export class Simple8bBuilder64 {
    */
   #appendRepeated(lo: number, hi: number, n: number): void {
     const widths = isMissing(lo, hi) ? 0 : valueWidths(lo, hi);
-    const pendLo = this.#lo;
-    const pendHi = this.#hi;
     for (let k = 0; k < n; k++) {
       while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
       const p = this.#count++;
-      pendLo[p] = lo;
-      pendHi[p] = hi;
+      if (2 * p === this.#pend.length) this.#grow();
+      this.#pend[2 * p] = lo;
+      this.#pend[2 * p + 1] = hi;
       this.#maxWidths = this.#fittingMaxWidths;
     }
   }

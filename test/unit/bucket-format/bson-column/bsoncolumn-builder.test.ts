@@ -1,4 +1,4 @@
-import { Binary, Decimal128 } from 'bson';
+import { Binary, Decimal128, Long } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { applyBinaryDiff } from '../../../../src/bucket-format/bson-column/binary-diff.js';
@@ -89,6 +89,24 @@ describe('BSONColumnBuilder: MongoDB 8 binary diffs', () => {
     }
   });
 
+  it('hands out diffs that later calls never change, and a whole-column diff with its own buffer', () => {
+    // Arrange: many small diffs, kept until the end (they share buffers)
+    const builder = new BSONColumnBuilder();
+    const values: number[] = [];
+    const diffs: BinaryDiff[] = [];
+    for (let i = 0; i < 5000; i++) {
+      values.push(Math.round(Math.sin(i) * 1000) / 100);
+      builder.append(values[i]);
+      diffs.push(builder.intermediate());
+    }
+    // Act
+    const column = diffs.reduce(applyBinaryDiff, new Uint8Array(0));
+    // Assert
+    expect(toHex(column)).toBe(toHex(BSONColumn.encode(values)));
+    const first = diffs[0];
+    expect(first?.bytes.byteLength).toBe(first?.bytes.buffer.byteLength);
+  });
+
   it('refuses finalize() once intermediate() has dropped the final bytes', () => {
     const builder = new BSONColumnBuilder();
     builder.append(1);
@@ -164,5 +182,18 @@ describe('decoded values own their bytes', () => {
     const copy = cloneCanonical(original) as Binary;
     memory.fill(9);
     expect(Array.from(copy.buffer)).toEqual([1, 2, 3]);
+  });
+});
+
+describe('Simple-8b state after a literal', () => {
+  it('packs the values after a literal as a new builder would, whatever ruled a type out before it', () => {
+    // Deltas of 2^62 (zigzag 2^63) need a trailing-zero selector: the base selector is ruled out for them,
+    // including right before an RLE run of them that is flushed by the next literal.
+    const tail = '10 00 01000000 80 2c00000200200000 00';
+    for (let n = 1; n <= 300; n++) {
+      const longs = Array.from({ length: n }, (_, k) => Long.fromBigInt(BigInt.asIntN(64, BigInt(k) << 62n)));
+      const bytes = toHex(BSONColumn.encode([...longs, 1, 2, 3, 4]));
+      expect(bytes.endsWith(tail.replace(/ /g, ''))).toBe(true);
+    }
   });
 });
