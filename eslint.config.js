@@ -16,6 +16,16 @@ export default tseslint.config(
       '@typescript-eslint/explicit-module-boundary-types': 'error',
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
       eqeqeq: ['error', 'always', { null: 'ignore' }],
+      // Two copies of js-bson can share a process (ESM here, CommonJS in the mongodb driver): a value of one
+      // is no instance of the other's classes. Recognise them by `_bsontype` (src/util/bson-type.ts).
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "BinaryExpression[operator='instanceof'][right.name=/^(Binary|BSONRegExp|BSONSymbol|Code|DBRef|Decimal128|Double|Int32|Long|MaxKey|MinKey|ObjectId|Timestamp|UUID)$/]",
+          message: 'Recognise js-bson values by _bsontype (isBsonValue), never instanceof.',
+        },
+      ],
       '@typescript-eslint/no-unused-vars': [
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },

@@ -11,6 +11,9 @@ export default defineConfig([
   {
     entry: { index: 'src/index.ts', 'mongodb/index': 'src/mongodb/index.ts' },
     format: ['esm', 'cjs'],
+    // Shared modules go to shared chunks in both formats, so that `tsbuckets` and `tsbuckets/mongodb`
+    // load one copy of each (one `TsBucketsError`: a MongoStorageError is an instance of the exported base).
+    splitting: true,
     dts: true,
     sourcemap: false,
     shims: true,

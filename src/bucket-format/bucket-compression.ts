@@ -18,6 +18,7 @@ import {
   isPlainObject,
   utf8ByteLength,
 } from '../util/bson-value.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 /** Result of {@link compressBucket}. */
 export type CompressBucketResult =
@@ -306,7 +307,7 @@ export function decompressBucketSized(
   let dataSize = 5;
   for (const field of Object.keys(data)) {
     const column = data[field];
-    if (!(column instanceof Binary) || column.sub_type !== Binary.SUBTYPE_COLUMN) {
+    if (!isBsonValue(column, 'Binary') || column.sub_type !== Binary.SUBTYPE_COLUMN) {
       throw new TimeseriesError('InvalidTimeseriesBucket', `data.${field} is not a BSONColumn binary`, {
         field,
       });

@@ -13,7 +13,7 @@ import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
-import { TimeseriesError } from '../errors.js';
+import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { kBSONObjMaxUserSize, objectIdHex } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 import { calculateBucketFieldsAndSizeChange, makeOpenBucket, openBatchFor } from './bucket.js';
@@ -28,7 +28,7 @@ import type { ReopeningRequest } from './reopening.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
 import { addOpenBucket, removeOpenBucket } from './stripe.js';
-import type { Stripe, StripeLock } from './stripe.js';
+import type { ArchivedBucket, Stripe, StripeLock } from './stripe.js';
 import { countStagedBy, makeWriteBatch } from './write-batch.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -205,10 +205,17 @@ export function stageSeries(
         chosen = findEligibleBucket(state, lock, coll, options, key, item, attempt, rolledOver);
       }
     } catch (error) {
-      // A value BSON cannot hold (a symbol, a function) is found while sizing the measurement, before
-      // anything is staged or rolled over for it: reject this measurement only.
-      if (!TimeseriesError.isTimeseriesError(error)) throw error;
-      out[position] = { kind: 'error', error };
+      // A value BSON cannot hold (a symbol, a function, a value nested past the stack) is found while
+      // sizing the measurement, before anything is staged for it: reject this measurement only, so that
+      // the call's other measurements, staged in batches other writers may commit, keep an outcome.
+      // Broken invariants are bugs and still throw.
+      if (TsBucketsError.isTsBucketsError(error) && !TimeseriesError.isTimeseriesError(error)) throw error;
+      out[position] = {
+        kind: 'error',
+        error: TimeseriesError.isTimeseriesError(error)
+          ? error
+          : new TimeseriesError('BadValue', 'measurement cannot be stored as BSON', { cause: error }),
+      };
       continue;
     }
     if (chosen.kind === 'reopen') return { index: i, request: chosen.request, why: chosen.why };
@@ -278,7 +285,9 @@ export function determineRolloverReason(
   item: InsertItem,
 ): RolloverCheck {
   const params = state.parameters;
-  switch (timeWindowPosition(item.timeMs, bucket.startMs, bucket.maxSpanSeconds)) {
+  // The span is the collection's current one, not the one the bucket was opened with: a collMod raising
+  // the granularity widens open buckets too, as the server's rollover check reads the live options.
+  switch (timeWindowPosition(item.timeMs, bucket.startMs, options.bucketMaxSpanSeconds)) {
     case 'after':
       return { kind: 'rollover', reason: 'timeForward' };
     case 'before':
@@ -335,7 +344,7 @@ function findEligibleBucket(
       if (bucket.rolloverAction === 'none') current = bucket;
       else if (
         (bucket.rolloverAction === 'softClose' || bucket.rolloverAction === 'archive') &&
-        timeWindowPosition(item.timeMs, bucket.startMs, bucket.maxSpanSeconds) === 'inside'
+        timeWindowPosition(item.timeMs, bucket.startMs, options.bucketMaxSpanSeconds) === 'inside'
       ) {
         alternates.push(bucket);
       }
@@ -427,7 +436,6 @@ function allocateBucket(
     hasMeta: item.metadata.normalizedMeta !== undefined,
     normalizedMeta: item.metadata.normalizedMeta,
     startMs,
-    maxSpanSeconds: options.bucketMaxSpanSeconds,
     minMax,
     schema,
     size: 0,
@@ -668,12 +676,9 @@ export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
   while (stripe.archivedBuckets.size > 0 && state.memoryUsage > threshold && numExpired <= maxCount) {
     const [signature, records] = stripe.archivedBuckets.entries().next().value as [
       string,
-      Map<number, { readonly ns: string; readonly memoryUsage: number }>,
+      Map<number, ArchivedBucket>,
     ];
-    const [startMs, record] = records.entries().next().value as [
-      number,
-      { readonly ns: string; readonly memoryUsage: number },
-    ];
+    const [startMs, record] = records.entries().next().value as [number, ArchivedBucket];
     records.delete(startMs);
     if (records.size === 0) stripe.archivedBuckets.delete(signature);
     state.memoryUsage -= record.memoryUsage;
@@ -681,6 +686,9 @@ export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
     if (coll !== undefined) {
       coll.stats.inc('numBucketsClosedDueToMemoryThreshold');
       coll.stats.addActiveBuckets(-1);
+      // Closed for good: its document is final and is compressed like any closed bucket (MongoDB 7.x
+      // closes archived buckets through the same ClosedBucket path).
+      state.onBucketClosed?.(record.ns, record.oid);
     }
     numExpired++;
   }

@@ -39,8 +39,6 @@ export interface Bucket {
   readonly normalizedMeta: unknown;
   /** Rounded start, epoch ms (`control.min.<time>`). */
   readonly startMs: number;
-  /** `bucketMaxSpanSeconds` in force when the bucket was opened. */
-  readonly maxSpanSeconds: number;
   /** Per-path min/max of committed measurements (folded at prepareCommit). */
   readonly minMax: MinMax;
   /** Per-path canonical types of staged measurements. */
@@ -104,7 +102,6 @@ export type BucketInit = Pick<
   | 'hasMeta'
   | 'normalizedMeta'
   | 'startMs'
-  | 'maxSpanSeconds'
   | 'minMax'
   | 'schema'
   | 'size'
@@ -132,7 +129,6 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     hasMeta: init.hasMeta,
     normalizedMeta: init.normalizedMeta,
     startMs: init.startMs,
-    maxSpanSeconds: init.maxSpanSeconds,
     minMax: init.minMax,
     schema: init.schema,
     size: init.size,

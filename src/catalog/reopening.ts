@@ -19,7 +19,7 @@
  *
  * @packageDocumentation
  */
-import { ObjectId } from 'bson';
+import type { ObjectId } from 'bson';
 
 import { compressBucket, decompressBucketSized } from '../bucket-format/bucket-compression.js';
 import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
@@ -39,6 +39,7 @@ import { bucketMemoryUsage } from './memory-usage.js';
 import { addOpenBucket } from './stripe.js';
 import type { ArchivedBucket, StripeLock } from './stripe.js';
 import { bsonValueSize } from '../util/bson-value.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 /** Where the catalog reads bucket documents from when it reopens them (the engine's storage). */
 export interface ReopeningSource {
@@ -282,7 +283,7 @@ export function rehydrateBucket(
 ): RehydrateResult {
   const options = collection.options;
   const id = doc._id;
-  if (!(id instanceof ObjectId)) return { kind: 'failed', reason: 'bucket _id is not an ObjectId' };
+  if (!isBsonValue(id, 'ObjectId')) return { kind: 'failed', reason: 'bucket _id is not an ObjectId' };
   const control = doc.control as Record<string, unknown> | undefined;
   if (control === undefined || typeof control !== 'object') return { kind: 'failed', reason: 'no control' };
   if (control.closed === true) {
@@ -332,7 +333,6 @@ export function rehydrateBucket(
     hasMeta,
     normalizedMeta: metadata.normalizedMeta,
     startMs: start.getTime(),
-    maxSpanSeconds: options.bucketMaxSpanSeconds,
     minMax: minMaxFromDocuments(min, max),
     schema: schema.schema,
     size: size ?? bsonValueSize(doc),

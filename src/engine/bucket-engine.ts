@@ -13,6 +13,7 @@ import type { CreateCollectionOptions } from '../options.js';
 import type { Storage } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
 import type { MeasurementDocument } from '../reader/reader.js';
+import { CallGate } from './call-gate.js';
 import { ClosedBucketCompressor } from './closed-bucket-compression.js';
 import { resolveEngineOptions } from './engine-options.js';
 import type { BucketEngineOptions } from './engine-options.js';
@@ -62,7 +63,11 @@ export class BucketEngine {
   readonly #metadataCache = new BucketMetadataCache();
   readonly #compressor: ClosedBucketCompressor | undefined;
   readonly #ttlMonitor: TTLMonitor | undefined;
-  #closed = false;
+  /** Calls on the engine and its collections; `close()` closes it (see call-gate.ts). */
+  readonly #gate = new CallGate();
+  /** Collections being dropped, by name: a create of the same name waits for the drop. */
+  readonly #drops = new Map<string, Promise<void>>();
+  #closing: Promise<void> | undefined;
 
   /**
    * @param options - storage, server parameters, clock, TTL monitor.
@@ -117,10 +122,6 @@ export class BucketEngine {
         : undefined;
   }
 
-  #assertOpen = (): void => {
-    if (this.#closed) throw new TimeseriesError('Interrupted', 'BucketEngine is closed');
-  };
-
   /**
    * Create a time-series collection. Creating an existing collection with identical options is a no-op;
    * with different options it fails with `NamespaceExists`.
@@ -134,11 +135,19 @@ export class BucketEngine {
    * @returns the collection.
    * @throws {@link TimeseriesError} with MongoDB's code and message for invalid options.
    */
-  async createCollection<TSchema extends object = MeasurementDocument>(
+  createCollection<TSchema extends object = MeasurementDocument>(
     name: string,
     options: CreateCollectionOptions,
   ): Promise<TimeseriesCollection<TSchema>> {
-    this.#assertOpen();
+    return this.#gate.run(() => this.#createCollection<TSchema>(name, options));
+  }
+
+  async #createCollection<TSchema extends object>(
+    name: string,
+    options: CreateCollectionOptions,
+  ): Promise<TimeseriesCollection<TSchema>> {
+    // A collection of this name being dropped is gone first: the new one starts empty.
+    await this.#drops.get(name);
     const ns = `${this.dbName}.${name}`;
     const resolved = resolveCollectionOptions(ns, options, this.clock);
     const existing = this.#collections.get(name);
@@ -150,12 +159,17 @@ export class BucketEngine {
       {
         catalog: this.catalog,
         storage: this.storage,
-        assertOpen: this.#assertOpen,
+        gate: this.#gate,
         metadata: this.#metadataCache,
         afterWrite: () => this.#compressor?.drain() ?? Promise.resolve(),
         clock: this.clock,
-        onDrop: (dropped) => {
+        onDrop: (dropped, done) => {
           if (this.#collections.get(dropped) === coll) this.#collections.delete(dropped);
+          const waits = (this.#drops.get(dropped) ?? Promise.resolve()).then(() => done);
+          this.#drops.set(dropped, waits);
+          void waits.then(() => {
+            if (this.#drops.get(dropped) === waits) this.#drops.delete(dropped);
+          });
         },
       },
       this.dbName,
@@ -223,8 +237,11 @@ export class BucketEngine {
    * const { deletedBuckets } = await engine.runTTLMonitor();
    * ```
    */
-  async runTTLMonitor(): Promise<TTLPassResult> {
-    this.#assertOpen();
+  runTTLMonitor(): Promise<TTLPassResult> {
+    return this.#gate.run(() => this.#runTTLMonitor());
+  }
+
+  async #runTTLMonitor(): Promise<TTLPassResult> {
     const now = this.clock();
     let deletedBuckets = 0;
     for (const coll of this.#collections.values()) {
@@ -246,10 +263,18 @@ export class BucketEngine {
     return { deletedBuckets };
   }
 
-  /** Stop accepting work, stop the TTL monitor (waiting for a pass in progress) and release the storage. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+  /**
+   * Stop accepting work (later calls on the engine and its collections are refused with `Interrupted`),
+   * wait for the calls in flight, stop the TTL monitor (waiting for a pass in progress) and release the
+   * storage. Once it resolves nothing more is written. Closing again returns the same promise.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#closeAfterCalls();
+    return this.#closing;
+  }
+
+  async #closeAfterCalls(): Promise<void> {
+    await this.#gate.close(() => new TimeseriesError('Interrupted', 'BucketEngine is closed'));
     await this.#ttlMonitor?.stop();
     await this.storage.close();
   }

@@ -71,10 +71,20 @@ export class ClosedBucketCompressor {
     this.#queue.push({ ns, oid });
   }
 
-  /** Compress every queued bucket. Never throws: a failure leaves the bucket as version 1. */
+  /**
+   * Compress every queued bucket. Never throws: it runs after the writes of an insert call were
+   * acknowledged by storage, so whatever fails here (a storage read or write, the compression itself)
+   * leaves the bucket as version 1, counted as a failed compression (`numUncompressedBuckets`,
+   * `numFailedDecompressBuckets`), rather than turning a stored insert into a rejected one (a retrying
+   * client would store its measurements twice).
+   */
   async drain(): Promise<void> {
     for (let next = this.#queue.shift(); next !== undefined; next = this.#queue.shift()) {
-      await this.#compress(next);
+      try {
+        await this.#compress(next);
+      } catch {
+        this.#catalog().recordCompression(next.ns, 'failed', 0, 0);
+      }
     }
   }
 

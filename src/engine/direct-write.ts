@@ -10,13 +10,13 @@
  *
  * @packageDocumentation
  */
-import { ObjectId } from 'bson';
 
 import type { BucketCatalog, DirectWriteTarget } from '../catalog/bucket-catalog.js';
 import { TimeseriesError } from '../errors.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 /** What an update or delete needs from its collection. */
 export interface WriteContext {
@@ -48,7 +48,7 @@ export const kMaxDirectWriteAttempts = 16;
  */
 export function directWriteTarget(doc: StoredBucket): DirectWriteTarget {
   const id = doc._id;
-  if (!(id instanceof ObjectId)) {
+  if (!isBsonValue(id, 'ObjectId')) {
     throw new TimeseriesError('BadValue', 'bucket documents must have an ObjectId _id', { field: '_id' });
   }
   return hasOwnField(doc, 'meta') ? { _id: id, meta: doc.meta } : { _id: id };

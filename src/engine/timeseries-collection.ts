@@ -3,7 +3,6 @@
  *
  * @packageDocumentation
  */
-import { ObjectId } from 'bson';
 
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
@@ -30,6 +29,8 @@ import type {
 } from '../reader/reader.js';
 import type { QueryFilter } from '../util/bson-query.js';
 import type { Clock } from '../util/clock.js';
+import { Deferred } from '../util/deferred.js';
+import { CallGate } from './call-gate.js';
 import { Cursor } from './cursor.js';
 import { metaGuard } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
@@ -42,6 +43,7 @@ import type { IndexContext } from './timeseries-indexes.js';
 import { updateMany } from './timeseries-update.js';
 import type { UpdateManyOptions, UpdateResult } from './timeseries-update.js';
 import { commitMeasurements } from './write-commit.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 /**
  * The type of a measurement's `_id`: its declared type when `TSchema` has one, else `unknown`.
@@ -136,16 +138,19 @@ export interface BucketsView {
 export interface CollectionContext {
   readonly catalog: BucketCatalog;
   readonly storage: Storage;
-  /** Throws if the engine was closed. */
-  readonly assertOpen: () => void;
+  /** The engine's gate: its calls run through it, and `close()` closes it. */
+  readonly gate: CallGate;
   /** Series identities of scalar metas seen by the engine's collections (normalised once, not per call). */
   readonly metadata: BucketMetadataCache;
   /** Finishes work an insert triggered (compressing the buckets it closed) before the insert returns. */
   readonly afterWrite: () => Promise<void>;
   /** The engine's clock (collMod's TTL bound). */
   readonly clock: Clock;
-  /** Forgets the collection in the engine once it is dropped. */
-  readonly onDrop: (name: string) => void;
+  /**
+   * The collection is being dropped: the engine forgets it now, and a collection created with the same
+   * name waits for `dropped` (the old one's buckets removed) before it starts.
+   */
+  readonly onDrop: (name: string, dropped: Promise<void>) => void;
 }
 
 /**
@@ -163,6 +168,9 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   /** Namespace of the buckets collection (`<db>.system.buckets.<name>`). */
   readonly bucketsNamespace: string;
   readonly #ctx: CollectionContext;
+  /** Calls on this handle; `drop()` closes it (see call-gate.ts). */
+  readonly #gate = new CallGate();
+  #dropped: Promise<void> | undefined;
   #options: ResolvedCollectionOptions;
   /**
    * Whether an index supports query-based reopening; the `{meta, time}` index is created with every
@@ -207,7 +215,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   async *#reopenableBuckets(filter: BucketFilter): AsyncIterable<StoredBucket> {
     const era = this.#ctx.catalog.currentEra();
     for await (const doc of this.#ctx.storage.find(this.bucketsNamespace, filter)) {
-      if (doc._id instanceof ObjectId && this.#ctx.catalog.isSafeToReopen(doc._id, era)) yield doc;
+      if (isBsonValue(doc._id, 'ObjectId') && this.#ctx.catalog.isSafeToReopen(doc._id, era)) yield doc;
     }
   }
 
@@ -253,11 +261,17 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * await coll.insertMany([{ ts: new Date(), sensor: 'a', temp: 21.5 }], { ordered: false });
    * ```
    */
-  async insertMany(
+  insertMany(
+    docs: ReadonlyArray<Readonly<TSchema>>,
+    options?: InsertManyOptions,
+  ): Promise<InsertManyResult<TSchema>> {
+    return this.#call(() => this.#insertMany(docs, options));
+  }
+
+  async #insertMany(
     docs: ReadonlyArray<Readonly<TSchema>>,
     options: InsertManyOptions = {},
   ): Promise<InsertManyResult<TSchema>> {
-    this.#ctx.assertOpen();
     const ordered = options.ordered ?? true;
     const { timeField, metaField } = this.#options;
     const writeErrors: WriteError[] = [];
@@ -335,8 +349,22 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     return { acknowledged: true, insertedCount, insertedIds };
   }
 
+  /**
+   * Run a call through the engine's gate and this collection's: refused once either is closed, and
+   * counted in flight so that `close()` and `drop()` wait for it.
+   */
+  #call<T>(call: () => Promise<T>): Promise<T> {
+    return this.#ctx.gate.run(() => this.#gate.run(call));
+  }
+
+  /** The check of a call that returns a cursor (its reads happen later, as it is iterated). */
+  #assertUsable(): void {
+    this.#ctx.gate.assertOpen();
+    this.#gate.assertOpen();
+  }
+
   #reader(): ReaderContext {
-    this.#ctx.assertOpen();
+    this.#assertUsable();
     return { storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace, options: this.#options };
   }
 
@@ -379,22 +407,34 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * @returns the count.
    */
   countDocuments(filter: QueryFilter = {}): Promise<number> {
-    return readerCount(this.#reader(), filter);
+    return this.#call(() => readerCount(this.#reader(), filter));
   }
 
   /**
-   * Drop the collection: its open buckets are forgotten by the catalog, its buckets collection and
-   * indexes are removed from storage, and the engine no longer lists it. This object must not be used
-   * afterwards.
+   * Drop the collection: later calls on this object are refused (`NamespaceNotFound`), the calls in
+   * flight are waited for, then its open buckets are forgotten by the catalog and its buckets collection
+   * and indexes removed from storage. The engine stops listing it at once; a collection created again
+   * with the same name starts once the drop is done, empty.
    *
-   * @returns `true`.
+   * @returns `true` (also for a second drop of the same object).
    */
   async drop(): Promise<boolean> {
-    this.#ctx.assertOpen();
-    await this.#ctx.catalog.drop(this.namespace);
-    await this.#ctx.storage.dropNamespace(this.bucketsNamespace);
-    this.#ctx.onDrop(this.name);
+    await this.#ctx.gate.run(() => (this.#dropped ??= this.#dropAfterCalls()));
     return true;
+  }
+
+  async #dropAfterCalls(): Promise<void> {
+    const done = new Deferred<void>();
+    this.#ctx.onDrop(this.name, done.promise);
+    try {
+      await this.#gate.close(
+        () => new TimeseriesError('NamespaceNotFound', `Collection ${this.namespace} was dropped`),
+      );
+      await this.#ctx.catalog.drop(this.namespace);
+      await this.#ctx.storage.dropNamespace(this.bucketsNamespace);
+    } finally {
+      done.resolve();
+    }
   }
 
   /** Raw access to the buckets collection. */
@@ -402,8 +442,9 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     const storage = this.#ctx.storage;
     const ns = this.bucketsNamespace;
     return {
-      find: (filter = {}, options = {}) =>
-        new Cursor(() =>
+      find: (filter = {}, options = {}) => {
+        this.#assertUsable();
+        return new Cursor(() =>
           copiesOf(
             storage.find(
               ns,
@@ -411,8 +452,9 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
               options.projection === undefined ? {} : { projection: options.projection },
             ),
           ),
-        ),
-      countDocuments: (filter = {}) => storage.countDocuments(ns, filter),
+        );
+      },
+      countDocuments: (filter = {}) => this.#call(() => storage.countDocuments(ns, filter)),
     };
   }
 
@@ -421,7 +463,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    *
    * @returns the statistics, with MongoDB's names.
    */
-  async stats(): Promise<CollectionStats> {
+  stats(): Promise<CollectionStats> {
+    return this.#call(() => this.#stats());
+  }
+
+  async #stats(): Promise<CollectionStats> {
     const storage = this.#ctx.storage;
     const bucketCount = await storage.countDocuments(this.bucketsNamespace);
     const exec = this.#ctx.catalog.executionStats(this.namespace) ?? this.#ctx.catalog.emptyExecutionStats();
@@ -436,7 +482,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   }
 
   #writeContext(): WriteContext {
-    this.#ctx.assertOpen();
+    this.#assertUsable();
     const o = this.#options;
     return {
       catalog: this.#ctx.catalog,
@@ -471,7 +517,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     update: Readonly<Record<string, unknown>>,
     options: UpdateManyOptions = {},
   ): Promise<UpdateResult> {
-    return await updateMany(this.#writeContext(), filter, update, options);
+    return await this.#call(() => updateMany(this.#writeContext(), filter, update, options));
   }
 
   /**
@@ -487,11 +533,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * ```
    */
   async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
-    return await deleteMany(this.#writeContext(), filter);
+    return await this.#call(() => deleteMany(this.#writeContext(), filter));
   }
 
   #indexContext(): IndexContext {
-    this.#ctx.assertOpen();
+    this.#assertUsable();
     return { storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace, options: this.#options };
   }
 
@@ -514,9 +560,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * ```
    */
   async createIndex(key: IndexKeySpec, options: CreateIndexOptions = {}): Promise<string> {
-    const name = await createIndex(this.#indexContext(), key, options);
-    await this.#refreshReopeningIndex();
-    return name;
+    return await this.#call(async () => {
+      const name = await createIndex(this.#indexContext(), key, options);
+      await this.#refreshReopeningIndex();
+      return name;
+    });
   }
 
   /**
@@ -526,7 +574,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * @returns `{ v: 2, key, name, ...options }` per index.
    */
   async listIndexes(): Promise<TimeseriesIndexDescription[]> {
-    return await listIndexes(this.#indexContext());
+    return await this.#call(() => listIndexes(this.#indexContext()));
   }
 
   /**
@@ -537,14 +585,17 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * @throws {@link TimeseriesError} `IndexNotFound`.
    */
   async dropIndex(nameOrKey: string | IndexKeySpec): Promise<void> {
-    await dropIndex(this.#indexContext(), nameOrKey);
-    await this.#refreshReopeningIndex();
+    await this.#call(async () => {
+      await dropIndex(this.#indexContext(), nameOrKey);
+      await this.#refreshReopeningIndex();
+    });
   }
 
   /**
    * collMod (INTERNALS §2.6): raise the granularity or the custom bucketing seconds, or set, change or
-   * remove (`'off'`) `expireAfterSeconds`. Open buckets keep their start and span; buckets opened later
-   * use the new rounding.
+   * remove (`'off'`) `expireAfterSeconds`. Open buckets keep their start and take the new span (the
+   * rollover check reads the current options, as MongoDB's does); buckets opened later use the new
+   * rounding.
    *
    * @param mod - the changes.
    * @throws {@link TimeseriesError} with MongoDB's code and message for an invalid transition.
@@ -553,8 +604,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * await coll.collMod({ granularity: 'minutes', expireAfterSeconds: 86400 });
    * ```
    */
-  async collMod(mod: CollModOptions): Promise<void> {
-    this.#ctx.assertOpen();
+  collMod(mod: CollModOptions): Promise<void> {
+    return this.#call(() => this.#collMod(mod));
+  }
+
+  async #collMod(mod: CollModOptions): Promise<void> {
     const next = resolveCollMod(this.#options, mod, this.#ctx.clock);
     if (next === this.#options) return;
     // The storage first: if it refuses, the collection keeps its options.

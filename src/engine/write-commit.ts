@@ -91,9 +91,15 @@ export async function commitMeasurements(
       if (list === undefined) batches.set(result.batch, [index]);
       else list.push(index);
     });
-    // Commit what this writer claims, in bucket-id order (STYLE rule 3), then wait for the rest.
-    const ordered = [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
-    await commitAll(ctx, ordered, opId, ctx.storage.writeConcurrency ?? 1);
+    // Commit what this writer claims, then wait for the rest. Unordered: in bucket-id order (STYLE rule
+    // 3), several at a time. Ordered: one at a time in input order (by each batch's first measurement),
+    // stopping at the first failure, so that nothing after a failed measurement is written.
+    const ordered =
+      combine === 'disallow'
+        ? [...batches.keys()].sort((a, b) => firstIndex(batches, a) - firstIndex(batches, b))
+        : [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
+    if (combine === 'disallow') await commitInOrder(ctx, ordered, opId);
+    else await commitAll(ctx, ordered, opId, ctx.storage.writeConcurrency ?? 1);
     const retry: number[] = [];
     for (const batch of ordered) {
       const indices = batches.get(batch) as number[];
@@ -113,8 +119,69 @@ export async function commitMeasurements(
       else for (const i of indices) outcomes[i] = { kind: 'failed', error };
     }
     pending = retry.sort((a, b) => a - b);
+    if (combine === 'disallow') pending = stopAtFirstFailure(outcomes, pending);
   }
   return outcomes;
+}
+
+/** The input index of a batch's first measurement in this call. */
+function firstIndex(batches: ReadonlyMap<WriteBatch, ReadonlyArray<number>>, batch: WriteBatch): number {
+  return (batches.get(batch) as ReadonlyArray<number>)[0] as number;
+}
+
+/**
+ * An ordered call's outcomes end at its first failed measurement: what comes after it is neither
+ * reported nor retried (MongoDB's ordered contract). Measurements after it whose batch was stopped
+ * before its commit (see {@link commitInOrder}) were not written.
+ *
+ * @returns the measurements still to stage, those before the first failure.
+ */
+function stopAtFirstFailure(outcomes: MeasurementOutcome[], pending: ReadonlyArray<number>): number[] {
+  let first = -1;
+  for (let i = 0; i < outcomes.length; i++) {
+    if (outcomes[i]?.kind === 'failed') {
+      first = i;
+      break;
+    }
+  }
+  if (first < 0) return [...pending];
+  // Holes are skipped by the caller's iteration: "not attempted".
+  for (let i = first + 1; i < outcomes.length; i++) Reflect.deleteProperty(outcomes, i);
+  return pending.filter((i) => i < first);
+}
+
+/**
+ * Commit an ordered call's batches one at a time, in input order. After a batch fails (other than
+ * cleared, which is retried), the batches after it are not committed: they are aborted as cleared, so
+ * that their measurements before the failure are staged again and the others dropped.
+ *
+ * @param ctx - catalog, storage and buckets namespace.
+ * @param batches - the call's batches, by first measurement.
+ * @param opId - this writer's opId.
+ */
+async function commitInOrder(
+  ctx: CommitContext,
+  batches: ReadonlyArray<WriteBatch>,
+  opId: number,
+): Promise<void> {
+  let failed = false;
+  for (const batch of batches) {
+    if (failed) {
+      await ctx.catalog.abort(
+        batch,
+        new TimeseriesError('TimeseriesBucketCleared', 'ordered insert stopped at a failed measurement'),
+      );
+      continue;
+    }
+    if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) await commitBatch(ctx, batch);
+    const result = batch.result;
+    failed =
+      result.state === 'rejected' &&
+      !(
+        TimeseriesError.isTimeseriesError(result.error) &&
+        result.error.code === ErrorCodes.TimeseriesBucketCleared
+      );
+  }
 }
 
 /**
@@ -158,8 +225,9 @@ async function commitAll(
  * @param batch - a batch whose commit rights this writer holds.
  */
 export async function commitBatch(ctx: CommitContext, batch: WriteBatch): Promise<void> {
-  const prepared = await ctx.catalog.prepareCommit(batch);
   try {
+    // Inside the try: a failure building the bucket document aborts this batch like a failed write.
+    const prepared = await ctx.catalog.prepareCommit(batch);
     switch (prepared.kind) {
       case 'aborted':
         return;

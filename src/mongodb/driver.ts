@@ -17,7 +17,11 @@ import { TsBucketsError } from '../errors.js';
 /** The parts of the driver that tsbuckets uses at run time. */
 export type MongoDriver = Pick<
   typeof Mongo,
-  'MongoError' | 'MongoNetworkError' | 'MongoNetworkTimeoutError' | 'MongoServerSelectionError'
+  | 'MongoError'
+  | 'MongoNetworkError'
+  | 'MongoNetworkTimeoutError'
+  | 'MongoServerSelectionError'
+  | 'MongoTopologyClosedError'
 >;
 
 /** Loads a package by name (Node's `require`, or a test's stand-in). */

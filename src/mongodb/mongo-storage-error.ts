@@ -127,6 +127,20 @@ export function isTransientMongoError(error: unknown): boolean {
 }
 
 /**
+ * Whether a driver error says the client's topology is closed (`MongoTopologyClosedError`): after a
+ * failed first connection, or after `client.close()`.
+ *
+ * @param error - anything thrown by the driver.
+ * @returns `true` for a topology-closed error.
+ */
+export function isTopologyClosed(error: unknown): boolean {
+  return (
+    error instanceof driver.MongoTopologyClosedError ||
+    (error instanceof Error && error.name === 'MongoTopologyClosedError')
+  );
+}
+
+/**
  * Driver errors are recognised by class and, for a `Db` from another copy of the driver (where
  * `instanceof` fails), by their `name` (`MongoNetworkError`, ...) and `errorLabels`.
  */

@@ -47,7 +47,7 @@ export interface MongoStorageRetryOptions {
   readonly maxDelayMs?: number;
   /**
    * Waits `ms` milliseconds. Injected by tests to run retries without timers.
-   * @defaultValue a `setTimeout`-based sleep whose timer does not keep the process alive
+   * @defaultValue a `setTimeout`-based sleep (its timer keeps the process alive while a call waits)
    */
   readonly sleep?: (ms: number) => Promise<void>;
   /**
@@ -112,14 +112,16 @@ export const kDefaultMaxDelayMs = 2000;
 export const kDefaultWriteConcurrency = 16;
 
 /**
- * Sleep with a timer that does not keep the process alive (a retry must not delay process exit).
+ * Sleep with an ordinary timer. The timer keeps the process alive on purpose: a retry is part of a call
+ * someone awaits, and with the driver's connection gone it may be the only thing left in the event loop;
+ * an unref'd timer let the process exit with that call's promise never settled.
  *
  * @param ms - milliseconds.
  * @returns a promise resolved after `ms`.
  */
-export function unrefSleep(ms: number): Promise<void> {
+export function retrySleep(ms: number): Promise<void> {
   return new Promise((resolve) => {
-    setTimeout(resolve, ms).unref();
+    setTimeout(resolve, ms);
   });
 }
 
@@ -167,7 +169,7 @@ export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): R
       { field: 'retry.initialDelayMs' },
     );
   }
-  const sleep = functionOption(retry.sleep, unrefSleep, 'retry.sleep');
+  const sleep = functionOption(retry.sleep, retrySleep, 'retry.sleep');
   const random = functionOption(retry.random, Math.random, 'retry.random');
   const writeConcurrency = options.writeConcurrency ?? kDefaultWriteConcurrency;
   if (!Number.isSafeInteger(writeConcurrency) || writeConcurrency < 1) {

@@ -3,7 +3,7 @@
  *
  * @packageDocumentation
  */
-import { isTransientMongoError } from './mongo-storage-error.js';
+import { isTopologyClosed, isTransientMongoError } from './mongo-storage-error.js';
 import type { ResolvedRetryConfig } from './mongo-storage-options.js';
 
 /** Outcome of {@link runWithRetries}. */
@@ -43,11 +43,18 @@ export async function runWithRetries<T>(
   attempt: (attemptNumber: number) => Promise<T>,
   isTransient: (error: unknown) => boolean = isTransientMongoError,
 ): Promise<RetryOutcome<T>> {
+  let lastTransient: unknown;
   for (let n = 0; ; n++) {
     try {
       return { kind: 'ok', value: await attempt(n), attempts: n + 1 };
     } catch (error) {
-      if (n >= config.maxRetries || !isTransient(error)) return { kind: 'failed', error, attempts: n + 1 };
+      if (n >= config.maxRetries || !isTransient(error)) {
+        // A client whose first connection failed closes its topology: the retries then fail with "Topology
+        // is closed", which hides why. The error reported is the one that names the cause.
+        const reported = lastTransient !== undefined && isTopologyClosed(error) ? lastTransient : error;
+        return { kind: 'failed', error: reported, attempts: n + 1 };
+      }
+      lastTransient = error;
       await config.sleep(backoffDelayMs(config, n));
     }
   }

@@ -1,7 +1,6 @@
 import { Buffer } from 'node:buffer';
 
-import { ObjectId, serialize } from 'bson';
-import { Query } from 'mingo';
+import { serialize } from 'bson';
 import { update as applyUpdate, updateOne } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
@@ -9,6 +8,7 @@ import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
+import { handOut, handOutIndexes } from './hand-out.js';
 import { LiveColumns } from './live-columns.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
@@ -23,7 +23,14 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
-import { bsonNumberValue, bsonValueSize, isPlainObject, objectIdHex } from '../util/bson-value.js';
+import {
+  bsonNumberValue,
+  bsonValueSize,
+  cloneBsonValue,
+  isPlainObject,
+  objectIdHex,
+} from '../util/bson-value.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -101,10 +108,12 @@ export class MemoryStorage implements Storage {
         ),
       );
     }
-    docs.set(key, doc);
-    this.#ns(ns).live.forget(key);
-    indexMeta(this.#ns(ns), key, doc);
-    return Promise.resolve();
+    // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
+    return settle(() => {
+      indexMeta(this.#ns(ns), key, doc);
+      docs.set(key, doc);
+      this.#ns(ns).live.forget(key);
+    });
   }
 
   /**
@@ -139,10 +148,12 @@ export class MemoryStorage implements Storage {
     const existing = this.#findOne(ns, filter);
     if (existing === undefined) return Promise.resolve({ kind: 'notMatched' });
     const key = idKey(existing._id);
-    this.#ns(ns).live.forget(key);
-    this.#ns(ns).docs.set(key, doc);
-    indexMeta(this.#ns(ns), key, doc);
-    return Promise.resolve({ kind: 'updated' });
+    return settle(() => {
+      indexMeta(this.#ns(ns), key, doc);
+      this.#ns(ns).live.forget(key);
+      this.#ns(ns).docs.set(key, doc);
+      return { kind: 'updated' };
+    });
   }
 
   /** {@inheritDoc Storage.updateMany} */
@@ -169,8 +180,7 @@ export class MemoryStorage implements Storage {
       const sorted = [...this.#matching(ns, filter)].sort((a, b) => compareBySort(a, b, compiledSort));
       const n = limit !== undefined && limit > 0 ? Math.min(limit, sorted.length) : sorted.length;
       for (let i = 0; i < n; i++) {
-        const doc = sorted[i] as StoredBucket;
-        yield projection === undefined ? doc : project(doc, projection);
+        yield handOut(sorted[i] as StoredBucket, projection);
       }
       return;
     }
@@ -178,7 +188,8 @@ export class MemoryStorage implements Storage {
     for (const doc of this.#matching(ns, filter)) {
       if (limit !== undefined && limit > 0 && n >= limit) return;
       n++;
-      yield projection === undefined ? doc : project(doc, projection);
+      // A copy (hand-out.ts): nothing a reader does with it reaches the stored document.
+      yield handOut(doc, projection);
       // Yield to the event loop between documents is implicit in async generators; documents added or
       // removed meanwhile are seen or not, as with a MongoDB cursor.
     }
@@ -216,13 +227,13 @@ export class MemoryStorage implements Storage {
 
   /** {@inheritDoc Storage.createIndex} */
   createIndex(ns: string, index: StorageIndex): Promise<void> {
-    this.#ns(ns).indexes.set(index.name, index);
+    this.#ns(ns).indexes.set(index.name, cloneBsonValue(index) as StorageIndex);
     return Promise.resolve();
   }
 
   /** {@inheritDoc Storage.listIndexes} */
   listIndexes(ns: string): Promise<ReadonlyArray<StorageIndex>> {
-    return Promise.resolve([...this.#ns(ns).indexes.values()]);
+    return Promise.resolve(handOutIndexes(this.#ns(ns).indexes.values()));
   }
 
   /** {@inheritDoc Storage.dropIndex} */
@@ -252,8 +263,8 @@ export class MemoryStorage implements Storage {
       const docs = [doc];
       updateOne(docs, {}, update as PipelineStage[], { cloneMode });
       const replaced = docs[0] as StoredBucket;
-      this.#ns(ns).docs.set(idKey(doc._id), replaced);
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
+      this.#ns(ns).docs.set(idKey(doc._id), replaced);
       return true;
     }
     if (cloneMode === 'none') {
@@ -274,7 +285,7 @@ export class MemoryStorage implements Storage {
     const id = filter._id;
     const entry = this.#ns(ns);
     entry.live.materialize(entry.docs);
-    if (id instanceof ObjectId) {
+    if (isBsonValue(id, 'ObjectId')) {
       // The commit path: a map lookup and the guard, without a generator.
       const doc = this.#ns(ns).docs.get(objectIdHex(id));
       return doc !== undefined && matchesBesidesId(doc, filter) ? doc : undefined;
@@ -288,7 +299,7 @@ export class MemoryStorage implements Storage {
     const { docs, live } = this.#ns(ns);
     live.materialize(docs);
     const id = filter._id;
-    if (id instanceof ObjectId) {
+    if (isBsonValue(id, 'ObjectId')) {
       const doc = docs.get(objectIdHex(id));
       if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
       return;
@@ -348,9 +359,13 @@ function equalityKey(value: unknown): string {
   return `b${Buffer.from(serialize(holder)).toString('hex')}`;
 }
 
+/**
+ * File a document in the meta index (replacing its previous entries). Its keys are computed before
+ * anything changes, so a meta that cannot be keyed leaves the index as it was.
+ */
 function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
-  unindexMeta(entry, hex);
   const keys = metaIndexKeys(doc);
+  unindexMeta(entry, hex);
   for (const key of keys) {
     let set = entry.byMeta.get(key);
     if (set === undefined) {
@@ -406,6 +421,15 @@ function metaConditionKey(filter: BucketFilter): string | undefined {
   return `m${equalityKey(condition)}`;
 }
 
+/** The outcome of a synchronous step as a promise: what it throws becomes a rejection, as storages fail. */
+function settle<T>(step: () => T): Promise<T> {
+  try {
+    return Promise.resolve(step());
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
 function isPipeline(
   update: BucketUpdateDocument,
 ): update is ReadonlyArray<Readonly<Record<string, unknown>>> {
@@ -413,7 +437,7 @@ function isPipeline(
 }
 
 function idKey(id: unknown): string {
-  if (id instanceof ObjectId) return objectIdHex(id);
+  if (isBsonValue(id, 'ObjectId')) return objectIdHex(id);
   throw new TimeseriesError('BadValue', 'bucket documents must have an ObjectId _id', { field: '_id' });
 }
 
@@ -429,9 +453,4 @@ function withoutId(filter: BucketFilter): BucketFilter {
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(filter)) if (k !== '_id') defineField(rest, k, v);
   return rest;
-}
-
-function project(doc: StoredBucket, projection: NonNullable<StorageFindOptions['projection']>): StoredBucket {
-  const [out] = new Query({}, {}).find<StoredBucket>([doc], projection).all();
-  return out ?? {};
 }

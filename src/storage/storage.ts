@@ -147,7 +147,9 @@ export interface Storage {
    */
   updateMany(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<number>;
   /**
-   * Find bucket documents. Documents are yielded one by one (streaming); callers must not mutate them.
+   * Find bucket documents. Documents are yielded one by one (streaming) and belong to the caller: a
+   * storage keeps no reference to what it yields, so changing a result (or projecting it) never changes
+   * stored data.
    *
    * @param ns - namespace.
    * @param filter - bucket filter.

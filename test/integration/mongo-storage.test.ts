@@ -8,6 +8,7 @@ import {
   MongoNetworkTimeoutError,
   MongoServerError,
   MongoServerSelectionError,
+  MongoTopologyClosedError,
 } from 'mongodb';
 import type { Db } from 'mongodb';
 import { describe, expect, expectTypeOf, it } from 'vitest';
@@ -302,6 +303,22 @@ describe('MongoStorage errors and retries', () => {
     expect((error as Error).cause).toBe(driverError);
     expect((error as Error).name).toBe('MongoStorageError');
     expect(delays).toEqual([]);
+  });
+
+  it('a refused first connection is reported as HostUnreachable with its cause, not as "Topology is closed"', async () => {
+    // Arrange: the driver's first attempt fails to reach the server and closes the client's topology.
+    const { db, storage, ns } = setup();
+    const refused = new MongoServerSelectionError('connect ECONNREFUSED 127.0.0.1:1', {} as never);
+    db.faults.push(
+      { op: 'insertOne', when: 'before', error: refused },
+      { op: 'insertOne', when: 'before', error: new MongoTopologyClosedError() },
+    );
+    // Act
+    const error: unknown = await storage.insertOne(ns, bucket(new ObjectId(), 1)).catch((e: unknown) => e);
+    // Assert
+    expect(error).toMatchObject({ code: 6, codeName: 'HostUnreachable', attempts: 2 });
+    expect((error as Error).cause).toBe(refused);
+    expect((error as Error).message).toContain('ECONNREFUSED');
   });
 
   it('rejects after maxRetries retries', async () => {

@@ -15,6 +15,7 @@ import {
 } from '../../src/bucket-format/min-max.js';
 import { bsonTypeOf, canonicalTypeOf, compareBsonValues, isPlainObject } from '../../src/util/bson-value.js';
 import { defineField } from '../../src/util/safe-record.js';
+import { isBsonValue } from '../../src/util/bson-type.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Arbitraries
@@ -393,10 +394,10 @@ describe('MinMax properties', () => {
 
 /** JSON round trip that keeps the arbitrary's own `__proto__` keys (values are JSON-safe strings/numbers). */
 function replacer(_key: string, value: unknown): unknown {
-  if (value instanceof Int32 || value instanceof Double) return value.value;
-  if (value instanceof Long) return value.toNumber();
-  if (value instanceof Decimal128) return value.toString();
-  if (value instanceof ObjectId) return value.toHexString();
+  if (isBsonValue(value, 'Int32') || isBsonValue(value, 'Double')) return value.value;
+  if (isBsonValue(value, 'Long')) return value.toNumber();
+  if (isBsonValue(value, 'Decimal128')) return value.toString();
+  if (isBsonValue(value, 'ObjectId')) return value.toHexString();
   if (typeof value === 'number' && !Number.isFinite(value)) return null;
   return value;
 }

@@ -16,6 +16,7 @@ import { BucketEngine } from '../../src/engine/bucket-engine.js';
 import { countDocuments, find } from '../../src/reader/reader.js';
 import type { ReaderContext } from '../../src/reader/reader.js';
 import type { TimeseriesOptions } from '../../src/options.js';
+import { isBsonValue } from '../../src/util/bson-type.js';
 
 const BASE = Date.UTC(2024, 0, 1);
 const OIDS = [0, 1, 2].map((i) => new ObjectId(`65a0000000000000000000${i}${i}`));
@@ -129,8 +130,8 @@ const configArb: fc.Arbitrary<Config> = fc.constantFrom<Config>(
 
 /** The view mingo understands: js-bson numbers as JS numbers (exact for the generated values). */
 function plain(v: unknown): unknown {
-  if (v instanceof Int32 || v instanceof Double) return v.value;
-  if (v instanceof Long || v instanceof Decimal128) return Number(v.toString());
+  if (isBsonValue(v, 'Int32') || isBsonValue(v, 'Double')) return v.value;
+  if (isBsonValue(v, 'Long') || isBsonValue(v, 'Decimal128')) return Number(v.toString());
   if (Array.isArray(v)) return v.map(plain);
   if (
     v !== null &&

@@ -3,6 +3,7 @@ import { MemoryStorage } from '../../src/storage/memory-storage.js';
 import type {
   BucketFilter,
   BucketUpdateDocument,
+  StorageFindOptions,
   StorageUpdateResult,
   StoredBucket,
 } from '../../src/storage/storage.js';
@@ -13,10 +14,13 @@ export type WriteFault =
 
 /**
  * A MemoryStorage whose bucket writes (insertOne, applyCommit, updateOne) can be made to fail or to wait on a gate,
- * in the order faults are queued. Deterministic: no timers.
+ * in the order faults are queued, and whose reads (find) can be made to fail. Deterministic: no timers.
  */
 export class FaultyStorage extends MemoryStorage {
   readonly faults: WriteFault[] = [];
+  /** Errors the next finds throw before yielding anything, one per find, in order. */
+  readonly readFaults: Error[] = [];
+  reads = 0;
   writes = 0;
   /** Writes started and not finished, and the most seen at once. */
   inFlight = 0;
@@ -65,5 +69,17 @@ export class FaultyStorage extends MemoryStorage {
   ): Promise<StorageUpdateResult> {
     await this.#intercept();
     return super.updateOne(ns, filter, update);
+  }
+
+  override async *find(
+    ns: string,
+    filter: BucketFilter,
+    options?: StorageFindOptions,
+  ): AsyncIterable<StoredBucket> {
+    this.reads++;
+    await Promise.resolve();
+    const fault = this.readFaults.shift();
+    if (fault !== undefined) throw fault;
+    yield* super.find(ns, filter, options);
   }
 }

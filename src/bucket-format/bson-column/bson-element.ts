@@ -25,13 +25,14 @@
  *
  * @packageDocumentation
  */
-import { Binary, Decimal128, Double, Int32, Long, ObjectId, Timestamp, deserialize, serialize } from 'bson';
+import { Binary, Decimal128, Double, Long, ObjectId, Timestamp, deserialize, serialize } from 'bson';
 
 import { TimeseriesError } from '../../errors.js';
 import { defineField } from '../../util/safe-record.js';
 import { BsonType, invalidColumn } from './bsoncolumn-util.js';
 import { isInt32Number } from '../../util/bson-value.js';
 import { wrapInt64 } from '../../util/int64.js';
+import { isBsonValue } from '../../util/bson-type.js';
 
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 const utf8Encoder = new TextEncoder();
@@ -193,8 +194,8 @@ export function decodeUtf8(bytes: Uint8Array, start: number, end: number): strin
 function canonicalize(value: unknown): unknown {
   if (value === undefined) return null;
   if (value === null || typeof value !== 'object') return value;
-  if (value instanceof Int32) return value.value;
-  if (value instanceof Double) return canonicalDouble(value.value);
+  if (isBsonValue(value, 'Int32')) return value.value;
+  if (isBsonValue(value, 'Double')) return canonicalDouble(value.value);
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) value[i] = canonicalize(value[i]);
     return value;
@@ -428,7 +429,8 @@ export function copyOf(bytes: Uint8Array, start: number, end: number): Uint8Arra
 export function cloneCanonical(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (value instanceof Date) return new Date(value.getTime());
-  if (value instanceof Binary) return new Binary(copyOf(value.buffer, 0, value.position), value.sub_type);
+  if (isBsonValue(value, 'Binary'))
+    return new Binary(copyOf(value.buffer, 0, value.position), value.sub_type);
   if (Array.isArray(value)) return value.map(cloneCanonical);
   if ('_bsontype' in value) return value;
   const out = {};

@@ -4,7 +4,8 @@
  * result types, with MongoDB semantics from mingo.
  *
  * Fidelity choices:
- * - documents are stored as BSON bytes (serialized like the driver does) and deserialized on every read
+ * - documents are stored as BSON bytes (serialized like the driver does, with the driver's own copy of
+ *   js-bson) and deserialized on every read
  *   with the caller's BSON options (`promoteValues`, ...), so types, copies and field order behave as over
  *   the wire;
  * - filters, sorts and counts are evaluated on a promoted view (numbers as JS numbers), as the server
@@ -16,12 +17,10 @@
  * - faults can be queued per operation: fail `'before'` applying (nothing written) or `'after'` applying
  *   (the write happened but its reply was lost).
  */
-import { EJSON, ObjectId, calculateObjectSize, deserialize, serialize } from 'bson';
-import type { DeserializeOptions } from 'bson';
+import { BSON, MongoInvalidArgumentError, MongoServerError } from 'mongodb';
 import { Aggregator, Context, Query, updateMany as mingoUpdateMany } from 'mingo';
 import { evalExpr } from 'mingo/core';
 import type { PipelineStage } from 'mingo/updater';
-import { MongoInvalidArgumentError, MongoServerError } from 'mongodb';
 import type {
   AggregateOptions,
   CollectionInfo,
@@ -38,6 +37,12 @@ import type {
 } from 'mongodb';
 
 import type { MongoCollectionLike, MongoCursorLike, MongoDbLike } from '../../../src/mongodb/index.js';
+import { isBsonValue } from '../../../src/util/bson-type.js';
+
+// The driver's own copy of js-bson (its CommonJS build, not this package's ESM import): documents come
+// back as the real driver returns them, so a check that only holds for one copy of bson fails here too.
+const { EJSON, ObjectId, calculateObjectSize, deserialize, serialize } = BSON;
+type DeserializeOptions = BSON.DeserializeOptions;
 
 /** Operations that can be made to fail. */
 export type FakeOperation =
@@ -264,7 +269,7 @@ export class FakeCollection implements MongoCollectionLike {
     }
     state.docs.set(key, serialize(doc, kSerializeOptions));
     await this.#db.fault('insertOne', this.collectionName, 'after');
-    return { acknowledged: true, insertedId: doc._id as ObjectId };
+    return { acknowledged: true, insertedId: doc._id as BSON.ObjectId };
   }
 
   async updateOne(
@@ -428,14 +433,16 @@ export class FakeCollection implements MongoCollectionLike {
   }
 
   /** Keys of matching documents in natural (insertion) order. */
-  #matching(filter: Filter<Document>, which: 'one' | 'many'): string[] {
+  #matching(sent: Filter<Document>, which: 'one' | 'many'): string[] {
     const state = this.#db.state(this.collectionName, 'lookup');
     if (state === undefined) return [];
+    // The filter as the server receives it: serialized by the driver's bson, whatever copy made its values.
+    const filter = deserialize(serialize({ filter: sent }, kSerializeOptions), kPromoted).filter as Document;
     const query = new Query(filter);
     const out: string[] = [];
     // A filter pinning `_id` to an ObjectId is answered by the _id index.
-    const id: unknown = (filter as Document)._id;
-    if (id instanceof ObjectId) {
+    const id: unknown = filter._id;
+    if (isBsonValue(id, 'ObjectId')) {
       const bytes = state.docs.get(id.toHexString());
       return bytes !== undefined && query.test(deserialize(bytes, kPromoted)) ? [id.toHexString()] : [];
     }
@@ -552,7 +559,7 @@ export function serverError(
 }
 
 function idKey(id: unknown): string {
-  return id instanceof ObjectId ? id.toHexString() : EJSON.stringify({ v: id }, { relaxed: false });
+  return isBsonValue(id, 'ObjectId') ? id.toHexString() : EJSON.stringify({ v: id }, { relaxed: false });
 }
 
 function checkUpdate(update: UpdateFilter<Document> | Document[]): void {

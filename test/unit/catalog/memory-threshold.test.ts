@@ -30,8 +30,12 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     expect(perBucket).toBeGreaterThan(kBucketOverheadBytes);
     // Threshold between two and three buckets' worth: allocating more on the stripe expires the oldest.
     const threshold = Math.floor(2.5 * perBucket);
+    // The 5.x–7.x format: this test counts the compression of the buckets expiry closes.
     const engine = new BucketEngine({
-      parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: threshold },
+      parameters: {
+        timeseriesIdleBucketExpiryMemoryUsageThreshold: threshold,
+        timeseriesAlwaysUseCompressedBuckets: false,
+      },
     });
     const coll = await engine.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
     const metas = sameStripeMetas(coll.namespace, 30);
@@ -63,6 +67,39 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     expect(status.numBuckets).toBe(status.numOpenBuckets + status.numArchivedBuckets);
     // Nothing acknowledged is lost: every measurement is in storage.
     expect(await coll.buckets.countDocuments()).toBe(30);
+    // Buckets closed under memory pressure go through compression like any closed bucket (7.x): a
+    // one-measurement bucket is not smaller compressed, so each is counted as left uncompressed.
+    const compression = (await coll.stats()).timeseries;
+    expect([compression.numCompressedBuckets, compression.numUncompressedBuckets]).toEqual([
+      0,
+      status.numBucketsClosedDueToMemoryThreshold,
+    ]);
+  });
+
+  it('compresses the buckets it closes, as any closed bucket', async () => {
+    // Arrange: a threshold of a few buckets, 40 series of 20 measurements each on one stripe.
+    // The 5.x–7.x format: closed buckets are compressed on close (in the 8.0 format they already are).
+    const engine = new BucketEngine({
+      ttlMonitor: 'disabled',
+      parameters: {
+        timeseriesIdleBucketExpiryMemoryUsageThreshold: 3000,
+        timeseriesAlwaysUseCompressedBuckets: false,
+      },
+    });
+    const coll = await engine.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
+    // Act
+    for (const m of sameStripeMetas(coll.namespace, 40)) {
+      await coll.insertMany(
+        Array.from({ length: 20 }, (_, i) => ({ t: new Date(Date.UTC(2024, 0, 1, 0, 0, i)), m, v: i * 1.5 })),
+      );
+    }
+    // Assert
+    const status = engine.serverStatus().bucketCatalog;
+    expect(status.numBucketsClosedDueToMemoryThreshold).toBeGreaterThan(0);
+    expect(await coll.buckets.countDocuments({ 'control.version': 2 })).toBe(
+      status.numBucketsClosedDueToMemoryThreshold,
+    );
+    expect((await coll.find({}).toArray()).length).toBe(800);
   });
 
   it('closes an idle bucket already full by count instead of archiving it (newest, INTERNALS §5.5)', async () => {

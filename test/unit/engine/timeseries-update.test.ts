@@ -42,7 +42,10 @@ describe('updateMany', () => {
       { _id: 3, time: iso('2021-07-12T18:00:00Z'), tag: { a: 'A', b: 'B' }, x: 3 },
       { _id: 4, time: iso('2021-07-12T16:00:00Z'), tag: { c: 'C' }, x: 4 },
     ]);
-    const before = await coll.buckets.find().toArray();
+    // In `_id` order, a clustered buckets collection's natural order.
+    const byId = (docs: Array<Record<string, unknown>>) =>
+      docs.sort((p, q) => ((p._id as ObjectId).toHexString() < (q._id as ObjectId).toHexString() ? -1 : 1));
+    const before = byId(await coll.buckets.find().toArray());
     // Act
     const result = await coll.updateMany(
       { 'tag.a': 'A' },
@@ -50,7 +53,7 @@ describe('updateMany', () => {
     );
     // Assert
     expect(result).toStrictEqual({ acknowledged: true, matchedCount: 2, modifiedCount: 2 });
-    const after = await coll.buckets.find().toArray();
+    const after = byId(await coll.buckets.find().toArray());
     expect(after).toStrictEqual([
       {
         _id: before[0]!._id,

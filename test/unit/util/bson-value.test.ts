@@ -34,6 +34,7 @@ import {
   objectIdHex,
   utf8ByteLength,
 } from '../../../src/util/bson-value.js';
+import { isBsonValue } from '../../../src/util/bson-type.js';
 
 const oid = (hex: string) => new ObjectId(hex.padStart(24, '0'));
 
@@ -453,9 +454,9 @@ function exactOfDecimal(d: Decimal128): Exact {
 function exactOf(v: unknown): Exact {
   if (typeof v === 'number') return exactOfDouble(v);
   if (typeof v === 'bigint') return { kind: 'q', num: BigInt.asIntN(64, v), den: 1n };
-  if (v instanceof Int32 || v instanceof Double) return exactOfDouble(v.value);
-  if (v instanceof Long) return { kind: 'q', num: BigInt(v.toString()), den: 1n };
-  if (v instanceof Decimal128) return exactOfDecimal(v);
+  if (isBsonValue(v, 'Int32') || isBsonValue(v, 'Double')) return exactOfDouble(v.value);
+  if (isBsonValue(v, 'Long')) return { kind: 'q', num: BigInt(v.toString()), den: 1n };
+  if (isBsonValue(v, 'Decimal128')) return exactOfDecimal(v);
   throw new Error('not a number');
 }
 

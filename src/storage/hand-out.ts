@@ -1,0 +1,78 @@
+/**
+ * What an in-memory storage hands to its readers: copies, never references into the documents it holds
+ * (the embedded counterpart of a server reply, which is always new bytes).
+ *
+ * Every read path of `MemoryStorage` goes through {@link handOut}: the reader, the buckets view, reopening,
+ * compression, TTL, deletes and updates. A reader may then change what it got (a projection shaping a
+ * result, a caller editing a returned document) without changing stored data, and a document read stays
+ * what it was when read while writers change the stored one in place.
+ *
+ * @packageDocumentation
+ */
+import { Query } from 'mingo';
+
+import { cloneBsonValue } from '../util/bson-value.js';
+import { defineField } from '../util/safe-record.js';
+import type { StorageFindOptions, StorageIndex, StoredBucket } from './storage.js';
+
+/** A find projection, as {@link StorageFindOptions} takes it. */
+export type StorageProjection = NonNullable<StorageFindOptions['projection']>;
+
+/**
+ * A copy of a stored document for a reader, shaped by `projection` when given.
+ *
+ * A projection that includes top-level fields only (`{ _id: 1, meta: 1 }`: the probes of deletes, updates
+ * and TTL) copies just those fields; any other projection is applied by mingo to a whole copy, since
+ * mingo's projection removes excluded paths from the document it is given.
+ *
+ * @param doc - a stored document (not changed).
+ * @param projection - MongoDB projection (inclusion or exclusion).
+ * @returns a document sharing nothing mutable with `doc`.
+ */
+export function handOut(doc: Readonly<StoredBucket>, projection?: StorageProjection): StoredBucket {
+  if (projection === undefined) return cloneBsonValue(doc) as StoredBucket;
+  const fields = topLevelInclusion(projection);
+  if (fields !== undefined) {
+    // In the document's field order, as MongoDB's inclusion projection keeps it.
+    const out: StoredBucket = {};
+    for (const field of Object.keys(doc)) {
+      if (fields.has(field)) defineField(out, field, cloneBsonValue(doc[field]));
+    }
+    return out;
+  }
+  const [out] = new Query({}, {}).find<StoredBucket>([cloneBsonValue(doc)], projection).all();
+  return out ?? {};
+}
+
+/**
+ * Copies of stored index definitions.
+ *
+ * @param indexes - the stored definitions (not changed).
+ * @returns definitions sharing nothing mutable with them.
+ */
+export function handOutIndexes(indexes: Iterable<StorageIndex>): StorageIndex[] {
+  const out: StorageIndex[] = [];
+  for (const index of indexes) out.push(cloneBsonValue(index) as StorageIndex);
+  return out;
+}
+
+/**
+ * The fields of a projection that only includes top-level fields (with `_id` unless excluded), or
+ * `undefined` for any other projection.
+ */
+function topLevelInclusion(projection: StorageProjection): Set<string> | undefined {
+  const fields = new Set<string>();
+  let withId = true;
+  for (const key of Object.keys(projection)) {
+    const value = projection[key];
+    if (key === '_id') {
+      withId = value === 1 || value === true;
+      continue;
+    }
+    if (key.includes('.') || key.startsWith('$') || !(value === 1 || value === true)) return undefined;
+    fields.add(key);
+  }
+  if (fields.size === 0) return undefined;
+  if (withId) fields.add('_id');
+  return fields;
+}

@@ -1,0 +1,184 @@
+/**
+ * An insert's outcome is exactly what happened: a call reports success for what was stored and failure
+ * for what was not, whatever fails after the commit (compression), inside the storage (indexing) or while
+ * staging one measurement; an ordered call stops at its first failure.
+ */
+import { ObjectId } from 'bson';
+import { describe, expect, it } from 'vitest';
+
+import { BucketEngine, BulkWriteError, MemoryStorage } from '../../../src/index.js';
+import { FaultyStorage } from '../../support/faulty-storage.js';
+
+const base = Date.UTC(2024, 0, 1);
+const at = (minute: number) => new Date(base + minute * 60_000);
+
+async function setup(parameters: Record<string, number | boolean> = {}) {
+  const storage = new FaultyStorage();
+  const engine = new BucketEngine({
+    storage,
+    ttlMonitor: 'disabled',
+    parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40, ...parameters },
+  });
+  const coll = await engine.createCollection('o', {
+    timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' },
+  });
+  return { engine, coll, storage };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<BulkWriteError> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!BulkWriteError.isBulkWriteError(error))
+    throw new Error(`expected a BulkWriteError, got ${String(error)}`);
+  return error;
+}
+
+function nested(depth: number): Record<string, unknown> {
+  let value: Record<string, unknown> = { leaf: 1 };
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}
+
+describe('work after the commit never rejects a stored call', () => {
+  it('a failed storage read while compressing a closed bucket leaves it version 1, counted, and the call succeeds', async () => {
+    // Arrange: the third measurement closes the first bucket (count 2); the read for its compression fails.
+    // The 5.x–7.x format: compression on close.
+    const { coll, storage } = await setup({
+      timeseriesBucketMaxCount: 2,
+      timeseriesAlwaysUseCompressedBuckets: false,
+    });
+    await coll.insertMany([
+      { t: at(0), m: 'a', v: 0 },
+      { t: at(1), m: 'a', v: 1 },
+    ]);
+    storage.readFaults.push(new Error('read failed'));
+    // Act
+    const result = await coll.insertMany([{ t: at(2), m: 'a', v: 2 }]);
+    // Assert
+    expect(result).toMatchObject({ acknowledged: true, insertedCount: 1 });
+    const versions = (await coll.buckets.find().toArray()).map(
+      (b) => (b.control as { version: number }).version,
+    );
+    expect(versions).toEqual([1, 1]);
+    const stats = (await coll.stats()).timeseries;
+    expect([
+      stats.numCompressedBuckets,
+      stats.numUncompressedBuckets,
+      stats.numFailedDecompressBuckets,
+    ]).toEqual([0, 1, 1]);
+    expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([
+      0, 1, 2,
+    ]);
+  });
+});
+
+describe('MemoryStorage writes are all or nothing', () => {
+  it('an insertOne whose meta cannot be indexed stores nothing', async () => {
+    // Arrange
+    const storage = new MemoryStorage();
+    await storage.createNamespace('db.b', { timeseries: {} });
+    const _id = new ObjectId();
+    // Act
+    const error: unknown = await storage
+      .insertOne('db.b', { _id, meta: nested(50_000) })
+      .catch((e: unknown) => e);
+    // Assert
+    expect(error).toBeInstanceOf(RangeError);
+    expect(await storage.countDocuments('db.b')).toBe(0);
+    await storage.insertOne('db.b', { _id, meta: 1 });
+    expect(await storage.countDocuments('db.b', { meta: 1 })).toBe(1);
+  });
+
+  it('a replaceOne whose new meta cannot be indexed keeps the old document', async () => {
+    // Arrange
+    const storage = new MemoryStorage();
+    const _id = new ObjectId();
+    await storage.insertOne('db.b', { _id, meta: 1 });
+    // Act
+    const error: unknown = await storage
+      .replaceOne('db.b', { _id }, { _id, meta: nested(50_000) })
+      .catch((e: unknown) => e);
+    // Assert
+    expect(error).toBeInstanceOf(RangeError);
+    const docs: unknown[] = [];
+    for await (const doc of storage.find('db.b', { meta: 1 })) docs.push(doc);
+    expect(docs).toEqual([{ _id, meta: 1 }]);
+  });
+});
+
+describe('staging failures belong to their measurement', () => {
+  it('an unordered call with a circular value rejects that measurement with BadValue and stores the others', async () => {
+    // Arrange
+    const { coll } = await setup();
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    // Act
+    const error = await rejection(
+      coll.insertMany(
+        [
+          { t: at(0), m: 'a', v: 0 },
+          { t: at(1), m: 'a', v: circular },
+          { t: at(2), m: 'b', v: 2 },
+        ],
+        { ordered: false },
+      ),
+    );
+    // Assert
+    expect(error.insertedCount).toBe(2);
+    expect(error.writeErrors.map((e) => [e.index, e.codeName])).toEqual([[1, 'BadValue']]);
+    expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([0, 2]);
+  });
+});
+
+describe('an ordered call stops at its first failed measurement', () => {
+  it('a storage failure stops the call: nothing after it is written, the error names its index', async () => {
+    // Arrange: two series in input order; the second series' bucket write fails.
+    const { coll, storage } = await setup();
+    const docs = [
+      { t: at(0), m: 'a', v: 0 },
+      { t: at(1), m: 'a', v: 1 },
+      { t: at(0), m: 'b', v: 2 },
+      { t: at(1), m: 'b', v: 3 },
+      { t: at(0), m: 'c', v: 4 },
+    ];
+    const original = storage.insertOne.bind(storage);
+    let writes = 0;
+    storage.insertOne = async (ns, doc) => {
+      if (++writes === 2) throw new Error('disk full');
+      await original(ns, doc);
+    };
+    // Act
+    const error = await rejection(coll.insertMany(docs, { ordered: true }));
+    // Assert
+    expect(error.insertedCount).toBe(2);
+    expect(error.writeErrors.map((e) => [e.index, e.errmsg])).toEqual([[2, 'disk full']]);
+    expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([0, 1]);
+  });
+
+  it('the same call unordered stores every other measurement and reports the failed series', async () => {
+    // Arrange
+    const { coll, storage } = await setup();
+    const original = storage.insertOne.bind(storage);
+    storage.insertOne = async (ns, doc) => {
+      if ((doc.meta as string) === 'b') throw new Error('disk full');
+      await original(ns, doc);
+    };
+    // Act
+    const error = await rejection(
+      coll.insertMany(
+        [
+          { t: at(0), m: 'a', v: 0 },
+          { t: at(0), m: 'b', v: 1 },
+          { t: at(0), m: 'c', v: 2 },
+        ],
+        { ordered: false },
+      ),
+    );
+    // Assert
+    expect(error.insertedCount).toBe(2);
+    expect(error.writeErrors.map((e) => e.index)).toEqual([1]);
+    expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([0, 2]);
+  });
+});

@@ -1,0 +1,203 @@
+/**
+ * Lifecycles are safe: `drop()` and `close()` wait for the calls in flight and refuse every later call,
+ * nothing is written after they resolve, a collection created again starts empty; `collMod` raising the
+ * granularity applies to open buckets.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { BucketEngine, MemoryStorage, TimeseriesError } from '../../../src/index.js';
+import type { StoredBucket, TimeseriesCollection } from '../../../src/index.js';
+import type { BucketCommit } from '../../../src/bucket-format/bucket-document.js';
+import type { StorageUpdateResult } from '../../../src/storage/storage.js';
+
+const base = Date.UTC(2024, 0, 1);
+const at = (minute: number) => new Date(base + minute * 60_000);
+
+/** A MemoryStorage whose bucket writes each wait for the fast-check scheduler, and which logs them. */
+class ScheduledStorage extends MemoryStorage {
+  readonly #s: fc.Scheduler;
+  /** Bucket writes applied, in order, with the namespace and whether a drop or close had resolved. */
+  readonly log: Array<{ readonly ns: string; readonly after: 'nothing' | 'drop' | 'close' }> = [];
+  after: 'nothing' | 'drop' | 'close' = 'nothing';
+  constructor(s: fc.Scheduler) {
+    super();
+    this.#s = s;
+  }
+  override async insertOne(ns: string, doc: StoredBucket): Promise<void> {
+    await this.#s.schedule(Promise.resolve(), 'insertOne');
+    this.log.push({ ns, after: this.after });
+    return super.insertOne(ns, doc);
+  }
+  override async applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+    await this.#s.schedule(Promise.resolve(), 'applyCommit');
+    this.log.push({ ns, after: this.after });
+    return super.applyCommit(ns, commit);
+  }
+}
+
+async function codeOf(call: () => Promise<unknown>): Promise<string> {
+  try {
+    await call();
+  } catch (error) {
+    return TimeseriesError.isTimeseriesError(error) ? error.codeName : `untyped: ${String(error)}`;
+  }
+  return 'resolved';
+}
+
+/** Every public call of a collection handle, each as a thunk. */
+function everyCall(coll: TimeseriesCollection): ReadonlyArray<() => Promise<unknown>> {
+  return [
+    () => coll.insertOne({ t: at(0), m: 'x' }),
+    () => coll.insertMany([{ t: at(0), m: 'x' }], { ordered: false }),
+    () => coll.find({}).toArray(),
+    () => coll.aggregate([]).toArray(),
+    () => coll.countDocuments({}),
+    () => coll.buckets.find({}).toArray(),
+    () => coll.buckets.countDocuments({}),
+    () => coll.stats(),
+    () => coll.updateMany({ m: 'x' }, { $set: { m: 'y' } }),
+    () => coll.deleteMany({}),
+    () => coll.createIndex({ v: 1 }),
+    () => coll.listIndexes(),
+    () => coll.dropIndex('v_1'),
+    () => coll.collMod({ expireAfterSeconds: 60 }),
+  ];
+}
+
+const callsArb = fc.array(
+  fc.record({
+    ordered: fc.boolean(),
+    docs: fc.array(fc.record({ m: fc.constantFrom('a', 'b'), minute: fc.integer({ min: 0, max: 180 }) }), {
+      minLength: 1,
+      maxLength: 4,
+    }),
+  }),
+  { minLength: 1, maxLength: 4 },
+);
+
+describe('drop() racing inserts', () => {
+  it('waits for the inserts in flight, leaves nothing behind, and the re-created collection starts empty', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), callsArb, fc.nat({ max: 3 }), async (s, calls, dropAfter) => {
+        // Arrange: small buckets so that inserts close and compress buckets while the drop runs.
+        const storage = new ScheduledStorage(s);
+        const engine = new BucketEngine({
+          storage,
+          ttlMonitor: 'disabled',
+          parameters: { timeseriesBucketMaxCount: 2 },
+        });
+        const options = { timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' as const } };
+        const coll = await engine.createCollection('d', options);
+        // Act: the inserts start, the drop starts after some of them, more inserts try after it.
+        const early = calls.slice(0, dropAfter).map(({ ordered, docs }) =>
+          coll.insertMany(
+            docs.map((d) => ({ t: at(d.minute), m: d.m })),
+            { ordered },
+          ),
+        );
+        const dropped = coll.drop().then((result) => {
+          storage.after = 'drop';
+          return result;
+        });
+        const late = calls.slice(dropAfter).map(({ ordered, docs }) =>
+          codeOf(() =>
+            coll.insertMany(
+              docs.map((d) => ({ t: at(d.minute), m: d.m })),
+              { ordered },
+            ),
+          ),
+        );
+        const settled = await s.waitFor(Promise.allSettled([...early, dropped]));
+        // Assert: calls started before the drop complete; calls after it are refused; nothing was written
+        // after the drop resolved, and the namespace is empty.
+        for (const outcome of settled) expect(outcome.status).toBe('fulfilled');
+        for (const code of await Promise.all(late)) expect(code).toBe('NamespaceNotFound');
+        expect(storage.log.filter((w) => w.after !== 'nothing')).toEqual([]);
+        expect(await storage.countDocuments(coll.bucketsNamespace)).toBe(0);
+        const again = await s.waitFor(engine.createCollection('d', options));
+        expect(again).not.toBe(coll);
+        expect(await again.find({}).toArray()).toEqual([]);
+        expect(engine.serverStatus().bucketCatalog.numOpenBuckets).toBe(0);
+        await engine.close();
+      }),
+      { numRuns: 150 },
+    );
+  }, 60_000);
+
+  it('a handle kept after drop() refuses every call with NamespaceNotFound', async () => {
+    // Arrange
+    const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('k', { timeseries: { timeField: 't', metaField: 'm' } });
+    await coll.insertOne({ t: at(0), m: 'x', v: 1 });
+    // Act
+    await coll.drop();
+    const codes = await Promise.all(everyCall(coll).map(codeOf));
+    // Assert
+    expect(codes).toEqual(everyCall(coll).map(() => 'NamespaceNotFound'));
+    expect(await coll.drop()).toBe(true);
+    expect(engine.collection('k')).toBeUndefined();
+    await engine.close();
+  });
+});
+
+describe('close()', () => {
+  it('waits for the calls in flight, then nothing is written, and every later call is refused with Interrupted', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), callsArb, async (s, calls) => {
+        // Arrange
+        const storage = new ScheduledStorage(s);
+        const engine = new BucketEngine({
+          storage,
+          ttlMonitor: 'disabled',
+          parameters: { timeseriesBucketMaxCount: 2 },
+        });
+        const coll = await engine.createCollection('c', {
+          timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' as const },
+        });
+        // Act
+        const inserts = calls.map(({ ordered, docs }) =>
+          coll.insertMany(
+            docs.map((d) => ({ t: at(d.minute), m: d.m })),
+            { ordered },
+          ),
+        );
+        const closed = engine.close().then(() => {
+          storage.after = 'close';
+        });
+        const settled = await s.waitFor(Promise.allSettled([...inserts, closed]));
+        // Assert
+        for (const outcome of settled) expect(outcome.status).toBe('fulfilled');
+        const stored = await storage.countDocuments(coll.bucketsNamespace);
+        expect(storage.log.filter((w) => w.after === 'close')).toEqual([]);
+        for (const code of await Promise.all(everyCall(coll).map(codeOf))) expect(code).toBe('Interrupted');
+        expect(await codeOf(() => engine.createCollection('other', { timeseries: { timeField: 't' } }))).toBe(
+          'Interrupted',
+        );
+        expect(await codeOf(() => engine.runTTLMonitor())).toBe('Interrupted');
+        expect(await storage.countDocuments(coll.bucketsNamespace)).toBe(stored);
+      }),
+      { numRuns: 100 },
+    );
+  }, 60_000);
+});
+
+describe('collMod', () => {
+  it('raising the granularity widens the span of open buckets too', async () => {
+    // Arrange: a bucket opened at granularity 'seconds' (span 1 hour).
+    const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('g', {
+      timeseries: { timeField: 't', metaField: 'm', granularity: 'seconds' },
+    });
+    await coll.insertOne({ t: at(0), m: 'x', v: 0 });
+    // Act: 'minutes' spans 24 hours; a measurement 2 hours later fits the open bucket now.
+    await coll.collMod({ granularity: 'minutes' });
+    await coll.insertOne({ t: at(120), m: 'x', v: 1 });
+    // Assert
+    const buckets = await coll.buckets.find().toArray();
+    expect(buckets).toHaveLength(1);
+    expect((buckets[0]?.control as { max: { t: Date } }).max.t).toEqual(at(120));
+    expect((await coll.stats()).timeseries.numBucketsClosedDueToTimeForward).toBe(0);
+    await engine.close();
+  });
+});
