@@ -1,61 +1,137 @@
 /**
- * Ingest benchmarks (issue 8), each measured side by side in one process:
+ * Ingest benchmarks, each measured side by side in one process against js-bson `serialize` of each
+ * measurement as a row document (the least a driver does for a native time-series insert), and run for
+ * every bucket format the build writes (8.x compressed from the first insert, 5.x-7.x version 1 while
+ * open):
  *
- * 1. `insertMany` (batches of 1000, unordered) into BucketEngine + MemoryStorage vs js-bson `serialize`
- *    of each measurement as a row document (the least a driver does for a native time-series insert);
- * 2. vs the classic hand-written bucket pattern: per measurement, an `$inc`/`$push` update of a
- *    pre-allocated bucket document through mingo's updater;
- * 3. concurrency: 1, 8 and 64 writers on overlapping series;
- * 4. storage latency: a storage that takes 1 ms per bucket write, committed one at a time or 16 at once;
- * 5. scaling: cost per measurement at 10, 1 000 and 100 000 series, memory per open bucket.
+ * 1. the shapes ingesters send (`insertMany` unordered, `MemoryStorage`, timed until the bucket documents
+ *    have been read back once, so work a storage defers to reading is counted):
+ *    - bulk loader: TSBS cpu-only, 1 000 series, one measurement per series per call, 100 calls;
+ *    - 10 measurements per series per call (100 series), buckets closing during the run;
+ *    - 100 000 series, one measurement each per call;
+ * 2. scaling: cost per measurement from 10 to 100 000 series (sparse sensors, 1 000 per call);
+ * 3. vs the classic hand-written bucket pattern (`$inc`/`$push` through mingo's updater);
+ * 4. concurrency: 1, 8 and 64 writers on overlapping series;
+ * 5. storage latency: a storage that takes 1 ms per bucket write, committed one at a time or 16 at once.
+ *
+ * Run alone with `npx tsx bench/ingest.bench.ts [--quick]`.
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
 
-import { calculateObjectSize, serialize } from 'bson';
+import { serialize } from 'bson';
 import { update } from 'mingo/updater';
 
-import { compressBucket, decompressBucket } from '../src/bucket-format/bucket-compression.js';
 import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { BucketCommit, StoredBucket, StorageUpdateResult, TimeseriesCollection } from '../src/index.js';
-import { tsbsCpuOnly, sparseSensors } from './datasets.js';
+import type { StoredBucket, StorageUpdateResult } from '../src/index.js';
+import { sparseSensors, tsbsCpuOnly } from './datasets.js';
 import type { Doc } from './datasets.js';
-import { collectGarbage, compare, heading, rate } from './harness.js';
+import {
+  bucketFormats,
+  compare,
+  engineOptions,
+  heading,
+  rate,
+  ratio,
+  record,
+  recordHeadline,
+} from './harness.js';
+import type { BucketFormat, Contender } from './harness.js';
 
-async function freshCollection(): Promise<{ engine: BucketEngine; coll: TimeseriesCollection }> {
-  const engine = new BucketEngine({
-    parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
-  });
-  const coll = await engine.createCollection('bench', { timeseries: { timeField: 'ts', metaField: 'tags' } });
-  return { engine, coll };
+/** Consecutive slices of `docs`, one per insert call. */
+function callsOf(docs: ReadonlyArray<Doc>, perCall: number): Doc[][] {
+  const calls: Doc[][] = [];
+  for (let i = 0; i < docs.length; i += perCall) calls.push(docs.slice(i, i + perCall));
+  return calls;
 }
 
+/**
+ * Ingest `calls` into a fresh engine of `format`, one `insertMany` after the other (or from several
+ * writers taking the next call), then read every bucket document back once.
+ *
+ * @returns the number of bucket documents read back, and the engine's statistics per call.
+ */
 async function ingest(
-  docs: ReadonlyArray<Doc>,
+  format: BucketFormat,
+  calls: ReadonlyArray<ReadonlyArray<Doc>>,
+  metaField: string,
   writers = 1,
-): Promise<{ engine: BucketEngine; coll: TimeseriesCollection; calls: number }> {
-  const { engine, coll } = await freshCollection();
+): Promise<{ buckets: number; stats: string }> {
+  const engine = new BucketEngine(engineOptions(format, {}));
+  const coll = await engine.createCollection('bench', { timeseries: { timeField: 'ts', metaField } });
   let next = 0;
-  let calls = 0;
   await Promise.all(
     Array.from({ length: writers }, async () => {
-      while (next < docs.length) {
-        const batch = docs.slice(next, next + 1000);
-        next += 1000;
-        calls++;
+      while (next < calls.length) {
+        const batch = calls[next++] as ReadonlyArray<Doc>;
         await coll.insertMany(batch, { ordered: false });
       }
     }),
   );
-  return { engine, coll, calls };
+  let buckets = 0;
+  for await (const _bucket of engine.storage.find(coll.bucketsNamespace, {})) buckets++;
+  const s = (await coll.stats()).timeseries;
+  const stats = `numCommits/call ${(s.numCommits / calls.length).toFixed(1)}, numWaits ${s.numWaits}, numMeasurementsGroupCommitted ${s.numMeasurementsGroupCommitted}`;
+  // Closed after each run: an open engine's TTL timer would keep it, and its heap, alive.
+  await engine.close();
+  return { buckets, stats };
 }
 
-/** The closed buckets of an ingest of `docs`, as the version-1 documents they were before compression. */
-async function closedBucketsOf(docs: ReadonlyArray<Doc>): Promise<Array<Record<string, unknown>>> {
-  const { engine, coll } = await ingest(docs);
-  const out: Array<Record<string, unknown>> = [];
-  for await (const bucket of coll.buckets.find({ 'control.version': 2 })) out.push(decompressBucket(bucket));
-  await engine.close();
-  return out;
+let sink = 0;
+
+function serializeEach(docs: ReadonlyArray<Doc>): Contender {
+  return {
+    name: 'js-bson serialize (row per measurement)',
+    run: () => {
+      for (const d of docs) sink += serialize(d).length;
+      return docs.length;
+    },
+  };
+}
+
+/** One ingest shape: its calls, and the target of its ratio to serialize-each. */
+interface IngestShape {
+  readonly name: string;
+  readonly description: string;
+  readonly calls: ReadonlyArray<ReadonlyArray<Doc>>;
+  readonly target: string;
+}
+
+async function runShape(
+  shape: IngestShape,
+  formats: ReadonlyArray<BucketFormat>,
+  runs: number,
+  budgetMs: number,
+): Promise<void> {
+  heading(`ingest: ${shape.description}`);
+  const docs = shape.calls.flat();
+  const buckets = new Map<string, number>();
+  const results = await compare(
+    [
+      ...formats.map((format): Contender => ({
+        name: `tsbuckets ${format.name}`,
+        run: async () => {
+          buckets.set(format.name, (await ingest(format, shape.calls, 'tags')).buckets);
+          return docs.length;
+        },
+      })),
+      serializeEach(docs),
+    ],
+    runs,
+    { budgetMs },
+  );
+  const bson = results[formats.length]!;
+  console.log(`  ${bson.name}: ${rate(bson.perSecond)}`);
+  formats.forEach((format, i) => {
+    const r = results[i]!;
+    recordHeadline({
+      name: shape.name,
+      format: format.name,
+      ratio: r.perSecond / bson.perSecond,
+      target: shape.target,
+      detail: `${rate(r.perSecond)} vs ${rate(bson.perSecond)}, ${((r.medianMs * 1000) / docs.length).toFixed(2)} µs per measurement, ${buckets.get(format.name)} buckets`,
+    });
+  });
 }
 
 function classicBucketPattern(docs: ReadonlyArray<Doc>): number {
@@ -83,157 +159,173 @@ function classicBucketPattern(docs: ReadonlyArray<Doc>): number {
  * @param quick - smaller datasets and fewer runs.
  */
 export async function runIngestBench(quick: boolean): Promise<void> {
-  const n = quick ? 50_000 : 200_000;
-  const runs = quick ? 3 : 5;
-  const docs = tsbsCpuOnly(100, n);
+  const formats = await bucketFormats();
+  console.log(`bucket formats: ${formats.map((f) => f.name).join(', ')}`);
+  const runs = quick ? 2 : 3;
 
-  heading(`ingest: TSBS cpu-only, 100 hosts, ${n} measurements, batches of 1000`);
-  let sink = 0;
-  // The floor of any ingest that follows SPEC §4 (version 1 while open, compressed on close): the
-  // compression of the closed buckets alone, with the server's round-trip check (its default). The
-  // version-1 documents are exactly those the engine compressed: its closed buckets, decompressed.
-  const closed = await closedBucketsOf(docs);
-  const closedMeasurements = closed.reduce(
-    (sum, doc) => sum + Object.keys((doc.data as { ts: object }).ts).length,
-    0,
-  );
-  const [ts, bson, compression, unvalidated] = await compare(
-    [
-      {
-        name: 'tsbuckets insertMany',
-        run: async () => {
-          // Closed after each run: an open engine's TTL timer would keep it, and its heap, alive.
-          await (await ingest(docs)).engine.close();
-          return docs.length;
-        },
-      },
-      {
-        name: 'js-bson serialize (row per measurement)',
-        run: () => {
-          for (const d of docs) sink += serialize(d).length;
-          return docs.length;
-        },
-      },
-      {
-        name: 'compression on close alone (validated)',
-        run: () => {
-          for (const doc of closed) sink += compressBucket(doc, 'ts').kind.length;
-          return closedMeasurements;
-        },
-      },
-      {
-        name: 'without the check (timeseriesValidateCompressedBuckets: false)',
-        run: () => {
-          for (const doc of closed) sink += compressBucket(doc, 'ts', { validate: false }).kind.length;
-          return closedMeasurements;
-        },
-      },
-    ],
+  // 1. The shapes ingesters send.
+  const loaderCalls = quick ? 20 : 100;
+  await runShape(
+    {
+      name: 'bulk loader',
+      description: `bulk-loader shape: TSBS cpu-only, 1 000 series, one measurement per series per call, ${loaderCalls} calls`,
+      calls: callsOf(tsbsCpuOnly(1000, 1000 * loaderCalls), 1000),
+      target: '>= 0.75x',
+    },
+    formats,
     runs,
+    20_000,
   );
-  console.log(`${ts!.name}: ${rate(ts!.perSecond)}   ${bson!.name}: ${rate(bson!.perSecond)}`);
-  console.log(
-    `ratio tsbuckets / serialize = ${(ts!.perSecond / bson!.perSecond).toFixed(2)}x (target >= 2x)`,
+  const tenCalls = quick ? 40 : 100;
+  await runShape(
+    {
+      name: '10 per series per call',
+      description: `TSBS cpu-only, 100 series, 10 measurements per series per call, ${tenCalls} calls (buckets close on their 1 h span)`,
+      calls: callsOf(tsbsCpuOnly(100, 1000 * tenCalls), 1000),
+      target: '>= 1.0x',
+    },
+    formats,
+    runs,
+    20_000,
   );
-  console.log(
-    `${compression!.name}: ${rate(compression!.perSecond)} (${closed.length} buckets) = ${(compression!.perSecond / bson!.perSecond).toFixed(2)}x serialize: the most any ingest that compresses on close can reach, were everything else free`,
-  );
-  console.log(
-    `${unvalidated!.name}: ${rate(unvalidated!.perSecond)} = ${(unvalidated!.perSecond / bson!.perSecond).toFixed(2)}x serialize`,
+  const manySeries = quick ? 20_000 : 100_000;
+  await runShape(
+    {
+      name: `${manySeries.toLocaleString('en')} series`,
+      description: `TSBS cpu-only, ${manySeries} series, one measurement each per call, 2 calls`,
+      calls: callsOf(tsbsCpuOnly(manySeries, manySeries * 2), manySeries),
+      target: '>= 0.5x',
+    },
+    formats,
+    quick ? 1 : 2,
+    20_000,
   );
 
-  const classicDocs = docs.slice(0, quick ? 5_000 : 20_000);
+  // 2. Scaling over the number of series.
+  heading(
+    'scaling: cost per measurement by number of series (sparse sensors, 8 optional fields, 1 000 per call)',
+  );
+  const m = quick ? 50_000 : 200_000;
+  const seriesCounts = [10, 100, 1_000, 10_000, 100_000];
+  const perFormat = new Map<string, number[]>(formats.map((f) => [f.name, []]));
+  for (const series of seriesCounts) {
+    const calls = callsOf(sparseSensors(series, m), 1000);
+    const docs = calls.flat();
+    const results = await compare(
+      [
+        ...formats.map((format): Contender => ({
+          name: format.name,
+          run: async () => {
+            await ingestSensors(format, calls);
+            return m;
+          },
+        })),
+        serializeEach(docs),
+      ],
+      1,
+      { warmUp: 'no' },
+    );
+    const bson = results[formats.length]!;
+    const line = formats.map((format, i) => {
+      const nsPer = (results[i]!.medianMs * 1e6) / m;
+      perFormat.get(format.name)!.push(nsPer);
+      record({ chart: 'scaling', series: format.name, x: series, y: nsPer, unit: 'ns per measurement' });
+      return `${format.name} ${nsPer.toFixed(0)} ns (${ratio(results[i]!.perSecond / bson.perSecond)} serialize)`;
+    });
+    record({
+      chart: 'scaling',
+      series: 'js-bson serialize',
+      x: series,
+      y: (bson.medianMs * 1e6) / m,
+      unit: 'ns per measurement',
+    });
+    console.log(`  ${String(series).padStart(6)} series: ${line.join(', ')}`);
+  }
+  for (const format of formats) {
+    const costs = perFormat.get(format.name)!;
+    const spread = Math.max(...costs) / Math.min(...costs);
+    recordHeadline({
+      name: 'spread 10..100 000 series',
+      format: format.name,
+      ratio: spread,
+      target: '<= 3x',
+      detail: `highest / lowest cost per measurement (${costs.map((c) => c.toFixed(0)).join(' / ')} ns)`,
+    });
+  }
+
+  // 3. vs the classic bucket pattern.
+  heading('vs the classic $inc/$push bucket pattern (TSBS, 100 hosts)');
+  const classicDocs = tsbsCpuOnly(100, quick ? 5_000 : 20_000);
+  const classicCalls = callsOf(classicDocs, 1000);
   const [ts2, classic] = await compare(
     [
       {
-        name: 'tsbuckets insertMany',
+        name: `tsbuckets ${formats[0]!.name}`,
         run: async () => {
-          await (await ingest(classicDocs)).engine.close();
+          await ingest(formats[0]!, classicCalls, 'tags');
           return classicDocs.length;
         },
       },
       { name: 'classic $inc/$push bucket pattern (mingo)', run: () => classicBucketPattern(classicDocs) },
     ],
     runs,
+    { budgetMs: 10_000 },
   );
-  console.log(`${ts2!.name}: ${rate(ts2!.perSecond)}   ${classic!.name}: ${rate(classic!.perSecond)}`);
-  console.log(
-    `ratio tsbuckets / classic = ${(ts2!.perSecond / classic!.perSecond).toFixed(1)}x (target >= 100x)`,
-  );
-
-  heading('concurrency: writers on overlapping series (TSBS, 100 hosts)');
-  // Alternating runs and medians like every comparison here; the statistics are those of each one's last
-  // run.
-  const writerCounts = [1, 8, 64];
-  const lastStats = new Map<number, string>();
-  const byWriters = await compare(
-    writerCounts.map((writers) => ({
-      name: `${String(writers).padStart(2)} writers`,
-      run: async () => {
-        const { engine, coll, calls } = await ingest(docs, writers);
-        const s = (await coll.stats()).timeseries;
-        lastStats.set(
-          writers,
-          `numCommits/call ${(s.numCommits / calls).toFixed(1)}, numWaits ${s.numWaits}, numMeasurementsGroupCommitted ${s.numMeasurementsGroupCommitted}`,
-        );
-        await engine.close();
-        return docs.length;
-      },
-    })),
-    runs,
-  );
-  byWriters.forEach((result, i) => {
-    console.log(`${result.name}: ${rate(result.perSecond)}, ${lastStats.get(writerCounts[i] as number)}`);
+  recordHeadline({
+    name: 'vs classic $inc/$push',
+    format: formats[0]!.name,
+    ratio: ts2!.perSecond / classic!.perSecond,
+    target: '',
+    detail: `${rate(ts2!.perSecond)} vs ${rate(classic!.perSecond)}`,
   });
 
+  // 4. Concurrency.
+  heading('concurrency: writers on overlapping series (TSBS, 100 hosts, 10 per series per call)');
+  const concurrencyCalls = callsOf(tsbsCpuOnly(100, quick ? 20_000 : 50_000), 1000);
+  const writerCounts = [1, 8, 64];
+  for (const format of formats) {
+    const lastStats = new Map<number, string>();
+    const byWriters = await compare(
+      writerCounts.map((writers) => ({
+        name: `${String(writers).padStart(2)} writers`,
+        run: async () => {
+          lastStats.set(writers, (await ingest(format, concurrencyCalls, 'tags', writers)).stats);
+          return concurrencyCalls.length * 1000;
+        },
+      })),
+      quick ? 1 : 3,
+      { budgetMs: 10_000 },
+    );
+    byWriters.forEach((result, i) => {
+      const writers = writerCounts[i] as number;
+      record({
+        chart: 'concurrency',
+        series: format.name,
+        x: writers,
+        y: result.perSecond,
+        unit: 'measurements/s',
+      });
+      console.log(`  ${format.name} ${result.name}: ${rate(result.perSecond)}, ${lastStats.get(writers)}`);
+    });
+  }
+
+  // 5. Storage latency.
   heading('storage latency: 1 ms per bucket write (a storage across a network), TSBS, 100 hosts');
-  const slowDocs = docs.slice(0, quick ? 5_000 : 20_000);
+  const slowCalls = callsOf(tsbsCpuOnly(100, quick ? 5_000 : 20_000), 1000);
   for (const writeConcurrency of [1, 16]) {
     const storage = new SlowStorage(writeConcurrency);
-    const engine = new BucketEngine({ storage });
+    const engine = new BucketEngine(engineOptions(formats[0]!, { storage }));
     const coll = await engine.createCollection('slow', {
       timeseries: { timeField: 'ts', metaField: 'tags' },
     });
     const t = performance.now();
-    for (let i = 0; i < slowDocs.length; i += 1000)
-      await coll.insertMany(slowDocs.slice(i, i + 1000), { ordered: false });
+    for (const call of slowCalls) await coll.insertMany(call, { ordered: false });
     const ms = performance.now() - t;
     console.log(
-      `writeConcurrency ${String(writeConcurrency).padStart(2)}: ${rate((slowDocs.length / ms) * 1000)}, ${storage.writes} bucket writes, ${(ms / (slowDocs.length / 1000)).toFixed(0)} ms per insertMany of 1000`,
+      `  writeConcurrency ${String(writeConcurrency).padStart(2)}: ${rate((slowCalls.length * 1000 * 1000) / ms)}, ${storage.writes} bucket writes, ${(ms / slowCalls.length).toFixed(0)} ms per insertMany of 1000`,
     );
     await engine.close();
   }
-
-  heading('scaling: cost per measurement by number of series (sparse sensors, 8 optional fields)');
-  const perSeries: number[] = [];
-  for (const series of [10, 1_000, 100_000]) {
-    const m = quick ? 100_000 : 300_000;
-    const data = sparseSensors(series, m);
-    collectGarbage();
-    const before = process.memoryUsage().heapUsed;
-    const t = performance.now();
-    const { engine, coll } = await ingestSensors(data);
-    const ms = performance.now() - t;
-    const status = engine.serverStatus().bucketCatalog;
-    collectGarbage();
-    const heap = process.memoryUsage().heapUsed - before;
-    let bucketBytes = 0;
-    let buckets = 0;
-    for await (const b of coll.buckets.find()) {
-      bucketBytes += calculateObjectSize(b);
-      buckets++;
-    }
-    const nsPer = (ms * 1e6) / m;
-    perSeries.push(nsPer);
-    console.log(
-      `${String(series).padStart(6)} series: ${nsPer.toFixed(0)} ns/measurement, ${status.numOpenBuckets} open buckets, catalog memoryUsage ${(status.memoryUsage / status.numOpenBuckets).toFixed(0)} B/open bucket, heap growth ${(heap / m).toFixed(0)} B/measurement vs ${(bucketBytes / m).toFixed(0)} B/measurement of bucket BSON (${buckets} buckets)`,
-    );
-    await engine.close();
-  }
-  const spread = (Math.max(...perSeries) / Math.min(...perSeries) - 1) * 100;
-  console.log(
-    `spread of cost per measurement across 10..100000 series: ${spread.toFixed(0)}% (target <= 20%)`,
-  );
   if (sink === 0) console.log('');
 }
 
@@ -253,23 +345,26 @@ class SlowStorage extends MemoryStorage {
     return super.insertOne(ns, doc);
   }
 
-  override async applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+  override async applyCommit(
+    ns: string,
+    commit: Parameters<MemoryStorage['applyCommit']>[1],
+  ): Promise<StorageUpdateResult> {
     this.writes++;
     await delay(1);
     return super.applyCommit(ns, commit);
   }
 }
 
-async function ingestSensors(
-  docs: ReadonlyArray<Doc>,
-): Promise<{ engine: BucketEngine; coll: TimeseriesCollection }> {
-  const engine = new BucketEngine({
-    parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
-  });
+async function ingestSensors(format: BucketFormat, calls: ReadonlyArray<ReadonlyArray<Doc>>): Promise<void> {
+  const engine = new BucketEngine(engineOptions(format, {}));
   const coll = await engine.createCollection('sensors', {
     timeseries: { timeField: 'ts', metaField: 'sensor' },
   });
-  for (let i = 0; i < docs.length; i += 1000)
-    await coll.insertMany(docs.slice(i, i + 1000), { ordered: false });
-  return { engine, coll };
+  for (const call of calls) await coll.insertMany(call, { ordered: false });
+  for await (const _bucket of engine.storage.find(coll.bucketsNamespace, {})) sink++;
+  await engine.close();
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await runIngestBench(process.argv.includes('--quick'));
 }

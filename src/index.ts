@@ -23,10 +23,25 @@ export type {
   IndexKeySpec,
   TimeseriesIndexDescription,
 } from './engine/index-translation.js';
-export { Cursor } from './engine/cursor.js';
+export { Cursor } from './reader/cursor.js';
 export { ReaderCursor } from './reader/reader.js';
 export type { ExplainResult, FindOptions, MeasurementDocument, PipelineStage } from './reader/reader.js';
 export type { QueryFilter } from './util/bson-query.js';
+export type {
+  CalendarRollupSpec,
+  RollingRollupSpec,
+  RollupAccumulator,
+  RollupGroupBy,
+  RollupSpec,
+  SlotsRollupSpec,
+} from './rollups/spec.js';
+export type { RollupDocument, RollupExplain, RollupFindOptions, RollupHandle } from './rollups/handle.js';
+export type {
+  CreateRollupOptions,
+  RollupBackfillProgress,
+  RollupDescription,
+  RollupStats,
+} from './rollups/rollup-set.js';
 export { BSONColumn, BSONColumnBuilder, applyBinaryDiff } from './bucket-format/bson-column/bson-column.js';
 export type { BSONColumnCodec, BinaryDiff, DecodeOptions } from './bucket-format/bson-column/bson-column.js';
 export { BucketCatalog } from './catalog/bucket-catalog.js';

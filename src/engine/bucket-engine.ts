@@ -18,7 +18,7 @@ import { ClosedBucketCompressor } from './closed-bucket-compression.js';
 import { resolveEngineOptions } from './engine-options.js';
 import type { BucketEngineOptions } from './engine-options.js';
 import { TimeseriesCollection } from './timeseries-collection.js';
-import { deleteExpiredBuckets, TTLMonitor } from './ttl-monitor.js';
+import { deleteExpiredBuckets, expiredBucketsFilter, TTLMonitor } from './ttl-monitor.js';
 
 /** Result of {@link BucketEngine.runTTLMonitor}. */
 export interface TTLPassResult {
@@ -247,17 +247,15 @@ export class BucketEngine {
     for (const coll of this.#collections.values()) {
       const { expireAfterSeconds, timeField, bucketMaxSpanSeconds } = coll.options;
       if (expireAfterSeconds === undefined) continue;
-      deletedBuckets += await deleteExpiredBuckets(
-        this.catalog,
-        this.storage,
-        {
-          ns: coll.namespace,
-          bucketsNs: coll.bucketsNamespace,
-          timeField,
-          expireAfterSeconds,
-          bucketMaxSpanSeconds,
-        },
-        now,
+      const target = {
+        ns: coll.namespace,
+        bucketsNs: coll.bucketsNamespace,
+        timeField,
+        expireAfterSeconds,
+        bucketMaxSpanSeconds,
+      };
+      deletedBuckets += await coll.withRollupsRecomputed(expiredBucketsFilter(target, now), () =>
+        deleteExpiredBuckets(this.catalog, this.storage, target, now),
       );
     }
     return { deletedBuckets };

@@ -31,7 +31,7 @@ import type { QueryFilter } from '../util/bson-query.js';
 import type { Clock } from '../util/clock.js';
 import { Deferred } from '../util/deferred.js';
 import { CallGate } from './call-gate.js';
-import { Cursor } from './cursor.js';
+import { Cursor } from '../reader/cursor.js';
 import { metaGuard } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
@@ -44,6 +44,11 @@ import { updateMany } from './timeseries-update.js';
 import type { UpdateManyOptions, UpdateResult } from './timeseries-update.js';
 import { commitMeasurements } from './write-commit.js';
 import { isBsonValue } from '../util/bson-type.js';
+import { affectedBucketsFilter } from '../rollups/affected-buckets.js';
+import type { RollupExplain, RollupHandle } from '../rollups/handle.js';
+import { RollupSet } from '../rollups/rollup-set.js';
+import type { CreateRollupOptions, RollupDescription, RollupStats } from '../rollups/rollup-set.js';
+import type { RollupSpec } from '../rollups/spec.js';
 
 /**
  * The type of a measurement's `_id`: its declared type when `TSchema` has one, else `unknown`.
@@ -110,6 +115,8 @@ export interface CollectionStats {
       avgBucketSize?: number;
     } & ExecutionStatsSnapshot
   >;
+  /** Counters of each rollup, by name (present when the collection has rollups). */
+  readonly rollups?: Readonly<Record<string, RollupStats>>;
 }
 
 /** Raw access to the buckets collection. */
@@ -192,7 +199,20 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     this.bucketsNamespace = `${dbName}.system.buckets.${name}`;
     this.#options = options;
     this.#reopeningIndex = options.metaField === undefined ? 'absent' : 'present';
+    this.#rollups = new RollupSet({
+      storage: ctx.storage,
+      clock: ctx.clock,
+      dbName,
+      collectionName: name,
+      bucketsNs: this.bucketsNamespace,
+      timeField: options.timeField,
+      metaField: options.metaField,
+      raw: (filter) => this.find(filter),
+    });
   }
+
+  /** The collection's rollups (definitions loaded from storage on first use). */
+  readonly #rollups: RollupSet;
 
   /**
    * Reads buckets from storage for the catalog's reopening. A document read while a direct write on it
@@ -319,12 +339,14 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       items.push({ measurement, timeMs: timeValue.getTime(), metadata });
       indexOf.push(i);
     }
+    await this.#rollups.ready();
     const outcomes = await commitMeasurements(
       {
         catalog: this.#ctx.catalog,
         storage: this.#ctx.storage,
         bucketsNs: this.bucketsNamespace,
         reopeningSource: this.#reopeningSource,
+        rollups: this.#rollups,
       },
       this.namespace,
       this.#bucketing(),
@@ -430,6 +452,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       await this.#gate.close(
         () => new TimeseriesError('NamespaceNotFound', `Collection ${this.namespace} was dropped`),
       );
+      await this.#rollups.dropAll();
       await this.#ctx.catalog.drop(this.namespace);
       await this.#ctx.storage.dropNamespace(this.bucketsNamespace);
     } finally {
@@ -475,9 +498,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     if (bucketCount > 0) {
       timeseries.avgBucketSize = Math.floor((await storage.totalSize(this.bucketsNamespace)) / bucketCount);
     }
+    const rollups = this.#rollups.stats();
     return {
       ns: this.namespace,
       timeseries: Object.freeze({ ...timeseries, ...exec }) as CollectionStats['timeseries'],
+      ...(Object.keys(rollups).length === 0 ? {} : { rollups }),
     };
   }
 
@@ -517,7 +542,12 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     update: Readonly<Record<string, unknown>>,
     options: UpdateManyOptions = {},
   ): Promise<UpdateResult> {
-    return await this.#call(() => updateMany(this.#writeContext(), filter, update, options));
+    return await this.#call(() => {
+      const ctx = this.#writeContext();
+      return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
+        updateMany(ctx, filter, update, options),
+      );
+    });
   }
 
   /**
@@ -533,7 +563,12 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * ```
    */
   async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
-    return await this.#call(() => deleteMany(this.#writeContext(), filter));
+    return await this.#call(() => {
+      const ctx = this.#writeContext();
+      return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
+        deleteMany(ctx, filter),
+      );
+    });
   }
 
   #indexContext(): IndexContext {
@@ -618,6 +653,78 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
     });
     this.#options = next;
+  }
+
+  /**
+   * Create a rollup (docs/rollups.md): a pre-aggregation maintained in the same commit as the
+   * measurements. `layout: 'slots'` keeps one document per group and slot, `'calendar'` one document per
+   * group and period with pre-allocated nested slots, `'rolling'` a `totals[]` window on entity documents
+   * of another collection. Existing measurements are backfilled first (commits wait meanwhile).
+   *
+   * @param name - the rollup name (letters, digits, `_`, `-`).
+   * @param spec - the rollup spec.
+   * @param options - `onProgress` for the backfill.
+   * @throws {@link TimeseriesError} `InvalidOptions` for a bad spec, `NamespaceExists` for a taken name.
+   * @example
+   * ```ts
+   * await coll.createRollup('hourly', { every: 'hour', groupBy: 'sensor', fields: { temp: ['avg', 'max'] } });
+   * ```
+   */
+  async createRollup(name: string, spec: RollupSpec, options: CreateRollupOptions = {}): Promise<void> {
+    await this.#call(() => this.#rollups.create(name, spec, options));
+  }
+
+  /**
+   * The collection's rollups, by name.
+   *
+   * @returns name, spec and namespace of each.
+   */
+  async listRollups(): Promise<RollupDescription[]> {
+    return await this.#call(() => this.#rollups.list());
+  }
+
+  /**
+   * Drop a rollup and its documents (a rolling rollup's `totals` are removed from the entities).
+   *
+   * @param name - the rollup name.
+   * @returns whether it existed.
+   */
+  async dropRollup(name: string): Promise<boolean> {
+    return await this.#call(() => this.#rollups.drop(name));
+  }
+
+  /**
+   * The read handle of a rollup. Its calls reject with `NamespaceNotFound` when there is no such rollup.
+   *
+   * @param name - the rollup name.
+   * @returns the handle.
+   * @example
+   * ```ts
+   * const day = await coll.rollup('hourly').find({ group: 'a' }, { sort: { start: 1 } });
+   * ```
+   */
+  rollup(name: string): RollupHandle {
+    const handle = (): Promise<RollupHandle> => this.#call(() => this.#rollups.handle(name));
+    const rollupHandle: RollupHandle = {
+      name,
+      find: async (filter, options) => (await handle()).find(filter, options),
+      aggregate: async (pipeline) => (await handle()).aggregate(pipeline),
+      explain: async (filter): Promise<RollupExplain> => (await handle()).explain(filter),
+    };
+    return Object.freeze(rollupHandle);
+  }
+
+  /**
+   * Run a direct write on this collection's buckets (the TTL monitor's deletions) so that its rollups are
+   * recomputed over the buckets it may change.
+   *
+   * @param bucketFilter - a filter matching every bucket the write may change.
+   * @param write - the write.
+   * @returns what `write` returns.
+   * @internal
+   */
+  async withRollupsRecomputed<T>(bucketFilter: BucketFilter, write: () => Promise<T>): Promise<T> {
+    return await this.#rollups.directWrite(bucketFilter, write);
   }
 }
 

@@ -15,6 +15,8 @@ import type {
 } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, ReopeningSource, WriteBatch } from '../catalog/bucket-catalog.js';
 import { ErrorCodes, TimeseriesError } from '../errors.js';
+import { withRollupGate } from '../rollups/commit-hook.js';
+import type { CommitRollups } from '../rollups/commit-hook.js';
 import type { Storage } from '../storage/storage.js';
 
 /** Per-item outcome of {@link commitMeasurements}. */
@@ -34,6 +36,8 @@ interface CommitContext {
   readonly bucketsNs: string;
   /** Reads buckets for reopening (absent: never reopen). */
   readonly reopeningSource?: ReopeningSource;
+  /** The collection's rollups, folded in each commit (absent: none). */
+  readonly rollups?: CommitRollups;
 }
 
 /**
@@ -207,7 +211,9 @@ async function commitAll(
   const worker = async (): Promise<void> => {
     while (next < batches.length) {
       const batch = batches[next++] as WriteBatch;
-      if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) await commitBatch(ctx, batch);
+      if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) {
+        await withRollupGate(ctx.rollups, () => commitBatch(ctx, batch));
+      }
     }
   };
   if (concurrency <= 1) {
@@ -273,5 +279,7 @@ export async function commitBatch(ctx: CommitContext, batch: WriteBatch): Promis
     );
     return;
   }
+  // Stored, not yet acknowledged: the rollups count the batch exactly once (src/rollups/rollup-set.ts).
+  await ctx.rollups?.fold(batch);
   await ctx.catalog.finish(batch);
 }

@@ -17,6 +17,7 @@ import type {
   IndexSpecification,
   InsertOneResult,
   UpdateFilter,
+  UpdateOptions,
   UpdateResult,
 } from 'mongodb';
 
@@ -34,8 +35,12 @@ export interface MongoCollectionLike {
   readonly collectionName: string;
   /** `Collection.insertOne`. */
   insertOne(doc: Document): Promise<InsertOneResult>;
-  /** `Collection.updateOne` (update operators or an aggregation pipeline). */
-  updateOne(filter: Filter<Document>, update: UpdateFilter<Document> | Document[]): Promise<UpdateResult>;
+  /** `Collection.updateOne` (update operators or an aggregation pipeline; `upsert` for rollups). */
+  updateOne(
+    filter: Filter<Document>,
+    update: UpdateFilter<Document> | Document[],
+    options?: UpdateOptions,
+  ): Promise<UpdateResult>;
   /** `Collection.replaceOne`. */
   replaceOne(filter: Filter<Document>, replacement: Document): Promise<UpdateResult | Document>;
   /** `Collection.updateMany`. */

@@ -15,6 +15,7 @@ export type MongoStorageOperation =
   | 'dropNamespace'
   | 'insertOne'
   | 'updateOne'
+  | 'upsertOne'
   | 'replaceOne'
   | 'updateMany'
   | 'find'

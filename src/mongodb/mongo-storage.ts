@@ -43,7 +43,7 @@ import type {
   MongoStorageOptions,
   ResolvedMongoStorageConfig,
 } from './mongo-storage-options.js';
-import { serverNamespaceFor } from './namespaces.js';
+import { plainNamespaceFor, serverNamespaceFor } from './namespaces.js';
 import type { ServerNamespace } from './namespaces.js';
 import { runWithRetries } from './retry.js';
 import { documentAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
@@ -54,10 +54,17 @@ const kIndexNotFound = 27;
 const kNamespaceExists = 48;
 const kIndexOptionsConflict = 85;
 const kIndexKeySpecsConflict = 86;
+/** An engine buckets namespace (`<db>.system.buckets.<name>`); any other is a plain collection. */
+const kBucketsNamespace = /^[^.]*\.system\.buckets\./su;
 
 /** A buckets namespace resolved to its driver collection (cached per namespace). */
 interface Target extends ServerNamespace {
   readonly buckets: MongoCollectionLike;
+  /**
+   * `'plain'` for the collections of rollups (counters): their updates are not idempotent (`$inc`), so
+   * they are sent once and never retried; a failure makes the engine recompute instead.
+   */
+  readonly kind: 'buckets' | 'plain';
 }
 
 /**
@@ -323,9 +330,14 @@ export class MongoStorage implements Storage {
     filter: BucketFilter,
     update: BucketUpdateDocument,
   ): Promise<StorageUpdateResult> {
-    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const { buckets, bucketsCollectionName, kind } = this.#target(ns);
     // A write from outside the catalog's commits: the cached columns may no longer be the stored ones.
     this.#columns.forget(ns, filter._id);
+    if (kind === 'plain') {
+      return await this.#once('updateOne', bucketsCollectionName, async () =>
+        (await buckets.updateOne(filter, driverUpdate(update))).matchedCount > 0 ? kUpdated : kNotMatched,
+      );
+    }
     return this.#run('updateOne', bucketsCollectionName, async (attempt): Promise<StorageUpdateResult> => {
       const result = await buckets.updateOne(filter, driverUpdate(update));
       if (result.matchedCount > 0) return kUpdated;
@@ -334,6 +346,24 @@ export class MongoStorage implements Storage {
         if (stored !== undefined && updateAlreadyApplied(stored, update)) return kUpdated;
       }
       return kNotMatched;
+    });
+  }
+
+  /**
+   * {@inheritDoc Storage.upsertOne}
+   *
+   * One `updateOne` with `upsert: true`, sent once: after a transient error nobody knows whether an `$inc`
+   * was applied, so the error is reported (as a {@link MongoStorageError}) and the engine recomputes.
+   */
+  async upsertOne(
+    ns: string,
+    filter: BucketFilter,
+    update: BucketUpdateDocument,
+  ): Promise<'updated' | 'inserted'> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    return await this.#once('upsertOne', bucketsCollectionName, async () => {
+      const result = await buckets.updateOne(filter, driverUpdate(update), { upsert: true });
+      return result.upsertedCount > 0 ? 'inserted' : 'updated';
     });
   }
 
@@ -523,8 +553,13 @@ export class MongoStorage implements Storage {
   #target(ns: string): Target {
     let target = this.#targets.get(ns);
     if (target === undefined) {
-      const names = serverNamespaceFor(this.config.mode, ns);
-      target = { ...names, buckets: this.#db.collection(names.bucketsCollectionName) };
+      const plain = kBucketsNamespace.test(ns) ? undefined : plainNamespaceFor(ns);
+      const names = plain ?? serverNamespaceFor(this.config.mode, ns);
+      target = {
+        ...names,
+        buckets: this.#db.collection(names.bucketsCollectionName),
+        kind: plain === undefined ? 'buckets' : 'plain',
+      };
       this.#targets.set(ns, target);
     }
     return target;
@@ -543,6 +578,20 @@ export class MongoStorage implements Storage {
     if (outcome.kind === 'ok') return outcome.value;
     if (TsBucketsError.isTsBucketsError(outcome.error)) throw outcome.error;
     throw new MongoStorageError({ operation, collection, attempts: outcome.attempts, cause: outcome.error });
+  }
+
+  /** Run one storage operation once (no retry), errors wrapped as {@link MongoStorage.#run} does. */
+  async #once<T>(
+    operation: MongoStorageOperation,
+    collection: string,
+    attempt: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (TsBucketsError.isTsBucketsError(error)) throw error;
+      throw new MongoStorageError({ operation, collection, attempts: 1, cause: error });
+    }
   }
 
   /**

@@ -21,6 +21,20 @@ export interface ServerNamespace {
 const kBucketsNamespace = /^[^.]*\.system\.buckets\.(.+)$/su;
 
 /**
+ * Map an engine namespace that is not a buckets namespace (rollup documents, their definitions, entity
+ * documents of rolling rollups: `<db>.<name>`) to its plain collection, which serves as both names.
+ *
+ * @param ns - `<db>.<name>`.
+ * @returns the collection names, or `undefined` for a buckets namespace or a `system.` collection.
+ */
+export function plainNamespaceFor(ns: string): ServerNamespace | undefined {
+  const dot = ns.indexOf('.');
+  const name = ns.slice(dot + 1);
+  if (dot < 0 || name.length === 0 || name.startsWith('system.')) return undefined;
+  return { collectionName: name, bucketsCollectionName: name };
+}
+
+/**
  * Map an engine buckets namespace to server collection names.
  *
  * | mode           | buckets collection        |

@@ -1,5 +1,5 @@
 /**
- * Measurement filter → bucket filter (INTERNALS §10.3, the server's `BucketSpec::createPredicatesOnBucketLevelField`
+ * Measurement filter → bucket filter (the server's `BucketSpec::createPredicatesOnBucketLevelField`
  * and `bucket_level_comparison_predicate_generator.cpp`).
  *
  * The bucket filter is *loose*: every bucket holding a matching measurement passes it, and buckets that

@@ -1,12 +1,17 @@
 /**
- * Unpacking one bucket document into measurements (INTERNALS §10.2, the server's `BucketUnpacker`).
+ * Unpacking one bucket document into measurements (the server's `BucketUnpacker`, `bucket_unpacker.cpp`).
  *
- * A bucket is opened once ({@link openBucket}): its format version is checked, its columns are resolved
- * (v1: the `{ "<row>": value }` objects; v2/v3: BSONColumn binaries decoded through a
- * {@link ColumnDecoder}) and only the selected columns are kept. Rows are then produced one at a time
- * ({@link unpackRow}), so a scan holds at most one bucket's columns. Each measurement has the time field
- * first, then the metaField (under the user's name), then the other columns in the bucket's `data` order;
- * a field missing from a measurement stays missing.
+ * A bucket is opened once ({@link openBucket}): its format version and shape are checked and the selected
+ * columns are found, but nothing is decoded yet. A column is decoded straight from its stored form the
+ * first time it is needed ({@link columnValues}: v1 `{ "<row>": value }` objects read in row order, v2/v3
+ * BSONColumn binaries through a {@link ColumnDecoder}), so a query that rejects every row of a bucket on
+ * its filter columns never decodes the others (see row-filter.ts), and the version-1 document a
+ * compressed bucket once was is never rebuilt.
+ *
+ * Rows are built a batch at a time ({@link fillRows}): one empty object per row, then each column written
+ * into all rows in turn. Each measurement has the time field first, then the metaField (under the user's
+ * name), then the other columns in the bucket's `data` order; a field missing from a measurement stays
+ * missing.
  *
  * @packageDocumentation
  */
@@ -57,45 +62,39 @@ export interface UnpackSpec {
 }
 
 /**
- * An opened bucket: plain state read by {@link unpackRow}.
- *
- * Layout `'rows'` (v1) keeps each column as its `{ "<row>": value }` object and the row keys of the time
- * column; layout `'arrays'` (v2/v3) keeps decoded arrays indexed by row. The layout is chosen once per
- * bucket so the per-row loop has no version test.
+ * An opened bucket: plain state read by {@link columnValues}, {@link timeValues} and {@link fillRows}.
+ * Decoded columns are cached in it, so each is decoded at most once per opening.
  */
-export type OpenedBucket =
-  | {
-      readonly layout: 'rows';
-      /** Number of measurements. */
-      readonly count: number;
-      /** Row keys (`"0"`, `"1"`, ...) in time-column order. */
-      readonly rowKeys: ReadonlyArray<string>;
-      /** The time column, or `undefined` when the time field is not selected. */
-      readonly time: Readonly<Record<string, unknown>> | undefined;
-      /** Selected non-time columns, in `data` order: names and row objects, index-aligned. */
-      readonly names: ReadonlyArray<string>;
-      readonly columns: ReadonlyArray<Readonly<Record<string, unknown>>>;
-      /** Whether the metaField is emitted, and its value. */
-      readonly emitMeta: boolean;
-      readonly meta: unknown;
-      /** A fresh copy of the meta for each row (the stored value is shared by every row). */
-      readonly copyMeta: () => unknown;
-      readonly metaField: string;
-      readonly timeField: string;
-    }
-  | {
-      readonly layout: 'arrays';
-      readonly count: number;
-      readonly time: ReadonlyArray<unknown> | undefined;
-      readonly names: ReadonlyArray<string>;
-      readonly columns: ReadonlyArray<ReadonlyArray<unknown>>;
-      readonly emitMeta: boolean;
-      readonly meta: unknown;
-      /** A fresh copy of the meta for each row (the stored value is shared by every row). */
-      readonly copyMeta: () => unknown;
-      readonly metaField: string;
-      readonly timeField: string;
-    };
+export interface OpenedBucket {
+  /** The stored bucket (for error details; not mutated). */
+  readonly bucket: StoredBucket;
+  /** The format version. */
+  readonly version: 1 | 2 | 3;
+  /** Number of measurements. */
+  readonly count: number;
+  /** The collection's time field; whether it is emitted. */
+  readonly timeField: string;
+  readonly emitTime: boolean;
+  /** The collection's metaField (`''` without one); whether the bucket has a meta, and whether it is emitted. */
+  readonly metaField: string;
+  readonly hasMeta: boolean;
+  readonly emitMeta: boolean;
+  /** The stored meta (shared: rows get copies). */
+  readonly meta: unknown;
+  /** Selected non-time columns, in `data` order: names and stored columns, index-aligned. */
+  readonly names: ReadonlyArray<string>;
+  readonly stored: ReadonlyArray<unknown>;
+  /** The stored time column. */
+  readonly storedTime: unknown;
+  /** Version 1: the row keys (`"0"`, `"1"`, ...) in time-column order. */
+  readonly rowKeys: ReadonlyArray<string> | undefined;
+  /** Decoder of compressed columns. */
+  readonly decoder: ColumnDecoder;
+  /** Decoded columns by index into `names`, filled on first use. */
+  readonly decoded: Array<ReadonlyArray<unknown> | undefined>;
+  /** The decoded time column, filled on first use. */
+  decodedTime: ReadonlyArray<unknown> | undefined;
+}
 
 /**
  * Whether a top-level field is selected.
@@ -203,34 +202,43 @@ function missingTime(bucket: StoredBucket): TimeseriesError {
   );
 }
 
+/** Binary columns as js-bson represents them (recognised by `_bsontype`). */
+interface BinaryLike {
+  readonly _bsontype?: unknown;
+  readonly sub_type?: unknown;
+  readonly buffer?: Uint8Array;
+  readonly position?: number;
+}
+
+function checkCompressedColumn(bucket: StoredBucket, name: string, column: unknown): void {
+  const bin = column as BinaryLike | null;
+  if (bin === null || typeof bin !== 'object' || bin._bsontype !== 'Binary' || bin.sub_type !== 7) {
+    throw badBucket(bucket, `compressed bucket column 'data.${name}' must be BinData subtype 7`);
+  }
+}
+
 function decodeColumn(
   bucket: StoredBucket,
   name: string,
   column: unknown,
   decoder: ColumnDecoder,
 ): ReadonlyArray<unknown> {
-  const bin = column as {
-    _bsontype?: unknown;
-    sub_type?: unknown;
-    buffer?: Uint8Array;
-    position?: number;
-  } | null;
-  if (bin === null || typeof bin !== 'object' || bin._bsontype !== 'Binary' || bin.sub_type !== 7) {
-    throw badBucket(bucket, `compressed bucket column 'data.${name}' must be BinData subtype 7`);
-  }
-  const bytes = (bin.buffer as Uint8Array).subarray(0, bin.position);
-  return decoder.decode(bytes);
+  checkCompressedColumn(bucket, name, column);
+  const bin = column as BinaryLike;
+  return decoder.decode((bin.buffer as Uint8Array).subarray(0, bin.position));
 }
 
 /**
- * Open a bucket for unpacking.
+ * Open a bucket for unpacking: check its format and find the selected columns. Compressed columns are
+ * checked to be BinData subtype 7 here and decoded only when first read.
  *
- * @param bucket - a stored bucket document (not mutated; values are shared with the output).
+ * @param bucket - a stored bucket document (not mutated; version-1 cells are copied when read).
  * @param spec - time field, metaField, field selection and column decoder.
  * @returns the opened bucket.
  * @throws {@link TimeseriesError} with MongoDB's codes: 5346510 empty bucket, 5857902 no `control`,
  * 5857903 no `control.version`, 5857900 version not 1/2/3, 5346700 no time column, 5369601 `meta`
- * without a metaField; `BadValue` for a column of the wrong shape.
+ * without a metaField; `BadValue` for a column of the wrong shape or a time column shorter than
+ * `control.count`.
  */
 export function openBucket(bucket: StoredBucket, spec: UnpackSpec): OpenedBucket {
   const version = bucketVersion(bucket);
@@ -244,133 +252,214 @@ export function openBucket(bucket: StoredBucket, spec: UnpackSpec): OpenedBucket
     );
   }
   const metaField = spec.metaField ?? '';
-  const emitMeta = hasMeta && isFieldSelected(spec.selection, metaField);
-  const meta = hasMeta ? bucket.meta : undefined;
-  const copyMeta = metaCopier(meta);
   const data = getOwnField(bucket, 'data');
   if (!isPlainObject(data)) throw badBucket(bucket, "bucket 'data' must be an object");
-  const fieldNames = Object.keys(data);
   const timeField = spec.timeField;
-  const emitTime = isFieldSelected(spec.selection, timeField);
-  if (fieldNames.length === 0) {
-    // An empty data region holds no measurements.
-    return {
-      layout: 'arrays',
-      count: 0,
-      time: undefined,
-      names: [],
-      columns: [],
-      emitMeta,
-      meta,
-      copyMeta,
-      metaField,
-      timeField,
-    };
-  }
-  const timeColumn = getOwnField(data, timeField);
-  if (timeColumn === undefined) throw missingTime(bucket);
   const names: string[] = [];
-  if (version === 1) {
-    if (!isPlainObject(timeColumn))
-      throw badBucket(bucket, `bucket column 'data.${timeField}' must be an object`);
-    const columns: Array<Readonly<Record<string, unknown>>> = [];
-    for (const name of fieldNames) {
+  const stored: unknown[] = [];
+  let count = 0;
+  let storedTime: unknown = undefined;
+  let rowKeys: ReadonlyArray<string> | undefined;
+  let decodedTime: ReadonlyArray<unknown> | undefined;
+  // An empty data region holds no measurements.
+  let empty = true;
+  for (const _name in data) {
+    empty = false;
+    break;
+  }
+  if (!empty) {
+    storedTime = getOwnField(data, timeField);
+    if (storedTime === undefined) throw missingTime(bucket);
+    for (const name of Object.keys(data)) {
       if (name === timeField || !isFieldSelected(spec.selection, name)) continue;
       const column = data[name];
-      if (!isPlainObject(column)) throw badBucket(bucket, `bucket column 'data.${name}' must be an object`);
+      if (version === 1) {
+        if (!isPlainObject(column)) throw badBucket(bucket, `bucket column 'data.${name}' must be an object`);
+      } else {
+        checkCompressedColumn(bucket, name, column);
+      }
       names.push(name);
-      columns.push(column);
+      stored.push(column);
     }
-    const rowKeys = Object.keys(timeColumn);
-    return {
-      layout: 'rows',
-      count: rowKeys.length,
-      rowKeys,
-      time: emitTime ? timeColumn : undefined,
-      names,
-      columns,
-      emitMeta,
-      meta,
-      copyMeta,
-      metaField,
-      timeField,
-    };
-  }
-  const decoder = spec.columnDecoder;
-  const time = decodeColumn(bucket, timeField, timeColumn, decoder);
-  const declared = bsonNumberValue(getOwnField(bucket.control as object, 'count'));
-  const count = declared ?? time.length;
-  if (time.length < count)
-    throw badBucket(bucket, `time column has ${time.length} entries, control.count is ${count}`);
-  const columns: Array<ReadonlyArray<unknown>> = [];
-  for (const name of fieldNames) {
-    if (name === timeField || !isFieldSelected(spec.selection, name)) continue;
-    names.push(name);
-    columns.push(decodeColumn(bucket, name, data[name], decoder));
+    if (version === 1) {
+      if (!isPlainObject(storedTime))
+        throw badBucket(bucket, `bucket column 'data.${timeField}' must be an object`);
+      rowKeys = Object.keys(storedTime);
+      count = rowKeys.length;
+    } else {
+      checkCompressedColumn(bucket, timeField, storedTime);
+      const declared = bsonNumberValue(getOwnField(bucket.control as object, 'count'));
+      if (declared === undefined) {
+        // Without control.count (written by some 5.x-7.x servers) the time column is the count.
+        decodedTime = decodeColumn(bucket, timeField, storedTime, spec.columnDecoder);
+        count = decodedTime.length;
+      } else {
+        count = declared;
+      }
+    }
   }
   return {
-    layout: 'arrays',
+    bucket,
+    version,
     count,
-    time: emitTime ? time : undefined,
-    names,
-    columns,
-    emitMeta,
-    meta,
-    copyMeta,
-    metaField,
     timeField,
+    emitTime: isFieldSelected(spec.selection, timeField),
+    metaField,
+    hasMeta,
+    emitMeta: hasMeta && isFieldSelected(spec.selection, metaField),
+    meta: hasMeta ? bucket.meta : undefined,
+    names,
+    stored,
+    storedTime,
+    rowKeys,
+    decoder: spec.columnDecoder,
+    decoded: new Array<ReadonlyArray<unknown> | undefined>(names.length).fill(undefined),
+    decodedTime,
   };
 }
 
 /**
- * Build measurement `row` of an opened bucket.
- *
- * @param opened - from {@link openBucket}.
- * @param row - 0-based row index, `< opened.count`.
- * @returns a fresh document: time field, metaField, then the other selected columns present in the row.
+ * A version-1 column read in row order: one entry per row, `undefined` where the row has no value. The
+ * cells are the stored values themselves, so each is copied (a caller changing a result, a Date's
+ * `setHours` or a nested document, must not change storage).
  */
-export function unpackRow(opened: OpenedBucket, row: number): MeasurementDocument {
-  const out: MeasurementDocument = {};
-  // The two layouts get separate loops so that the per-column test is one property lookup.
-  if (opened.layout === 'rows') {
-    const key = opened.rowKeys[row] as string;
-    // A version-1 bucket's cells are the stored values themselves: the caller gets copies, so changing a
-    // result (a Date's setHours, a nested document) cannot change storage.
-    if (opened.time !== undefined) defineField(out, opened.timeField, ownValue(opened.time[key]));
-    if (opened.emitMeta) defineField(out, opened.metaField, opened.copyMeta());
-    const { names, columns } = opened;
-    for (let c = 0; c < columns.length; c++) {
-      const column = columns[c] as Readonly<Record<string, unknown>>;
-      if (Object.prototype.hasOwnProperty.call(column, key))
-        defineField(out, names[c] as string, ownValue(column[key]));
-    }
-    return out;
-  }
-  // Decoded columns are fresh for each opening and each value appears in one row; the meta is shared by
-  // every row and is the stored one.
-  if (opened.time !== undefined) defineField(out, opened.timeField, opened.time[row]);
-  if (opened.emitMeta) defineField(out, opened.metaField, opened.copyMeta());
-  const { names, columns } = opened;
-  for (let c = 0; c < columns.length; c++) {
-    const value = (columns[c] as ReadonlyArray<unknown>)[row];
-    if (value !== undefined) defineField(out, names[c] as string, value);
+function rowOrderedCells(
+  column: Readonly<Record<string, unknown>>,
+  rowKeys: ReadonlyArray<string>,
+): unknown[] {
+  const out = new Array<unknown>(rowKeys.length);
+  for (let r = 0; r < rowKeys.length; r++) {
+    const key = rowKeys[r] as string;
+    out[r] = hasOwnField(column, key) ? ownValue(column[key]) : undefined;
   }
   return out;
 }
 
 /**
- * How to copy a bucket's meta for each row, chosen once per bucket: a scalar is shared, a document of
- * scalars (the usual meta) is spread, anything else is copied deeply.
+ * The values of a selected column, decoded on first use: one entry per row (at least `count`; entries
+ * past `count` are ignored), `undefined` where a row has no value. The values are fresh: each belongs to
+ * one row.
+ *
+ * @param opened - from {@link openBucket}.
+ * @param index - index into `opened.names`.
+ * @returns the column's values in row order.
+ * @throws {@link TimeseriesError} `BadValue` when a compressed column does not decode.
  */
-function metaCopier(meta: unknown): () => unknown {
-  if (typeof meta !== 'object' || meta === null) return () => meta;
-  if (isPlainObject(meta)) {
-    let flat = true;
-    for (const key in meta) {
-      const value = meta[key];
+export function columnValues(opened: OpenedBucket, index: number): ReadonlyArray<unknown> {
+  const cached = opened.decoded[index];
+  if (cached !== undefined) return cached;
+  const stored = opened.stored[index];
+  const values =
+    opened.rowKeys === undefined
+      ? decodeColumn(opened.bucket, opened.names[index] as string, stored, opened.decoder)
+      : rowOrderedCells(stored as Readonly<Record<string, unknown>>, opened.rowKeys);
+  opened.decoded[index] = values;
+  return values;
+}
+
+/**
+ * The values of the time column, decoded on first use (see {@link columnValues}).
+ *
+ * @param opened - from {@link openBucket}.
+ * @returns the times in row order.
+ * @throws {@link TimeseriesError} `BadValue` when the column does not decode or is shorter than
+ * `control.count`.
+ */
+export function timeValues(opened: OpenedBucket): ReadonlyArray<unknown> {
+  if (opened.decodedTime !== undefined) return opened.decodedTime;
+  const { bucket, timeField, storedTime, rowKeys } = opened;
+  let values: ReadonlyArray<unknown>;
+  if (rowKeys === undefined) {
+    values = decodeColumn(bucket, timeField, storedTime, opened.decoder);
+    if (values.length < opened.count)
+      throw badBucket(bucket, `time column has ${values.length} entries, control.count is ${opened.count}`);
+  } else {
+    values = rowOrderedCells(storedTime as Readonly<Record<string, unknown>>, rowKeys);
+  }
+  opened.decodedTime = values;
+  return values;
+}
+
+/**
+ * Write one column into rows `out[base]...`: `rows` lists the bucket rows they stand for (every row when
+ * `undefined`); a row whose value is `undefined` gets no field. The `__proto__` test is made once per
+ * column, not per value.
+ */
+function writeColumn(
+  out: MeasurementDocument[],
+  base: number,
+  rows: ReadonlyArray<number> | undefined,
+  name: string,
+  values: ReadonlyArray<unknown>,
+): void {
+  const n = out.length - base;
+  if (name === '__proto__') {
+    for (let k = 0; k < n; k++) {
+      const value = values[rows === undefined ? k : (rows[k] as number)];
+      if (value !== undefined) defineField(out[base + k] as MeasurementDocument, name, value);
+    }
+    return;
+  }
+  if (rows === undefined) {
+    for (let k = 0; k < n; k++) {
+      const value = values[k];
+      if (value !== undefined) (out[base + k] as MeasurementDocument)[name] = value;
+    }
+    return;
+  }
+  for (let k = 0; k < n; k++) {
+    const value = values[rows[k] as number];
+    if (value !== undefined) (out[base + k] as MeasurementDocument)[name] = value;
+  }
+}
+
+/**
+ * Build measurements of an opened bucket and append them to `out`: the selected fields, time field first,
+ * then the metaField, then the other columns in `data` order. Rows are filled column by column, each
+ * column read once.
+ *
+ * @param opened - from {@link openBucket}.
+ * @param rows - the rows to build, ascending (every row when `undefined`).
+ * @param out - receives one fresh document per row.
+ * @throws {@link TimeseriesError} `BadValue` when a column does not decode.
+ */
+export function fillRows(
+  opened: OpenedBucket,
+  rows: ReadonlyArray<number> | undefined,
+  out: MeasurementDocument[],
+): void {
+  const base = out.length;
+  const n = rows === undefined ? opened.count : rows.length;
+  if (n === 0) return;
+  for (let k = 0; k < n; k++) out.push({});
+  if (opened.emitTime) writeColumn(out, base, rows, opened.timeField, timeValues(opened));
+  if (opened.emitMeta) writeMeta(out, base, opened.metaField, opened.meta);
+  for (let c = 0; c < opened.names.length; c++)
+    writeColumn(out, base, rows, opened.names[c] as string, columnValues(opened, c));
+}
+
+/**
+ * Give each row its own copy of the bucket's meta (the stored value is shared by every row), the cheapest
+ * way chosen once per bucket: a scalar is shared, a document of scalars (the usual meta) is spread,
+ * anything else is copied deeply.
+ */
+function writeMeta(out: MeasurementDocument[], base: number, metaField: string, meta: unknown): void {
+  const n = out.length;
+  if (typeof meta !== 'object' || meta === null) {
+    for (let k = base; k < n; k++) defineField(out[k] as MeasurementDocument, metaField, meta);
+    return;
+  }
+  let flat = isPlainObject(meta);
+  if (flat) {
+    for (const key in meta as Record<string, unknown>) {
+      const value = (meta as Record<string, unknown>)[key];
       if (typeof value === 'object' && value !== null) flat = false;
     }
-    if (flat) return () => ({ ...meta });
   }
-  return () => cloneBsonValue(meta);
+  if (flat) {
+    for (let k = base; k < n; k++)
+      defineField(out[k] as MeasurementDocument, metaField, { ...(meta as Record<string, unknown>) });
+    return;
+  }
+  for (let k = base; k < n; k++) defineField(out[k] as MeasurementDocument, metaField, cloneBsonValue(meta));
 }

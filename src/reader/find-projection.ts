@@ -1,6 +1,6 @@
 /**
  * `find` projections on measurements: which fields the unpacker must build, and what is left to do on
- * each measurement after the event filter (INTERNALS §10.2 include/exclude).
+ * each measurement after the event filter (the server unpacks with an include or exclude field set).
  *
  * Top-level inclusions and exclusions become the unpacker's field selection, so excluded columns are never
  * read. Fields needed only by the event filter or the sort are unpacked too and removed afterwards.

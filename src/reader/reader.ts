@@ -1,12 +1,13 @@
 /**
- * The unpacking reader (SPEC §7, INTERNALS §10): `find`, `countDocuments` and `aggregate` over the
+ * The unpacking reader (the server's `$_internalUnpackBucket` stage, docs/architecture.md): `find`, `countDocuments` and `aggregate` over the
  * measurements of a time-series collection.
  *
  * A query is planned once ({@link ReadPlan}: bucket predicates, unpack selection, order, skip/limit) and
- * executed lazily when its cursor is iterated: buckets stream from the storage one at a time, each is
- * unpacked row by row, rows are tested against the exact event filter, and results are yielded as they
- * are produced. A scan therefore holds one bucket and the documents waiting in the time-ordered merge,
- * never the whole result.
+ * executed lazily when its cursor is iterated: buckets stream from the storage one at a time; of each, the
+ * columns the event filter reads are decoded first and tested row by row (row-filter.ts), then only the
+ * matching rows are built, as one batch. The cursor hands a batch's documents out one by one. A scan
+ * therefore holds one bucket's batch and the documents waiting in the time-ordered merge, never the whole
+ * result.
  *
  * Orders:
  *
@@ -21,23 +22,24 @@
  */
 import { Aggregator } from 'mingo';
 
-import { Cursor } from '../engine/cursor.js';
 import { areTimeseriesBucketsFixed } from '../options.js';
 import type { ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
-import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
+import { compareBySort, compileSort } from '../util/bson-query.js';
 import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { getOwnField } from '../util/safe-record.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
-import { bsonColumnDecoder, bucketMeasurementCount, openBucket, unpackRow } from './bucket-unpacker.js';
+import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
 import type { ColumnDecoder, FieldSelection, MeasurementDocument } from './bucket-unpacker.js';
+import { Cursor } from './cursor.js';
 import { filterDependencies, pipelineDependencies, unionDependencies } from './field-dependencies.js';
 import type { FieldDependencies } from './field-dependencies.js';
 import { applyPostProjection, planProjection } from './find-projection.js';
 import type { PostProjection, ProjectionSpec } from './find-projection.js';
 import { heapPeekKey, heapPop, heapPush, makeMeasurementHeap } from './measurement-heap.js';
+import { countMatching, planRowFilter, unpackMatching } from './row-filter.js';
 
 export type { MeasurementDocument } from './bucket-unpacker.js';
 
@@ -235,14 +237,14 @@ function bucketFrontierKey(bucket: StoredBucket, timeField: string, direction: 1
 }
 
 /**
- * Matching measurements in the plan's order, before skip/limit/projection. Each yielded document is
- * fresh and owned by the caller.
+ * Matching measurements in the plan's order, before skip/limit/projection, in batches (one per bucket read).
+ * Each document is fresh and owned by the caller, and so is each batch.
  */
-async function* matchingMeasurements(
+async function* matchingBatches(
   ctx: ReaderContext,
   plan: ReadPlan,
   state: ExecutionState,
-): AsyncGenerator<MeasurementDocument> {
+): AsyncGenerator<MeasurementDocument[]> {
   const idBounds = await resolveIdBounds(ctx, plan);
   const predicates = createBucketPredicates(plan.filter, {
     timeField: plan.timeField,
@@ -254,7 +256,7 @@ async function* matchingMeasurements(
   state.bucketFilter = predicates.bucketFilter;
   state.eventFilter = predicates.eventFilter;
   // Compiled once per query: the per-row test walks a prebuilt tree and creates no closures.
-  const event = predicates.eventFilter === undefined ? undefined : new BsonQuery(predicates.eventFilter);
+  const rowFilter = planRowFilter(predicates.eventFilter);
   const spec = {
     timeField: plan.timeField,
     metaField: plan.metaField,
@@ -265,11 +267,9 @@ async function* matchingMeasurements(
   if (order.kind !== 'time') {
     for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter)) {
       state.bucketsExamined++;
-      const opened = openBucket(bucket, spec);
-      for (let row = 0; row < opened.count; row++) {
-        const doc = unpackRow(opened, row);
-        if (event === undefined || event.test(doc)) yield doc;
-      }
+      const batch: MeasurementDocument[] = [];
+      unpackMatching(openBucket(bucket, spec), rowFilter, batch);
+      if (batch.length > 0) yield batch;
     }
     return;
   }
@@ -278,53 +278,67 @@ async function* matchingMeasurements(
   const direction = order.direction;
   const sortField = direction === 1 ? `control.min.${plan.timeField}` : `control.max.${plan.timeField}`;
   const heap = makeMeasurementHeap();
+  const rows: MeasurementDocument[] = [];
   for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter, {
     sort: { [sortField]: direction },
   })) {
     state.bucketsExamined++;
     const frontier = bucketFrontierKey(bucket, plan.timeField, direction);
-    while (heap.keys.length > 0 && heapPeekKey(heap) <= frontier) yield heapPop(heap) as MeasurementDocument;
-    const opened = openBucket(bucket, spec);
-    for (let row = 0; row < opened.count; row++) {
-      const doc = unpackRow(opened, row);
-      if (event === undefined || event.test(doc))
-        heapPush(heap, direction * timeMsOf(doc, plan.timeField), doc);
-    }
+    const final: MeasurementDocument[] = [];
+    while (heap.keys.length > 0 && heapPeekKey(heap) <= frontier)
+      final.push(heapPop(heap) as MeasurementDocument);
+    if (final.length > 0) yield final;
+    unpackMatching(openBucket(bucket, spec), rowFilter, rows);
+    for (const doc of rows) heapPush(heap, direction * timeMsOf(doc, plan.timeField), doc);
+    rows.length = 0;
   }
-  while (heap.keys.length > 0) yield heapPop(heap) as MeasurementDocument;
+  const rest: MeasurementDocument[] = [];
+  while (heap.keys.length > 0) rest.push(heapPop(heap) as MeasurementDocument);
+  if (rest.length > 0) yield rest;
 }
 
-/** The plan's results: order, skip, limit and projection applied. */
+/** The plan's results, in batches: order, skip, limit and projection applied. */
 async function* executeFind(
   ctx: ReaderContext,
   plan: ReadPlan,
   state: ExecutionState,
-): AsyncGenerator<MeasurementDocument> {
-  let source: AsyncIterable<MeasurementDocument> = matchingMeasurements(ctx, plan, state);
+): AsyncGenerator<MeasurementDocument[]> {
+  let source: AsyncIterable<MeasurementDocument[]> = matchingBatches(ctx, plan, state);
   if (plan.order.kind === 'blocking') source = sortedBlocking(source, plan.order.sort);
   let toSkip = plan.skip;
-  for await (const doc of source) {
-    if (toSkip > 0) {
-      toSkip--;
-      continue;
-    }
-    state.nReturned++;
-    yield applyPostProjection(plan.post, doc);
+  const post = plan.post;
+  for await (const batch of source) {
+    // The batch is ours: results are written back into it.
+    const start = Math.min(toSkip, batch.length);
+    toSkip -= start;
+    let n = batch.length - start;
+    const remaining = plan.limit > 0 ? plan.limit - state.nReturned : n;
+    if (n > remaining) n = remaining;
+    for (let k = 0; k < n; k++) batch[k] = applyPostProjection(post, batch[start + k] as MeasurementDocument);
+    batch.length = n;
+    state.nReturned += n;
+    if (n > 0) yield batch;
     // Returning closes the storage cursor: no further bucket is read.
     if (plan.limit > 0 && state.nReturned >= plan.limit) return;
   }
 }
 
-/** A blocking sort (stable: equal keys keep their scan order). */
+/** A blocking sort (stable: equal keys keep their scan order), as one batch. */
 async function* sortedBlocking(
-  source: AsyncIterable<MeasurementDocument>,
+  source: AsyncIterable<MeasurementDocument[]>,
   sort: CompiledSort,
-): AsyncGenerator<MeasurementDocument> {
+): AsyncGenerator<MeasurementDocument[]> {
   const all: MeasurementDocument[] = [];
-  for await (const doc of source) all.push(doc);
+  for await (const batch of source) for (const doc of batch) all.push(doc);
   all.sort((a, b) => compareBySort(a, b, sort));
-  yield* all;
+  yield all;
 }
+
+/** One execution of a query: its documents in batches, its counters recorded in `state`. @internal */
+export type ReaderRun = (
+  ctx: ReaderContext,
+  state: ExecutionState,
+) => AsyncIterable<ReadonlyArray<MeasurementDocument>>;
 
 /**
  * A cursor over measurements with `explain()`.
@@ -339,19 +353,16 @@ async function* sortedBlocking(
  */
 export class ReaderCursor<T extends object = MeasurementDocument> extends Cursor<T> {
   readonly #ctx: ReaderContext;
-  readonly #run: (ctx: ReaderContext, state: ExecutionState) => AsyncIterable<MeasurementDocument>;
+  readonly #run: ReaderRun;
 
   /**
    * @param ctx - the reader context.
-   * @param run - produces the documents of one execution, recording its counters.
+   * @param run - produces the documents of one execution in batches, recording its counters.
    * @internal use {@link find} or {@link aggregate}.
    */
-  constructor(
-    ctx: ReaderContext,
-    run: (ctx: ReaderContext, state: ExecutionState) => AsyncIterable<MeasurementDocument>,
-  ) {
+  constructor(ctx: ReaderContext, run: ReaderRun) {
     // `T` is the caller's claim about the documents (as the driver's `find<T>()`): not checked.
-    super(() => run(ctx, newExecutionState()) as AsyncIterable<T>);
+    super(() => run(ctx, newExecutionState()) as AsyncIterable<ReadonlyArray<T>>, 'batches');
     this.#ctx = ctx;
     this.#run = run;
   }
@@ -364,7 +375,7 @@ export class ReaderCursor<T extends object = MeasurementDocument> extends Cursor
    */
   async explain(): Promise<ExplainResult> {
     const state = newExecutionState();
-    for await (const _doc of this.#run(this.#ctx, state)) {
+    for await (const _batch of this.#run(this.#ctx, state)) {
       // Drain: counters are recorded by the execution itself.
     }
     const totalBucketsInCollection = await this.#ctx.storage.countDocuments(this.#ctx.bucketsNs);
@@ -429,10 +440,9 @@ export async function countDocuments(ctx: ReaderContext, filter: QueryFilter = {
   const deps = filterDependencies(predicates.eventFilter);
   const selection: FieldSelection = deps === 'all' ? { kind: 'all' } : { kind: 'include', fields: deps };
   const spec = { timeField: plan.timeField, metaField: plan.metaField, selection, columnDecoder: decoder };
-  const event = new BsonQuery(predicates.eventFilter);
+  const rowFilter = planRowFilter(predicates.eventFilter);
   for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter)) {
-    const opened = openBucket(bucket, spec);
-    for (let row = 0; row < opened.count; row++) if (event.test(unpackRow(opened, row))) n++;
+    n += countMatching(openBucket(bucket, spec), rowFilter);
   }
   return n;
 }
@@ -481,12 +491,12 @@ async function* executeAggregate(
   plan: ReadPlan,
   rest: ReadonlyArray<PipelineStage>,
   state: ExecutionState,
-): AsyncGenerator<MeasurementDocument> {
-  const source = matchingMeasurements(ctx, plan, state);
+): AsyncGenerator<MeasurementDocument[]> {
+  const source = matchingBatches(ctx, plan, state);
   if (rest.length === 0) {
-    for await (const doc of source) {
-      state.nReturned++;
-      yield doc;
+    for await (const batch of source) {
+      state.nReturned += batch.length;
+      yield batch;
     }
     return;
   }
@@ -495,25 +505,25 @@ async function* executeAggregate(
   if (perDocument) {
     // Chunks keep memory bounded while amortising mingo's per-run setup.
     let chunk: MeasurementDocument[] = [];
-    for await (const doc of source) {
-      chunk.push(doc);
+    for await (const batch of source) {
+      for (const doc of batch) chunk.push(doc);
       if (chunk.length < CHUNK_SIZE) continue;
       const out = aggregator.run<MeasurementDocument>(chunk);
       chunk = [];
       state.nReturned += out.length;
-      yield* out;
+      if (out.length > 0) yield out;
     }
     const out = aggregator.run<MeasurementDocument>(chunk);
     state.nReturned += out.length;
-    yield* out;
+    if (out.length > 0) yield out;
     return;
   }
   // A blocking stage ($group, $sort, $limit...) needs its whole input, as in the server.
   const all: MeasurementDocument[] = [];
-  for await (const doc of source) all.push(doc);
+  for await (const batch of source) for (const doc of batch) all.push(doc);
   const out = aggregator.run<MeasurementDocument>(all);
   state.nReturned += out.length;
-  yield* out;
+  yield out;
 }
 
 /**

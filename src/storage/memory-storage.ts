@@ -1,7 +1,8 @@
 import { Buffer } from 'node:buffer';
 
 import { serialize } from 'bson';
-import { update as applyUpdate, updateOne } from 'mingo/updater';
+import { updateOne } from 'mingo';
+import { update as applyUpdate } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
@@ -11,6 +12,8 @@ import { defineField } from '../util/safe-record.js';
 import { handOut, handOutIndexes } from './hand-out.js';
 import { LiveColumns } from './live-columns.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
+import { applyOperatorUpdate } from './operator-update.js';
+import { applyPipelineUpdate } from './pipeline-update.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
 import type {
   BucketFilter,
@@ -143,6 +146,43 @@ export class MemoryStorage implements Storage {
     return Promise.resolve({ kind: 'updated' });
   }
 
+  /**
+   * {@inheritDoc Storage.upsertOne}
+   *
+   * Operators go through mingo's updater (`$setOnInsert` is applied as `$set` on insert and dropped
+   * otherwise), pipelines through mingo's pipeline updater, so rollups send the same update documents
+   * to this storage and to MongoDB.
+   */
+  upsertOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<'updated' | 'inserted'> {
+    const existing = this.#findOne(ns, filter);
+    const entry = this.#ns(ns);
+    if (!isPipeline(update)) {
+      // The rollups' own updates ($inc, $min, $max, $setOnInsert) are applied without mingo.
+      const target: StoredBucket = existing ?? {};
+      if (existing === undefined) defineField(target, '_id', filter._id);
+      if (
+        applyOperatorUpdate(target, update, existing === undefined ? 'inserting' : 'updating') === 'applied'
+      ) {
+        const key = idKey(target._id);
+        if (existing === undefined) entry.docs.set(key, target);
+        // Rollup and entity documents have no meta: filed once, on insert.
+        if (existing === undefined || Object.hasOwn(target, 'meta')) indexMeta(entry, key, target);
+        return Promise.resolve(existing === undefined ? 'inserted' : 'updated');
+      }
+    }
+    if (existing !== undefined) {
+      this.#apply(ns, existing, withoutSetOnInsert(update), 'copy');
+      return Promise.resolve('updated');
+    }
+    const doc: StoredBucket = {};
+    defineField(doc, '_id', filter._id);
+    const key = idKey(doc._id);
+    entry.docs.set(key, doc);
+    this.#apply(ns, doc, setOnInsertAsSet(update), 'copy');
+    indexMeta(entry, key, entry.docs.get(key) as StoredBucket);
+    return Promise.resolve('inserted');
+  }
+
   /** {@inheritDoc Storage.replaceOne} */
   replaceOne(ns: string, filter: BucketFilter, doc: StoredBucket): Promise<StorageUpdateResult> {
     const existing = this.#findOne(ns, filter);
@@ -260,11 +300,23 @@ export class MemoryStorage implements Storage {
         applySetFieldPipeline(doc, update);
         return true;
       }
+      // The rolling rollups' pipelines (and other simple ones) without mingo's interpreter.
+      const next = applyPipelineUpdate(doc, update);
+      if (next !== undefined) {
+        this.#ns(ns).docs.set(idKey(doc._id), next);
+        indexMeta(this.#ns(ns), idKey(doc._id), next);
+        return true;
+      }
       const docs = [doc];
       updateOne(docs, {}, update as PipelineStage[], { cloneMode });
       const replaced = docs[0] as StoredBucket;
       indexMeta(this.#ns(ns), idKey(doc._id), replaced);
       this.#ns(ns).docs.set(idKey(doc._id), replaced);
+      return true;
+    }
+    // Counter updates ($inc/$min/$max, no $set: a $set's modified count needs mingo's comparison).
+    if (!Object.hasOwn(update, '$set') && applyOperatorUpdate(doc, update, 'updating') === 'applied') {
+      if (Object.hasOwn(doc, 'meta')) indexMeta(this.#ns(ns), idKey(doc._id), doc);
       return true;
     }
     if (cloneMode === 'none') {
@@ -282,12 +334,12 @@ export class MemoryStorage implements Storage {
   }
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
-    const id = filter._id;
     const entry = this.#ns(ns);
     entry.live.materialize(entry.docs);
-    if (isBsonValue(id, 'ObjectId')) {
-      // The commit path: a map lookup and the guard, without a generator.
-      const doc = this.#ns(ns).docs.get(objectIdHex(id));
+    const key = idEqualityKey(filter._id);
+    if (key !== undefined) {
+      // The commit path (and a rollup document's): a map lookup and the guard, without a generator.
+      const doc = this.#ns(ns).docs.get(key);
       return doc !== undefined && matchesBesidesId(doc, filter) ? doc : undefined;
     }
     for (const doc of this.#matching(ns, filter)) return doc;
@@ -299,9 +351,19 @@ export class MemoryStorage implements Storage {
     const { docs, live } = this.#ns(ns);
     live.materialize(docs);
     const id = filter._id;
-    if (isBsonValue(id, 'ObjectId')) {
-      const doc = docs.get(objectIdHex(id));
+    const key = idEqualityKey(id);
+    if (key !== undefined) {
+      const doc = docs.get(key);
       if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
+      return;
+    }
+    const inKeys = idInKeys(id);
+    if (inKeys !== undefined) {
+      // `{_id: {$in: [...]}}` (a keyed fetch of rollup or entity documents): one lookup per value.
+      for (const k of inKeys) {
+        const doc = docs.get(k);
+        if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
+      }
       return;
     }
     // A filter pinning meta reads only that series' buckets (the meta index); others scan. Either way the
@@ -436,9 +498,51 @@ function isPipeline(
   return Array.isArray(update);
 }
 
+/**
+ * The map key of an `_id`: an ObjectId's hex (buckets), `s<string>` for a string (rollup documents), and
+ * for other values (entity documents keyed by a sensor id) a key equal for `_id`s MongoDB's unique index
+ * treats as equal. No ObjectId hex starts with `s` or `k`.
+ */
 function idKey(id: unknown): string {
   if (isBsonValue(id, 'ObjectId')) return objectIdHex(id);
-  throw new TimeseriesError('BadValue', 'bucket documents must have an ObjectId _id', { field: '_id' });
+  if (typeof id === 'string') return `s${id}`;
+  if (
+    id === undefined ||
+    Array.isArray(id) ||
+    (isPlainObject(id) && Object.keys(id).some((k) => k.startsWith('$')))
+  ) {
+    throw new TimeseriesError('BadValue', 'a document _id must be a value that is not an array', {
+      field: '_id',
+    });
+  }
+  const key = equalityKey(id);
+  if (key !== '#') return `k${key}`;
+  const holder: Record<string, unknown> = {};
+  defineField(holder, '', id);
+  return `kb${Buffer.from(serialize(holder)).toString('hex')}`;
+}
+
+/** The keys of `{$in: [...]}` over strings, ObjectIds and safe integers (deduplicated), if it is one. */
+function idInKeys(id: unknown): ReadonlyArray<string> | undefined {
+  if (!isPlainObject(id)) return undefined;
+  const names = Object.keys(id);
+  const values = id.$in;
+  if (names.length !== 1 || !Array.isArray(values)) return undefined;
+  const keys = new Set<string>();
+  for (const v of values as unknown[]) {
+    const k = idEqualityKey(v);
+    if (k === undefined) return undefined;
+    keys.add(k);
+  }
+  return [...keys];
+}
+
+/** The key of an `_id` equality condition (a value that is not an operator document), if it is one. */
+function idEqualityKey(id: unknown): string | undefined {
+  if (isBsonValue(id, 'ObjectId')) return objectIdHex(id);
+  if (typeof id === 'string') return `s${id}`;
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return `kn${id === 0 ? 0 : id}`;
+  return undefined;
 }
 
 /**
@@ -453,4 +557,17 @@ function withoutId(filter: BucketFilter): BucketFilter {
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(filter)) if (k !== '_id') defineField(rest, k, v);
   return rest;
+}
+
+function withoutSetOnInsert(update: BucketUpdateDocument): BucketUpdateDocument {
+  if (isPipeline(update) || !Object.prototype.hasOwnProperty.call(update, '$setOnInsert')) return update;
+  const { $setOnInsert: _ignored, ...rest } = update;
+  return rest;
+}
+
+function setOnInsertAsSet(update: BucketUpdateDocument): BucketUpdateDocument {
+  if (isPipeline(update) || !Object.prototype.hasOwnProperty.call(update, '$setOnInsert')) return update;
+  const { $setOnInsert: insert, ...rest } = update;
+  const set = { ...(isPlainObject(rest.$set) ? rest.$set : {}), ...(insert as Record<string, unknown>) };
+  return { ...rest, $set: set };
 }

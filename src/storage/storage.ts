@@ -129,6 +129,18 @@ export interface Storage {
    */
   updateOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<StorageUpdateResult>;
   /**
+   * Apply an update (operators, or a pipeline) to the single document matching `filter`, or insert one
+   * built from the filter's `_id` and the update when none matches (MongoDB's `upsert: true`, with
+   * `$setOnInsert` applied only on insert). Optional: rollups need it; it is never retried after an
+   * ambiguous failure (an `$inc` must not be applied twice), the caller recomputes instead.
+   *
+   * @param ns - namespace (any collection of the engine's database, not only buckets).
+   * @param filter - `{ _id: <value> }`.
+   * @param update - MongoDB update operators or an update pipeline.
+   * @returns whether a document was updated or inserted.
+   */
+  upsertOne?(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<'updated' | 'inserted'>;
+  /**
    * Replace the document with the given `_id` (used by deletes that repack a bucket, and compression).
    *
    * @param ns - namespace.

@@ -11,6 +11,7 @@ import { BucketEngine } from '../../src/index.js';
 import { MongoStorage } from '../../src/mongodb/index.js';
 import { connectServer, serverMongoBackend } from './backends.js';
 import type { ServerConnection } from './backends.js';
+import { describeRollupSuite } from './rollups-suite.js';
 import { describeEngineSuite, describeStorageSuite } from './storage-suite.js';
 
 const uri = process.env.MONGODB_URI;
@@ -35,6 +36,7 @@ describe.skipIf(uri === undefined)(title, () => {
   for (const mode of ['timeseries', 'buckets'] as const) {
     describeStorageSuite(`server (${mode})`, serverMongoBackend(current, mode));
     describeEngineSuite(`server (${mode})`, serverMongoBackend(current, mode));
+    describeRollupSuite(`server (${mode})`, serverMongoBackend(current, mode));
   }
 
   it("mode 'timeseries': the server's own view returns the measurements tsbuckets wrote", async () => {

@@ -207,6 +207,9 @@ describe('engine write path against a model', () => {
               bucketRoundingSeconds: kSpanSeconds,
             },
           });
+          // The collection object reads its rollup definitions once, before the first write: done here so
+          // the injected read faults land on the reads of the write path itself.
+          expect(await coll.listRollups()).toEqual([]);
           const model: Model = {
             acknowledged: new Set(),
             failed: new Set(),

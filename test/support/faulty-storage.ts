@@ -13,8 +13,8 @@ export type WriteFault =
   { readonly kind: 'fail'; readonly error: Error } | { readonly kind: 'block'; readonly gate: Promise<void> };
 
 /**
- * A MemoryStorage whose bucket writes (insertOne, applyCommit, updateOne) can be made to fail or to wait on a gate,
- * in the order faults are queued, and whose reads (find) can be made to fail. Deterministic: no timers.
+ * A MemoryStorage whose writes (insertOne, applyCommit, updateOne, upsertOne) can be made to fail or to wait on a
+ * gate, in the order faults are queued, and whose reads (find) can be made to fail. Deterministic: no timers.
  */
 export class FaultyStorage extends MemoryStorage {
   readonly faults: WriteFault[] = [];
@@ -60,6 +60,15 @@ export class FaultyStorage extends MemoryStorage {
   override async applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
     await this.#intercept();
     return super.applyCommit(ns, commit);
+  }
+
+  override async upsertOne(
+    ns: string,
+    filter: BucketFilter,
+    update: BucketUpdateDocument,
+  ): Promise<'updated' | 'inserted'> {
+    await this.#intercept();
+    return super.upsertOne(ns, filter, update);
   }
 
   override async updateOne(

@@ -16,6 +16,7 @@ import type {
   InsertOneResult,
   MeasurementDocument,
   ReaderCursor,
+  RollupDocument,
   ServerParameters,
   TimeseriesCollection,
 } from '../../src/index.js';
@@ -155,5 +156,30 @@ describe('serverStatus', () => {
   it('bucketCatalog is always present', () => {
     expectTypeOf(engine.serverStatus().bucketCatalog).toEqualTypeOf<BucketCatalogServerStatus>();
     expectTypeOf(engine.serverStatus().bucketCatalog.numOpenBuckets).toEqualTypeOf<number>();
+  });
+});
+
+describe('rollups', () => {
+  it('take a spec of one of the three layouts and return documents from the read handle', () => {
+    void plain.createRollup('hourly', { every: 'hour', fields: { temp: ['avg', 'max'] } });
+    void plain.createRollup('days', { layout: 'calendar', period: 'month', levels: ['day', 'hour'] });
+    void plain.createRollup('recent', {
+      layout: 'rolling',
+      window: '24h',
+      step: '1h',
+      target: 's',
+      key: 'm',
+    });
+    // @ts-expect-error 'week' is not a slot width
+    void plain.createRollup('x', { every: 'week' });
+    const calendarWithMax = {
+      layout: 'calendar',
+      period: 'day',
+      levels: ['hour'],
+      fields: { t: ['max'] },
+    } as const;
+    // @ts-expect-error a calendar keeps sums only
+    void plain.createRollup('x', calendarWithMax);
+    expectTypeOf(plain.rollup('hourly').find()).toEqualTypeOf<Promise<RollupDocument[]>>();
   });
 });

@@ -33,6 +33,7 @@ import type {
   IndexSpecification,
   InsertOneResult,
   UpdateFilter,
+  UpdateOptions,
   UpdateResult,
 } from 'mongodb';
 
@@ -275,12 +276,37 @@ export class FakeCollection implements MongoCollectionLike {
   async updateOne(
     filter: Filter<Document>,
     update: UpdateFilter<Document> | Document[],
+    options: UpdateOptions = {},
   ): Promise<UpdateResult> {
     await this.#db.fault('updateOne', this.collectionName, 'before');
     checkUpdate(update);
-    const result = this.#update(filter, update, 'one');
+    let result = this.#update(filter, update, 'one');
+    if (options.upsert === true && result.matchedCount === 0) result = this.#upsert(filter, update);
     await this.#db.fault('updateOne', this.collectionName, 'after');
     return result;
+  }
+
+  /** The server's upsert: a document from the filter's equality fields, then the update as an insert. */
+  #upsert(filter: Filter<Document>, update: UpdateFilter<Document> | Document[]): UpdateResult {
+    const seed: Document = {};
+    for (const [k, v] of Object.entries(filter as Document)) {
+      const operator =
+        typeof v === 'object' && v !== null && Object.keys(v as object).some((x) => x.startsWith('$'));
+      if (!k.startsWith('$') && !operator) seed[k] = v as unknown;
+    }
+    seed._id ??= new ObjectId();
+    const docs = [seed];
+    const modifier = Array.isArray(update) ? update : setOnInsertAsSet(update);
+    mingoUpdateMany(docs, {}, modifier as PipelineStage[], { cloneMode: 'none' });
+    const state = this.#db.state(this.collectionName, 'create')!;
+    state.docs.set(idKey(docs[0]!._id), serialize(docs[0]!, kSerializeOptions));
+    return {
+      acknowledged: true,
+      matchedCount: 0,
+      modifiedCount: 0,
+      upsertedCount: 1,
+      upsertedId: seed._id as BSON.ObjectId,
+    };
   }
 
   async updateMany(
@@ -438,7 +464,7 @@ export class FakeCollection implements MongoCollectionLike {
     if (state === undefined) return [];
     // The filter as the server receives it: serialized by the driver's bson, whatever copy made its values.
     const filter = deserialize(serialize({ filter: sent }, kSerializeOptions), kPromoted).filter as Document;
-    const query = new Query(filter);
+    const query = new Query(withPublicComparisons(filter) as Filter<Document>);
     const out: string[] = [];
     // A filter pinning `_id` to an ObjectId is answered by the _id index.
     const id: unknown = filter._id;
@@ -465,10 +491,13 @@ export class FakeCollection implements MongoCollectionLike {
     let modifiedCount = 0;
     for (const k of keys) {
       const before = state!.docs.get(k)!;
-      const docs = [deserialize(before, kUnpromoted)];
+      // Other collections (rollups: $inc, $min, $max, pipelines) need numbers mingo can add: promoted
+      // values (the serializer writes integers back as int32, as the server keeps them).
+      const docs = [deserialize(before, isBucketsCollection(this.collectionName) ? kUnpromoted : kPromoted)];
       // mingo's root updater has every expression operator. cloneMode 'none': the document is serialized
       // right away, nothing keeps references to the update.
-      mingoUpdateMany(docs, {}, update as PipelineStage[], { cloneMode: 'none' });
+      // `$setOnInsert` does nothing to an existing document (mingo does not know it).
+      mingoUpdateMany(docs, {}, withoutSetOnInsert(update) as PipelineStage[], { cloneMode: 'none' });
       setBinaries(docs[0]!, update);
       const after = serialize(docs[0]!, kSerializeOptions);
       if (!Buffer.from(after).equals(before)) modifiedCount++;
@@ -560,6 +589,41 @@ export function serverError(
 
 function idKey(id: unknown): string {
   return isBsonValue(id, 'ObjectId') ? id.toHexString() : EJSON.stringify({ v: id }, { relaxed: false });
+}
+
+/**
+ * The filter with the server's bucket-level `$_internalExprEq/Gt/Gte/Lt/Lte` as `$eq/$gt/...` (mingo has
+ * only the public ones; they differ for arrays, which control min/max values never are).
+ */
+function withPublicComparisons(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withPublicComparisons);
+  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype)
+    return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    const key = k.startsWith('$_internalExpr') ? `$${k.slice('$_internalExpr'.length).toLowerCase()}` : k;
+    out[key] = withPublicComparisons(v);
+  }
+  return out;
+}
+
+/** Whether a collection holds bucket documents (kept unpromoted: exact BSON types of every value). */
+function isBucketsCollection(name: string): boolean {
+  return name.startsWith('system.buckets.') || name.endsWith('.buckets');
+}
+
+function withoutSetOnInsert(
+  update: UpdateFilter<Document> | Document[],
+): UpdateFilter<Document> | Document[] {
+  if (Array.isArray(update) || !('$setOnInsert' in update)) return update;
+  const { $setOnInsert: _ignored, ...rest } = update as Document;
+  return rest;
+}
+
+function setOnInsertAsSet(update: UpdateFilter<Document>): UpdateFilter<Document> {
+  const { $setOnInsert, ...rest } = update as Document;
+  if ($setOnInsert === undefined) return update;
+  return { ...rest, $set: { ...((rest.$set as Document | undefined) ?? {}), ...($setOnInsert as Document) } };
 }
 
 function checkUpdate(update: UpdateFilter<Document> | Document[]): void {

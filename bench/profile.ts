@@ -1,0 +1,56 @@
+/**
+ * The bulk-loader shape alone, for profiling: TSBS cpu-only, 1 000 series, one measurement per series per
+ * `insertMany`, 100 calls, then every bucket document read back once; repeated `--repeat` times (default
+ * 5) after one warm-up.
+ *
+ *   node --cpu-prof --cpu-prof-dir=tmp/prof --trace-gc --import tsx bench/profile.ts
+ *   node --cpu-prof --import tsx bench/profile.ts --format 1 --series 100000 --calls 2
+ *
+ * Open the `.cpuprofile` in Chrome DevTools (Performance) or VS Code. `--format` indexes the formats the
+ * build writes (0: the default; 1: the 5.x-7.x format when the build has both). For line-level ticks,
+ * bundle first (`npx esbuild bench/profile.ts --bundle --platform=node --format=esm --outfile=tmp/p.mjs`)
+ * and profile the bundle.
+ */
+import { parseArgs } from 'node:util';
+
+import { BucketEngine } from '../src/index.js';
+import { tsbsCpuOnly } from './datasets.js';
+import { bucketFormats, engineOptions } from './harness.js';
+
+const { values } = parseArgs({
+  options: {
+    format: { type: 'string', default: '0' },
+    series: { type: 'string', default: '1000' },
+    calls: { type: 'string', default: '100' },
+    repeat: { type: 'string', default: '5' },
+  },
+});
+const formats = await bucketFormats();
+const format = formats[Number(values.format)];
+if (format === undefined) throw new Error(`--format must be below ${formats.length}`);
+const series = Number(values.series);
+const calls = Number(values.calls);
+const docs = tsbsCpuOnly(series, series * calls);
+
+async function once(): Promise<number> {
+  const t = performance.now();
+  const engine = new BucketEngine(engineOptions(format!, {}));
+  const coll = await engine.createCollection('profile', {
+    timeseries: { timeField: 'ts', metaField: 'tags' },
+  });
+  for (let i = 0; i < docs.length; i += series)
+    await coll.insertMany(docs.slice(i, i + series), { ordered: false });
+  let buckets = 0;
+  for await (const _bucket of engine.storage.find(coll.bucketsNamespace, {})) buckets++;
+  await engine.close();
+  if (buckets === 0) throw new Error('no buckets');
+  return performance.now() - t;
+}
+
+await once();
+for (let r = 0; r < Number(values.repeat); r++) {
+  const ms = await once();
+  console.log(
+    `${format.name}: ${series} series x ${calls} calls, ${((ms * 1000) / docs.length).toFixed(2)} µs per measurement (${((docs.length / ms) * 1000).toFixed(0)} measurements/s)`,
+  );
+}

@@ -1,0 +1,133 @@
+/**
+ * Per-slot accumulators: what one group's measurements add to one slot (count, and per field count, sum,
+ * min, max, first, last). A commit folds its batch into these first and writes one update per touched
+ * slot; a recomputation folds the measurements it reads from the buckets into the same structure.
+ *
+ * Only numeric values (JS numbers and BSON `Int32`, `Double`, `Long`, `Decimal128`) are accumulated;
+ * `first`/`last` are the values at the earliest/latest time, ties broken by the smaller/larger value (so
+ * that they are `$min`/`$max` of `{t, v}` pairs and can be maintained by atomic updates).
+ *
+ * @packageDocumentation
+ */
+import { bsonNumberValue } from '../util/bson-value.js';
+import type { ResolvedField } from './spec.js';
+
+/** One field's accumulator in a slot. */
+export interface FieldAcc {
+  /** Numeric values seen. */
+  count: number;
+  /** Their sum (a double). */
+  sum: number;
+  /** Smallest and largest value (meaningful when `count > 0`). */
+  min: number;
+  max: number;
+  /** Time and value of the first and last value. */
+  firstT: number;
+  firstV: number;
+  lastT: number;
+  lastV: number;
+}
+
+/** A group's accumulators for one slot (the finest slot of its layout). */
+export interface SlotAcc {
+  /** Slot start, epoch ms. */
+  readonly start: number;
+  /** Measurements in the slot. */
+  count: number;
+  /** One accumulator per resolved field, in spec order. */
+  readonly fields: FieldAcc[];
+}
+
+/**
+ * A new, empty slot accumulator.
+ *
+ * @param start - slot start, epoch ms.
+ * @param nFields - number of fields.
+ * @returns the accumulator.
+ */
+export function makeSlotAcc(start: number, nFields: number): SlotAcc {
+  const fields = new Array<FieldAcc>(nFields);
+  for (let i = 0; i < nFields; i++) {
+    fields[i] = { count: 0, sum: 0, min: 0, max: 0, firstT: 0, firstV: 0, lastT: 0, lastV: 0 };
+  }
+  return { start, count: 0, fields };
+}
+
+/**
+ * Add one measurement to a slot. Field names were checked at spec time (no `__proto__`, no `$`, no dot),
+ * and inherited properties are never numbers, so plain property reads are safe and allocate nothing.
+ *
+ * @param acc - the slot's accumulator.
+ * @param measurement - the measurement.
+ * @param timeMs - its time.
+ * @param fields - the resolved fields.
+ */
+export function foldMeasurement(
+  acc: SlotAcc,
+  measurement: Readonly<Record<string, unknown>>,
+  timeMs: number,
+  fields: ReadonlyArray<ResolvedField>,
+): void {
+  acc.count++;
+  for (let i = 0; i < fields.length; i++) {
+    const raw = measurement[(fields[i] as ResolvedField).name];
+    const v = typeof raw === 'number' ? raw : bsonNumberValue(raw);
+    if (v === undefined) continue;
+    addValue(acc.fields[i] as FieldAcc, v, timeMs);
+  }
+}
+
+function addValue(f: FieldAcc, v: number, t: number): void {
+  if (f.count === 0) {
+    f.count = 1;
+    f.sum = v;
+    f.min = v;
+    f.max = v;
+    f.firstT = f.lastT = t;
+    f.firstV = f.lastV = v;
+    return;
+  }
+  f.count++;
+  f.sum += v;
+  if (v < f.min) f.min = v;
+  if (v > f.max) f.max = v;
+  if (t < f.firstT || (t === f.firstT && v < f.firstV)) {
+    f.firstT = t;
+    f.firstV = v;
+  }
+  if (t > f.lastT || (t === f.lastT && v > f.lastV)) {
+    f.lastT = t;
+    f.lastV = v;
+  }
+}
+
+/**
+ * Add `from` into `into` (same slot or an enclosing one).
+ *
+ * @param into - the accumulator that grows.
+ * @param from - the accumulator added.
+ */
+export function mergeSlotAcc(into: SlotAcc, from: SlotAcc): void {
+  into.count += from.count;
+  for (let i = 0; i < into.fields.length; i++) {
+    const a = into.fields[i] as FieldAcc;
+    const b = from.fields[i] as FieldAcc;
+    if (b.count === 0) continue;
+    if (a.count === 0) {
+      Object.assign(a, b);
+      continue;
+    }
+    a.count += b.count;
+    a.sum += b.sum;
+    if (b.min < a.min) a.min = b.min;
+    if (b.max > a.max) a.max = b.max;
+    if (b.firstT < a.firstT || (b.firstT === a.firstT && b.firstV < a.firstV)) {
+      a.firstT = b.firstT;
+      a.firstV = b.firstV;
+    }
+    if (b.lastT > a.lastT || (b.lastT === a.lastT && b.lastV > a.lastV)) {
+      a.lastT = b.lastT;
+      a.lastV = b.lastV;
+    }
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * A fast path for the update operators rollups send ( `$inc`, `$min`, `$max`, `$set`, `$setOnInsert`)
+ * with dotted paths through documents and array indexes, applied in place with MongoDB's semantics:
+ * `$inc` adds to a number or creates it, `$min`/`$max` replace when the new value orders lower/higher
+ * (BSON order) or create it. Every path is checked before anything changes; any other shape, or a path
+ * that crosses a scalar or a missing array element, is refused and the caller falls back to mingo
+ * (which then reports MongoDB's error where there is one).
+ *
+ * Mingo compiles each update it applies: at one update per touched slot and commit, that compilation was
+ * most of a rollup's ingest cost.
+ *
+ * @packageDocumentation
+ */
+import { compareBsonValues } from '../util/bson-value.js';
+import { defineField } from '../util/safe-record.js';
+
+const kIndex = /^(?:0|[1-9][0-9]*)$/u;
+
+/** The operators handled. */
+const kOperators: ReadonlySet<string> = new Set(['$inc', '$min', '$max', '$set', '$setOnInsert']);
+
+/**
+ * Apply an operator update in place.
+ *
+ * @param doc - the document, mutated.
+ * @param update - the update document.
+ * @param inserting - whether the document is being inserted (`$setOnInsert` applies only then).
+ * @returns `'applied'`, or `'refused'` (nothing changed) for a shape this path does not handle.
+ */
+export function applyOperatorUpdate(
+  doc: Record<string, unknown>,
+  update: Readonly<Record<string, unknown>>,
+  inserting: 'inserting' | 'updating',
+): 'applied' | 'refused' {
+  const ops = Object.keys(update);
+  // First pass: check every operator, path and current value without changing anything, keeping the
+  // parent of each path that exists already (most do: a counter document is created once).
+  const parents: Array<Record<string, unknown> | unknown[] | undefined> = [];
+  for (const op of ops) {
+    if (!kOperators.has(op)) return 'refused';
+    const fields = update[op];
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return 'refused';
+    for (const path of Object.keys(fields)) {
+      const value = (fields as Record<string, unknown>)[path];
+      if (op === '$inc' && typeof value !== 'number') return 'refused';
+      const parent = parentOf(doc, path, 'check');
+      if (parent === 'refused') return 'refused';
+      if (parent === 'missing') {
+        parents.push(undefined);
+        continue;
+      }
+      const key = path.slice(path.lastIndexOf('.') + 1);
+      if (Array.isArray(parent) && (!kIndex.test(key) || Number(key) >= parent.length)) return 'refused';
+      if (!Array.isArray(parent) && (key.length === 0 || key.startsWith('$'))) return 'refused';
+      const current = valueIn(parent, key);
+      if (op === '$inc' && current !== undefined && typeof current !== 'number') return 'refused';
+      parents.push(parent);
+    }
+  }
+  let p = 0;
+  for (const op of ops) {
+    const fields = update[op] as Record<string, unknown>;
+    const skip = op === '$setOnInsert' && inserting === 'updating';
+    for (const path of Object.keys(fields)) {
+      const checked = parents[p++];
+      if (skip) continue;
+      const value = fields[path];
+      const parent = checked ?? (parentOf(doc, path, 'create') as Record<string, unknown> | unknown[]);
+      const key = path.slice(path.lastIndexOf('.') + 1);
+      const current = valueIn(parent, key);
+      let next: unknown;
+      switch (op) {
+        case '$inc':
+          next = current === undefined ? value : (current as number) + (value as number);
+          break;
+        case '$min':
+          next = current === undefined || compareBsonValues(value, current) < 0 ? value : current;
+          break;
+        case '$max':
+          next = current === undefined || compareBsonValues(value, current) > 0 ? value : current;
+          break;
+        default:
+          next = value;
+      }
+      if (Array.isArray(parent)) parent[Number(key)] = next;
+      else defineField(parent, key, next);
+    }
+  }
+  return 'applied';
+}
+
+function valueIn(parent: Record<string, unknown> | unknown[], key: string): unknown {
+  if (Array.isArray(parent)) return parent[Number(key)];
+  return Object.hasOwn(parent, key) ? parent[key] : undefined;
+}
+
+/**
+ * The object or array holding the last segment of `path`. `'check'` creates nothing and answers
+ * `'missing'` when a sub-document on the way is absent (the update will create it); `'create'` creates
+ * missing sub-documents. `'refused'` when the path crosses a scalar, an array by a non-index, or a
+ * missing array element.
+ */
+function parentOf(
+  doc: Record<string, unknown>,
+  path: string,
+  mode: 'check' | 'create',
+): Record<string, unknown> | unknown[] | 'missing' | 'refused' {
+  let node: Record<string, unknown> | unknown[] = doc;
+  let start = 0;
+  for (;;) {
+    const dot = path.indexOf('.', start);
+    if (dot === -1) return node;
+    const segment = path.slice(start, dot);
+    if (segment.length === 0 || segment.startsWith('$')) return 'refused';
+    let child: unknown;
+    if (Array.isArray(node)) {
+      if (!kIndex.test(segment)) return 'refused';
+      child = node[Number(segment)];
+      if (typeof child !== 'object' || child === null) return 'refused';
+    } else {
+      child = Object.hasOwn(node, segment) ? node[segment] : undefined;
+      if (child === undefined) {
+        if (mode === 'check') return 'missing';
+        child = {};
+        defineField(node, segment, child);
+      } else if (typeof child !== 'object' || child === null || isBsonValueObject(child)) {
+        return 'refused';
+      }
+    }
+    node = child as Record<string, unknown> | unknown[];
+    start = dot + 1;
+  }
+}
+
+/** A Date or js-bson value: a scalar to MongoDB, not a document to walk into. */
+function isBsonValueObject(v: object): boolean {
+  return v instanceof Date || '_bsontype' in v;
+}

@@ -1,0 +1,201 @@
+import { describe, expect, it } from 'vitest';
+
+import { foldMeasurement, makeSlotAcc } from '../../../src/rollups/accumulator.js';
+import { calendarSkeleton, calendarUpdate } from '../../../src/rollups/calendar-writer.js';
+import { groupOf } from '../../../src/rollups/group.js';
+import { rollingTotals, rollingUpdate } from '../../../src/rollups/rolling-writer.js';
+import { slotDocumentId, slotUpdate } from '../../../src/rollups/slots-writer.js';
+import { resolveRollupSpec } from '../../../src/rollups/spec.js';
+import type {
+  ResolvedCalendarSpec,
+  ResolvedRollingSpec,
+  ResolvedSlotsSpec,
+} from '../../../src/rollups/spec.js';
+import { threeStepWrite } from '../../../src/rollups/three-step-write.js';
+import { MemoryStorage } from '../../../src/storage/memory-storage.js';
+
+const fields = { timeField: 'ts', metaField: 'sensor' };
+
+async function all(source: AsyncIterable<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> {
+  const out: Array<Record<string, unknown>> = [];
+  for await (const doc of source) out.push(doc);
+  return out;
+}
+const at = (iso: string): number => Date.parse(iso);
+
+describe('slot documents', () => {
+  it('are upserted with $setOnInsert, $inc, $min and $max (the documented update)', () => {
+    const spec = resolveRollupSpec(
+      'hourly',
+      { every: 'hour', groupBy: 'sensor.id', fields: { temp: ['min', 'max', 'first', 'last', 'avg'] } },
+      fields,
+    ) as ResolvedSlotsSpec;
+    const group = groupOf(spec, { id: 'a', site: 'x' });
+    const acc = makeSlotAcc(at('2024-10-04T10:00:00Z'), 1);
+    foldMeasurement(acc, { temp: 21.5 }, at('2024-10-04T10:05:00Z'), spec.fields);
+    foldMeasurement(acc, { temp: 23 }, at('2024-10-04T10:35:00Z'), spec.fields);
+    foldMeasurement(acc, { temp: 'n/a' }, at('2024-10-04T10:45:00Z'), spec.fields);
+    expect(slotDocumentId(group, acc.start)).toBe('0d000000020002000000610000:1728036000000');
+    expect(slotUpdate(spec, group, acc)).toEqual({
+      $setOnInsert: { group: 'a', start: new Date('2024-10-04T10:00:00Z') },
+      $inc: { count: 3, 'temp.count': 2, 'temp.sum': 44.5 },
+      $min: { 'temp.min': 21.5, 'temp.first': { t: new Date('2024-10-04T10:05:00Z'), v: 21.5 } },
+      $max: { 'temp.max': 23, 'temp.last': { t: new Date('2024-10-04T10:35:00Z'), v: 23 } },
+    });
+  });
+
+  it('group named paths into a document, and a missing value as null', () => {
+    const spec = resolveRollupSpec(
+      's',
+      { every: 60, groupBy: { site: 'sensor.site', id: 'sensor.id' } },
+      fields,
+    );
+    expect(groupOf(spec, { site: 'x' }).value).toEqual({ site: 'x', id: null });
+  });
+});
+
+describe('calendar documents', () => {
+  const spec = resolveRollupSpec(
+    'daily',
+    {
+      layout: 'calendar',
+      period: 'month',
+      levels: ['day', 'hour', 'minute'],
+      groupBy: 'sensor.id',
+      fields: { temp: ['sum'] },
+    },
+    fields,
+  ) as ResolvedCalendarSpec;
+
+  it('are updated by one $inc over every level (the documented update)', () => {
+    const acc = makeSlotAcc(at('2015-08-01T00:06:00Z'), 1);
+    foldMeasurement(acc, { temp: 2 }, at('2015-08-01T00:06:00Z'), spec.fields);
+    const later = makeSlotAcc(at('2015-08-02T01:00:00Z'), 1);
+    foldMeasurement(later, { temp: 3 }, at('2015-08-02T01:00:30Z'), spec.fields);
+    expect(calendarUpdate(spec, at('2015-08-01T00:00:00Z'), [acc, later])).toEqual({
+      $inc: {
+        count: 2,
+        'temp.count': 2,
+        'temp.sum': 5,
+        'days.0.count': 1,
+        'days.0.temp.count': 1,
+        'days.0.temp.sum': 2,
+        'days.0.hours.0.count': 1,
+        'days.0.hours.0.temp.count': 1,
+        'days.0.hours.0.temp.sum': 2,
+        'days.0.hours.0.minutes.6.count': 1,
+        'days.0.hours.0.minutes.6.temp.count': 1,
+        'days.0.hours.0.minutes.6.temp.sum': 2,
+        'days.1.count': 1,
+        'days.1.temp.count': 1,
+        'days.1.temp.sum': 3,
+        'days.1.hours.1.count': 1,
+        'days.1.hours.1.temp.count': 1,
+        'days.1.hours.1.temp.sum': 3,
+        'days.1.hours.1.minutes.0.count': 1,
+        'days.1.hours.1.minutes.0.temp.count': 1,
+        'days.1.hours.1.minutes.0.temp.sum': 3,
+      },
+    });
+  });
+
+  it('have a zero-filled skeleton with one slot per day of the month, hour and minute', () => {
+    const doc = calendarSkeleton(spec, groupOf(spec, { id: 'a' }), at('2024-02-01T00:00:00Z'));
+    const days = doc.days as Array<{ start: Date; hours: Array<{ minutes: unknown[] }> }>;
+    expect(days).toHaveLength(29);
+    expect(days[28]?.start).toEqual(new Date('2024-02-29T00:00:00Z'));
+    expect(days[0]?.hours).toHaveLength(24);
+    expect(days[0]?.hours[0]?.minutes[59]).toEqual({
+      start: new Date('2024-02-01T00:59:00Z'),
+      count: 0,
+      temp: { count: 0, sum: 0 },
+    });
+    expect({ ...doc, days: undefined }).toEqual({
+      _id: `${groupOf(spec, { id: 'a' }).key}:${at('2024-02-01T00:00:00Z')}`,
+      group: 'a',
+      start: new Date('2024-02-01T00:00:00Z'),
+      count: 0,
+      temp: { count: 0, sum: 0 },
+      days: undefined,
+    });
+  });
+});
+
+describe('threeStepWrite', () => {
+  const inc = { $inc: { count: 1 } };
+  const skeleton = () => ({ _id: 'k', count: 0 });
+
+  it('initialises a missing document, then updates it in place', async () => {
+    const storage = new MemoryStorage();
+    expect(await threeStepWrite(storage, 'db.c', 'k', inc, skeleton)).toBe('initialised');
+    expect(await threeStepWrite(storage, 'db.c', 'k', inc, skeleton)).toBe('updated');
+    const [doc] = await all(storage.find('db.c', {}));
+    expect(doc).toEqual({ _id: 'k', count: 2 });
+  });
+
+  it('tolerates another writer inserting the skeleton between its first two steps', async () => {
+    // Arrange: the first $inc finds nothing, then another writer inserts the skeleton.
+    class Racing extends MemoryStorage {
+      raced = false;
+      override async updateOne(...args: Parameters<MemoryStorage['updateOne']>) {
+        const result = await super.updateOne(...args);
+        if (!this.raced) {
+          this.raced = true;
+          await super.insertOne('db.c', skeleton());
+        }
+        return result;
+      }
+    }
+    const storage = new Racing();
+    // Act + Assert: the duplicate key is ignored and the update applied once.
+    expect(await threeStepWrite(storage, 'db.c', 'k', inc, skeleton)).toBe('initialisedByOther');
+    expect(await all(storage.find('db.c', {}))).toEqual([{ _id: 'k', count: 1 }]);
+  });
+});
+
+describe('rolling totals', () => {
+  const spec = resolveRollupSpec(
+    'recent',
+    { layout: 'rolling', window: '3h', step: '1h', target: 'sensors', key: 'sensor.id' },
+    fields,
+  ) as ResolvedRollingSpec;
+  const step = (iso: string, count: number) => {
+    const acc = makeSlotAcc(at(iso), 0);
+    acc.count = count;
+    return acc;
+  };
+
+  it('are applied by the pipeline: initialise, expire, add or append, late steps below the window dropped', async () => {
+    const storage = new MemoryStorage();
+    const apply = (iso: string, n: number) =>
+      storage.upsertOne('db.sensors', { _id: 's1' }, rollingUpdate(spec, step(iso, n)));
+    await storage.upsertOne('db.sensors', { _id: 's1' }, { $set: { title: 'Sensor 1' } });
+    await apply('2022-09-12T06:00:00Z', 1);
+    await apply('2022-09-12T07:00:00Z', 2);
+    await apply('2022-09-12T07:00:00Z', 3);
+    await apply('2022-09-12T09:00:00Z', 1); // window 07..09: 06 expires
+    await apply('2022-09-12T06:00:00Z', 5); // late, below the window: not added
+    const [doc] = await all(storage.find('db.sensors', {}));
+    expect(doc).toEqual({
+      _id: 's1',
+      title: 'Sensor 1',
+      totals: [
+        { timestamp: new Date('2022-09-12T07:00:00Z'), count: 5 },
+        { timestamp: new Date('2022-09-12T09:00:00Z'), count: 1 },
+      ],
+    });
+  });
+
+  it('recomputed from all steps keep the window of the latest one, oldest first', () => {
+    expect(
+      rollingTotals(spec, [
+        step('2022-09-12T09:00:00Z', 1),
+        step('2022-09-12T05:00:00Z', 4),
+        step('2022-09-12T07:00:00Z', 2),
+      ]),
+    ).toEqual([
+      { timestamp: new Date('2022-09-12T07:00:00Z'), count: 2 },
+      { timestamp: new Date('2022-09-12T09:00:00Z'), count: 1 },
+    ]);
+  });
+});
