@@ -170,6 +170,8 @@ export function bucketUpdateDocument(
 
 /** A later commit, as a storage receives it (SPEC §8: "apply a commit's update to one bucket"). */
 export interface BucketCommit {
+  /** A version-1 commit (a compressed bucket's commit says `'compressed'`). */
+  readonly format?: 'uncompressed';
   /** The bucket's `_id`. */
   readonly bucketId: ObjectId;
   /** The time field: its column's indices say how many measurements the bucket holds. */

@@ -9,6 +9,7 @@ import type { ObjectId } from 'bson';
 
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
+import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
@@ -46,6 +47,17 @@ export interface CatalogParameters {
   readonly timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: number;
   /** `timeseriesIdleBucketExpiryMaxCountPerAttempt`. */
   readonly timeseriesIdleBucketExpiryMaxCountPerAttempt: number;
+  /**
+   * `timeseriesAlwaysUseCompressedBuckets`: new buckets are written compressed from their first commit.
+   * @defaultValue false (the 5.x–7.x format)
+   */
+  readonly timeseriesAlwaysUseCompressedBuckets?: boolean;
+  /**
+   * `timeseriesValidateCompressedBuckets`: a whole-bucket compression (a version-1 bucket reopened in the
+   * 8.0+ format) is decoded and compared before it is written.
+   * @defaultValue true
+   */
+  readonly timeseriesValidateCompressedBuckets?: boolean;
 }
 
 /** The bucketing options of one collection, as the catalog needs them. */
@@ -432,6 +444,12 @@ function allocateBucket(
     minMax,
     schema,
     size: 0,
+    // Chosen once per bucket: a bucket keeps the format it was opened in (the server hard-closes a bucket
+    // whose format no longer matches; here the parameter is fixed for the catalog's life).
+    measurementMap:
+      state.parameters.timeseriesAlwaysUseCompressedBuckets === true
+        ? new MeasurementMap(options.timeField)
+        : undefined,
     committedMeasurements: 0,
     fieldNames: [],
   });
@@ -481,6 +499,7 @@ function stageInto(
   countStagedBy(batch, op.writer);
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;
+  batch.uncommittedEstimate += change.uncommittedEstimate;
   if (change.newFieldNames.length > 0) {
     bucket.uncommittedFieldNames ??= new Set();
     for (const field of change.newFieldNames) bucket.uncommittedFieldNames.add(field);

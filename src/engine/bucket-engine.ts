@@ -81,8 +81,9 @@ export class BucketEngine {
     this.storage = resolved.storage;
     this.clock = resolved.clock;
     this.dbName = resolved.dbName;
+    // In the 8.0+ format buckets are compressed from their first commit: closing one writes nothing.
     const compressor =
-      resolved.compression === 'onClose'
+      resolved.compression === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
         ? new ClosedBucketCompressor(
             this.storage,
             () => this.catalog,
@@ -103,6 +104,8 @@ export class BucketEngine {
         timeseriesIdleBucketExpiryMemoryUsageThresholdBytes:
           parameters.timeseriesIdleBucketExpiryMemoryUsageThresholdBytes,
         timeseriesIdleBucketExpiryMaxCountPerAttempt: parameters.timeseriesIdleBucketExpiryMaxCountPerAttempt,
+        timeseriesAlwaysUseCompressedBuckets: parameters.timeseriesAlwaysUseCompressedBuckets,
+        timeseriesValidateCompressedBuckets: parameters.timeseriesValidateCompressedBuckets,
       },
       reopening: resolved.reopening,
       ...(compressor === undefined

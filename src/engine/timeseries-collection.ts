@@ -8,7 +8,6 @@ import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
 import type { BucketMetadata, BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { ExecutionStatsSnapshot } from '../catalog/execution-stats.js';
-import { makeExecutionStats, snapshotExecutionStats } from '../catalog/execution-stats.js';
 import { BulkWriteError, TimeseriesError } from '../errors.js';
 import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
@@ -532,8 +531,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   async #stats(): Promise<CollectionStats> {
     const storage = this.#ctx.storage;
     const bucketCount = await storage.countDocuments(this.bucketsNamespace);
-    const exec =
-      this.#ctx.catalog.executionStats(this.namespace) ?? snapshotExecutionStats(makeExecutionStats());
+    const exec = this.#ctx.catalog.executionStats(this.namespace) ?? this.#ctx.catalog.emptyExecutionStats();
     const timeseries: Record<string, unknown> = { bucketsNs: this.bucketsNamespace, bucketCount };
     if (bucketCount > 0) {
       timeseries.avgBucketSize = Math.floor((await storage.totalSize(this.bucketsNamespace)) / bucketCount);

@@ -136,11 +136,14 @@ describe('writes model', () => {
       fc.asyncProperty(
         fc.scheduler(),
         fc.array(waveArb, { minLength: 1, maxLength: 6 }),
-        async (s, waves) => {
-          // Arrange: small buckets so they close (and are compressed), archive and reopen often.
+        fc.boolean(),
+        async (s, waves, alwaysCompressed) => {
+          // Arrange: small buckets so they close (and are compressed), archive and reopen often; either
+          // bucket format (8.0+ compressed from the first commit, or 5.x–7.x compressed on close).
           const engine = new BucketEngine({
             storage: new ScheduledStorage(s),
             parameters: {
+              timeseriesAlwaysUseCompressedBuckets: alwaysCompressed,
               timeseriesBucketMaxCount: 3,
               timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
             },

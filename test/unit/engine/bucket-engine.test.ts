@@ -14,7 +14,12 @@ async function setup(parameters: ServerParameters = {}, timeseries: Record<strin
   const storage = new FaultyStorage();
   const engine = new BucketEngine({
     storage,
-    parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40, ...parameters },
+    // The 5.x–7.x format unless a test asks for the 8.0 one: these tests pin version-1 documents.
+    parameters: {
+      timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+      timeseriesAlwaysUseCompressedBuckets: false,
+      ...parameters,
+    },
   });
   const coll = await engine.createCollection('weather', {
     timeseries: { timeField: 'ts', metaField: 'sensor', ...timeseries },
