@@ -15,7 +15,7 @@
  * Sources (facts only): `src/mongo/db/timeseries/timeseries_options.cpp`, `timeseries.idl`,
  * `timeseries_global_options.h`, `src/mongo/db/commands/create_command.cpp`,
  * `src/mongo/db/catalog/create_collection.cpp`, `coll_mod.cpp`, `index_key_validate.cpp`,
- * `src/mongo/idl/idl_parser.{h,cpp}`. See `docs/MONGODB-INTERNALS.md` §0, §2, §11.
+ * `src/mongo/idl/idl_parser.{h,cpp}`. See `docs/mongodb-behaviour.md` §0, §2, §11.
  *
  * @packageDocumentation
  */

@@ -1,6 +1,6 @@
 /**
  * Compression of time-series buckets: version 1 (one object per field, keyed by row index) to version 2
- * (one BSONColumn per field, rows sorted by time), and back (BSONCOLUMN.md §5, MONGODB-INTERNALS.md §1.3;
+ * (one BSONColumn per field, rows sorted by time), and back (docs/bsoncolumn.md §5, docs/mongodb-behaviour.md §1.3;
  * the server's `bucket_compression.cpp`).
  *
  * @packageDocumentation

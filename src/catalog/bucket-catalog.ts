@@ -1,5 +1,5 @@
 /**
- * The bucket catalog's public protocol (`bucket_catalog/bucket_catalog.h`, INTERNALS §7):
+ * The bucket catalog's public protocol (`bucket_catalog/bucket_catalog.h`, docs/mongodb-behaviour.md §7):
  * `insert` stages measurements into write batches; a writer that claims a batch's commit rights calls
  * `prepareCommit`, writes to storage, then `finish` (or `abort` on failure); other writers wait with
  * `getWriteBatchResult`.
@@ -108,7 +108,7 @@ export type PreparedCommit =
   /** The batch was aborted (its bucket was cleared); nothing to write. */
   | { readonly kind: 'aborted'; readonly error: unknown };
 
-/** The catalog section of `serverStatus` (INTERNALS §6.2). */
+/** The catalog section of `serverStatus` (docs/mongodb-behaviour.md §6.2). */
 export type BucketCatalogServerStatus = Readonly<
   {
     numBuckets: number;
@@ -161,7 +161,7 @@ export interface BucketCatalogOptions {
  */
 export class BucketCatalog {
   readonly #state: CatalogState;
-  /** Pending direct writes and the era (INTERNALS §8). */
+  /** Pending direct writes and the era (docs/mongodb-behaviour.md §8). */
   readonly #registry: BucketStateRegistry = makeBucketStateRegistry();
 
   /**
@@ -535,7 +535,7 @@ export class BucketCatalog {
 
   /**
    * Announce a write to a bucket document that does not come from the catalog (update, delete, TTL, raw
-   * bucket write; INTERNALS §8, MongoDB's `directWriteStart`). The catalog forgets the bucket: batches not
+   * bucket write; docs/mongodb-behaviour.md §8, MongoDB's `directWriteStart`). The catalog forgets the bucket: batches not
    * yet prepared fail with `TimeseriesBucketCleared` (their writers re-stage them elsewhere), a prepared
    * batch is waited for (its write lands before the caller reads the document), an archived record is
    * dropped, and the bucket is not reopened until {@link BucketCatalog.directWriteFinish}.

@@ -1,6 +1,6 @@
 /**
  * An open bucket in the catalog (`bucket_catalog/bucket.h`) and the size estimate of a measurement
- * (`calculateBucketFieldsAndSizeChange`, INTERNALS §5.3, the rule for version-1 buckets).
+ * (`calculateBucketFieldsAndSizeChange`, docs/mongodb-behaviour.md §5.3, the rule for version-1 buckets).
  *
  * @packageDocumentation
  */
@@ -178,7 +178,7 @@ export interface BucketSizeChange {
 }
 
 /**
- * Estimate the bytes a measurement adds to a version-1 bucket (INTERNALS §5.3): for each top-level field
+ * Estimate the bytes a measurement adds to a version-1 bucket (docs/mongodb-behaviour.md §5.3): for each top-level field
  * except the metaField, a field new to the bucket adds an empty column (`12 + len(name)`) and its first
  * appearance in `control.min` and `control.max` (`2 × element size`); every field adds its element
  * re-keyed by the measurement index (`element size − name size + digits(n) + 1`).

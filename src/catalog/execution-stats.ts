@@ -1,5 +1,5 @@
 /**
- * Execution statistics of the bucket catalog, named exactly as MongoDB names them (INTERNALS §6.1;
+ * Execution statistics of the bucket catalog, named exactly as MongoDB names them (docs/mongodb-behaviour.md §6.1;
  * `bucket_catalog/execution_stats.h`).
  *
  * Counters only go up; the one gauge (`numActiveBuckets`) goes up and down. Each collection has its own

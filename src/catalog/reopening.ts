@@ -1,5 +1,5 @@
 /**
- * Bucket reopening (INTERNALS §9; `bucket_catalog_internal.cpp` `findArchivedCandidate`,
+ * Bucket reopening (docs/mongodb-behaviour.md §9; `bucket_catalog_internal.cpp` `findArchivedCandidate`,
  * `getQueryReopeningCandidate`, `rehydrateBucket`, `reopenBucket`): late measurements go back into a
  * bucket already on disk instead of a new, tiny one.
  *
@@ -108,7 +108,7 @@ export function takeArchivedCandidate(
 }
 
 /**
- * The query-based reopening filter of INTERNALS §9.2 (the size condition is checked on the results).
+ * The query-based reopening filter of docs/mongodb-behaviour.md §9.2 (the size condition is checked on the results).
  *
  * @param options - the collection's bucketing options.
  * @param params - `timeseriesBucketMaxCount`.
@@ -369,7 +369,7 @@ export function installReopenedBucket(
     return existing;
   }
   // As when a bucket is allocated, the stripe sheds idle buckets first if the catalog is over its memory
-  // threshold (INTERNALS §5.7).
+  // threshold (docs/mongodb-behaviour.md §5.7).
   expireIdleBuckets(state, lock);
   // A copy: closing a bucket removes it from the series' list.
   const series = [...(stripe.openBucketsByKey.get(bucket.key.signature) ?? [])];

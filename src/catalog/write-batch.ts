@@ -1,6 +1,6 @@
 /**
  * A write batch: measurements staged into one bucket that one writer commits to storage
- * (`bucket_catalog/write_batch.h`, INTERNALS §7).
+ * (`bucket_catalog/write_batch.h`, docs/mongodb-behaviour.md §7).
  *
  * States:
  *

@@ -1,7 +1,7 @@
 /**
- * `deleteMany` on a time-series collection (INTERNALS §12.1, MongoDB 7.0+ arbitrary deletes).
+ * `deleteMany` on a time-series collection (docs/mongodb-behaviour.md §12.1, MongoDB 7.0+ arbitrary deletes).
  *
- * The filter is split by the reader's bucket predicates (INTERNALS §10.3) into a loose bucket filter and
+ * The filter is split by the reader's bucket predicates (docs/mongodb-behaviour.md §10.3) into a loose bucket filter and
  * an exact per-measurement event filter:
  *
  * | filter                         | per candidate bucket                                                    |
@@ -11,7 +11,7 @@
  * |                                | same `_id` with recomputed `control.min/max` (the rounded time minimum  |
  * |                                | kept), compressed again if it was; deleted when nothing is left         |
  *
- * Each bucket is a direct write (INTERNALS §8), guarded on the state it was read in and re-read when
+ * Each bucket is a direct write (docs/mongodb-behaviour.md §8), guarded on the state it was read in and re-read when
  * another direct writer changed it meanwhile. `deletedCount` counts measurements, as MongoDB's `n`.
  *
  * @packageDocumentation

@@ -1,5 +1,5 @@
 /**
- * `MongoStorage`: bucket documents in a real MongoDB through the official driver (SPEC §8).
+ * `MongoStorage`: bucket documents in a real MongoDB through the official driver (docs/mongodb.md).
  *
  * @packageDocumentation
  */

@@ -1,5 +1,5 @@
 /**
- * The storage interface every backend implements (SPEC §8). One `Storage` holds many buckets
+ * The storage interface every backend implements (docs/mongodb.md). One `Storage` holds many buckets
  * collections, each addressed by its namespace (`<db>.system.buckets.<coll>` style strings chosen by the
  * engine). Documents are plain objects whose values are `bson` classes or JS primitives.
  *

@@ -1,5 +1,5 @@
 /**
- * Concurrent writes on stored data against a model (SPEC §9, INTERNALS §8): waves of concurrent
+ * Concurrent writes on stored data against a model (docs/mongodb-behaviour.md §12, docs/mongodb-behaviour.md §8): waves of concurrent
  * `insertMany` calls race with metaField updates and deletes, every storage call's completion order chosen
  * by fast-check's scheduler (so the catalog's commits interleave with the direct writes at every await).
  *

@@ -18,7 +18,7 @@ function sameStripeMetas(ns: string, count: number): string[] {
   }
 }
 
-describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
+describe('idle bucket expiry under memory pressure (docs/mongodb-behaviour.md §5.7)', () => {
   it('archives least recently idle buckets of the stripe, then drops archived records', async () => {
     // One bucket's estimated memory, measured on a separate engine (same collection, same key length).
     const probe = new BucketEngine({
@@ -102,7 +102,7 @@ describe('idle bucket expiry under memory pressure (INTERNALS §5.7)', () => {
     expect((await coll.find({}).toArray()).length).toBe(800);
   });
 
-  it('closes an idle bucket already full by count instead of archiving it (newest, INTERNALS §5.5)', async () => {
+  it('closes an idle bucket already full by count instead of archiving it (newest, docs/mongodb-behaviour.md §5.5)', async () => {
     const engine = new BucketEngine({
       parameters: { timeseriesBucketMaxCount: 2, timeseriesIdleBucketExpiryMemoryUsageThreshold: 1000 },
     });

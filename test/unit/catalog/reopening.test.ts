@@ -1,5 +1,5 @@
 /**
- * Reopening scenarios of INTERNALS §9.4 (jstests/core/timeseries/write/timeseries_reopened_bucket_insert.js),
+ * Reopening scenarios of docs/mongodb-behaviour.md §9.4 (jstests/core/timeseries/write/timeseries_reopened_bucket_insert.js),
  * with exact bucket counts and statistics.
  */
 import { ObjectId } from 'bson';

@@ -322,7 +322,7 @@ describe('insertMany semantics', () => {
     const { coll } = await setup();
     const error = await coll.insertMany([good(0), good(1), bad, good(3)]).catch((e: unknown) => e);
     expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
-    // A TimeseriesError too (SPEC §2), with the first write error's code.
+    // A TimeseriesError too (README, Use), with the first write error's code.
     expect(error).toBeInstanceOf(TimeseriesError);
     expect([(error as TimeseriesError).code, (error as TimeseriesError).codeName]).toEqual([2, 'BadValue']);
     const e = error as BulkWriteError;
