@@ -11,7 +11,8 @@
  * | appending | append to streams, or end section and start determining | end section, append | skip every stream (same exception) |
  *
  * Intermediate binaries (MongoDB 8): {@link BSONColumnBuilder.intermediate} writes what finalizing now
- * would write, from copies of the encoding states, then takes it back out; the builder keeps only the
+ * would write (in regular mode straight from the encoding state's pending values, otherwise from copies of
+ * the encoding states), then takes it back out; the builder keeps only the
  * bytes that may still change (from the open Simple-8b control byte on, or nothing) and the offset where
  * they start in the column.
  *
@@ -239,8 +240,9 @@ export class BSONColumnBuilder {
    * of appends and calls are those of encoding everything at once. Offsets follow MongoDB 8's
    * `BSONColumnBuilder::intermediate()`.
    *
-   * Cost: the pending Simple-8b values of each open stream are flushed into a copy; the column's earlier
-   * bytes are neither re-encoded nor copied. After the call, {@link finalize} may no longer be used (the
+   * Cost: the pending Simple-8b values are packed into blocks after the kept bytes (in regular mode
+   * without copying the encoding state; interleaved sections flush copies of their streams' states); the
+   * column's earlier bytes are neither re-encoded nor copied. After the call, {@link finalize} may no longer be used (the
    * builder drops the bytes that are final).
    *
    * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`. `bytes` is the
@@ -373,6 +375,7 @@ export class BSONColumnBuilder {
         const control = this.#regular.controlPos;
         // The copy counts its blocks into the shared open control byte: keep the real one.
         scratch.controlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
+        if (this.#regular.writeFlushTail()) break;
         const state = (scratch.regular ??= new EncodingState(out));
         state.copyFrom(this.#regular);
         state.flush();

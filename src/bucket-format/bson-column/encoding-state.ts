@@ -94,6 +94,34 @@ class TrialSink implements Simple8bSink64 {
 const trialSink = new TrialSink();
 
 /**
+ * Sink of {@link EncodingState.writeFlushTail}: places blocks under control bytes as
+ * {@link EncodingState.writeBlock64} does, from a few fields set per call instead of a copy of the state.
+ */
+class TailSink implements Simple8bSink64 {
+  out: ByteWriter | undefined;
+  /** The control byte of the stream's scale (count bits 0). */
+  control = 0;
+  controlPos = -1;
+  controlBlocks = 0;
+  writeBlock64(lo: number, hi: number): void {
+    const out = this.out;
+    if (out === undefined) throw new InternalInvariantError(7003, 'tail sink used outside writeFlushTail');
+    const control = this.control;
+    if (this.controlPos >= 0 && ((out.buf[this.controlPos] ?? 0) & 0xf0) !== control) this.controlPos = -1;
+    if (this.controlPos < 0) {
+      this.controlPos = out.length;
+      this.controlBlocks = 0;
+      out.u8(control);
+    }
+    out.u64Halves(lo, hi);
+    out.buf[this.controlPos] = control | this.controlBlocks;
+    this.controlBlocks++;
+    if (this.controlBlocks === kMaxBlocksPerControl) this.controlPos = -1;
+  }
+}
+const tailSink = new TailSink();
+
+/**
  * Encoding state of one stream. Writes to `out`; when `items` is set (interleaved mode) it also records
  * every finished literal or control as `[start, end, entries]` so the section can be laid out in decoder
  * order.
@@ -236,6 +264,26 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#controlPos = other.#controlPos;
     this.#controlBlocks = other.#controlBlocks;
     this.#controlEntries = other.#controlEntries;
+  }
+
+  /**
+   * Append to the output what {@link EncodingState.flush} would write, leaving this state as it is (the
+   * open control byte excepted, which the caller saves and restores): the column builder's intermediate
+   * binaries, without copying the state.
+   *
+   * @returns `false`, having written nothing, when it cannot (128-bit streams, an RLE run whose remainder
+   *   is not cached): the caller flushes a copy made with {@link EncodingState.copyFrom}.
+   */
+  writeFlushTail(): boolean {
+    if (this.#wide) return false;
+    const sink = tailSink;
+    sink.out = this.#out;
+    sink.control = kControlByteForScaleIndex[this.#scaleIndex] ?? 0;
+    sink.controlPos = this.#controlPos;
+    sink.controlBlocks = this.#controlBlocks;
+    const done = this.#b64.writePendingTo(sink);
+    sink.out = undefined;
+    return done;
   }
 
   /** Offset in the output of the open Simple-8b control byte (one that may still change), or -1. */

@@ -486,6 +486,89 @@ function valueWidths(lo: number, hi: number): number {
   return -1;
 }
 
+/** The last block {@link packBlock} packed: its halves and the halves of its delta sum. */
+const packed = { lo: 0, hi: 0, sumLo: 0, sumHi: 0 };
+
+/**
+ * Pack one block of `type` from the pending values at `from`, of which `count` are left: as many as the
+ * type's largest layout holding at most `count` allows. The block (and, when `trackSum` is set, the sum
+ * of its unzigzagged values) goes to {@link packed}.
+ *
+ * @returns the number of values the block holds.
+ */
+function packBlock(
+  pendLo: Uint32Array,
+  pendHi: Uint32Array,
+  from: number,
+  count: number,
+  type: number,
+  trackSum: boolean,
+): number {
+  const layouts = kLayoutsByType[type] ?? [];
+  const li = kLayoutForCount[type * (kMaxPending + 1) + count] ?? 0;
+  const entries = layouts[li] ?? 0;
+  const selector = layouts[li + 1] ?? 0;
+  const nibble = layouts[li + 2] ?? 0;
+  const tzBits = kTrailingZeroBits[type] ?? 0;
+  const mult = kTrailingZeroMultiplier[type] ?? 0;
+  const tzMax = kTrailingZeroMax[type] ?? 0;
+  const width = (layouts[li + 3] ?? 0) + tzBits;
+  // The all-ones slot of this width (a skip), as halves; width is 2..60.
+  const onesLo = width >= 32 ? kMissingHalf : ((1 << width) - 1) >>> 0;
+  const onesHi = width > 32 ? (1 << (width - 32)) - 1 : 0;
+  let offset = selector === 7 || selector === 8 ? 8 : 4;
+  let wordLo = selector | (nibble << 4);
+  let wordHi = 0;
+  let sumLo = 0;
+  let sumHi = 0;
+  for (let i = from; i < from + entries; i++, offset += width) {
+    let slo = pendLo[i] ?? 0;
+    let shi = pendHi[i] ?? 0;
+    if (isMissing(slo, shi)) {
+      slo = onesLo;
+      shi = onesHi;
+    } else {
+      if (trackSum) {
+        // sum += unzigzag(value), modulo 2^64.
+        const sign = -(slo & 1);
+        const dlo = (((slo >>> 1) | (shi << 31)) ^ sign) >>> 0;
+        const dhi = ((shi >>> 1) ^ sign) >>> 0;
+        const lo = (sumLo + dlo) >>> 0;
+        sumHi = (sumHi + dhi + (lo < sumLo ? 1 : 0)) >>> 0;
+        sumLo = lo;
+      }
+      if (type !== ExtensionType.base && (slo !== 0 || shi !== 0)) {
+        // slot = ((v >> (count * mult)) << tzBits) | count.
+        const tz = slo !== 0 ? ctz32(slo) : 32 + ctz32(shi);
+        const zeros = Math.floor(Math.min(tz, tzMax) / mult);
+        const k = zeros * mult;
+        if (k >= 32) {
+          slo = shi >>> (k - 32);
+          shi = 0;
+        } else if (k > 0) {
+          slo = ((slo >>> k) | (shi << (32 - k))) >>> 0;
+          shi >>>= k;
+        }
+        // tzBits is 4 or 5, and the shifted value has at most 56 - tzBits bits.
+        shi = ((shi << tzBits) | (slo >>> (32 - tzBits))) >>> 0;
+        slo = ((slo << tzBits) | zeros) >>> 0;
+      }
+    }
+    // word |= slot << offset; offset + width <= 64, so nothing of the slot falls off the top.
+    if (offset < 32) {
+      wordLo |= slo << offset;
+      wordHi |= (slo >>> (32 - offset)) | (shi << offset);
+    } else {
+      wordHi |= slo << (offset - 32);
+    }
+  }
+  packed.lo = wordLo >>> 0;
+  packed.hi = wordHi >>> 0;
+  packed.sumLo = sumLo;
+  packed.sumHi = sumHi;
+  return entries;
+}
+
 /**
  * The Simple-8b builder for 64-bit streams: the same selector choice and RLE rules as
  * {@link Simple8bBuilder}, with values held as two unsigned 32-bit halves in typed arrays instead of
@@ -704,6 +787,41 @@ export class Simple8bBuilder64 {
   }
 
   /**
+   * Write to `sink` the blocks {@link Simple8bBuilder64.flush} would write, without changing this builder
+   * (the column builder's intermediate binaries: no copy of the state to flush). Delta sums are not
+   * reported (0).
+   *
+   * @param sink - receives the blocks.
+   * @returns `false`, having written nothing, when an open RLE run's remainder blocks are not cached yet
+   *   (the caller then flushes a copy, which caches them).
+   */
+  writePendingTo(sink: Simple8bSink64): boolean {
+    if (this.#rleCount > 0) {
+      const remainder = this.#rleCount % kRleMultiplier;
+      const cached = remainderBlocks.get(remainderKey(this.#rleLo, this.#rleHi, remainder, this.trackSum));
+      // Nothing else is pending while a run is open.
+      if (cached === undefined || this.#count > 0) return false;
+      let groups = Math.floor(this.#rleCount / kRleMultiplier);
+      while (groups > 0) {
+        const k = Math.min(groups, 16);
+        groups -= k;
+        sink.writeBlock64(((k - 1) << 4) | kRleSelector, 0, k * kRleMultiplier, 0, 0);
+      }
+      for (let i = 0; i < cached.length; i += 5) {
+        sink.writeBlock64(cached[i] ?? 0, cached[i + 1] ?? 0, cached[i + 2] ?? 0, 0, 0);
+      }
+      return true;
+    }
+    const type = this.#lastValidType;
+    for (let from = 0; from < this.#count; ) {
+      const entries = packBlock(this.#lo, this.#hi, from, this.#count - from, type, false);
+      sink.writeBlock64(packed.lo, packed.hi, entries, 0, 0);
+      from += entries;
+    }
+    return true;
+  }
+
+  /**
    * Flush an open RLE run: its RLE blocks, then the remainder (fewer than 120 repeats) as ordinary blocks.
    * The remainder's blocks depend only on the repeated value and the count (nothing else is pending, and
    * a type ruled out for the value could not hold it anyway), so they are cached: a column in a run
@@ -810,67 +928,10 @@ export class Simple8bBuilder64 {
 
   /** Write one block of `type` holding as many pending values as its largest fitting layout allows. */
   #writeBlock(type: number): void {
-    const layouts = kLayoutsByType[type] ?? [];
-    const li = kLayoutForCount[type * (kMaxPending + 1) + this.#count] ?? 0;
-    const entries = layouts[li] ?? 0;
-    const selector = layouts[li + 1] ?? 0;
-    const nibble = layouts[li + 2] ?? 0;
-    const tzBits = kTrailingZeroBits[type] ?? 0;
-    const mult = kTrailingZeroMultiplier[type] ?? 0;
-    const tzMax = kTrailingZeroMax[type] ?? 0;
-    const width = (layouts[li + 3] ?? 0) + tzBits;
-    // The all-ones slot of this width (a skip), as halves; width is 2..60.
-    const onesLo = width >= 32 ? kMissingHalf : ((1 << width) - 1) >>> 0;
-    const onesHi = width > 32 ? (1 << (width - 32)) - 1 : 0;
-    const trackSum = this.trackSum;
     const pendLo = this.#lo;
     const pendHi = this.#hi;
-    let offset = selector === 7 || selector === 8 ? 8 : 4;
-    let wordLo = selector | (nibble << 4);
-    let wordHi = 0;
-    let sumLo = 0;
-    let sumHi = 0;
-    for (let i = 0; i < entries; i++, offset += width) {
-      let slo = pendLo[i] ?? 0;
-      let shi = pendHi[i] ?? 0;
-      if (isMissing(slo, shi)) {
-        slo = onesLo;
-        shi = onesHi;
-      } else {
-        if (trackSum) {
-          // sum += unzigzag(value), modulo 2^64.
-          const sign = -(slo & 1);
-          const dlo = (((slo >>> 1) | (shi << 31)) ^ sign) >>> 0;
-          const dhi = ((shi >>> 1) ^ sign) >>> 0;
-          const lo = (sumLo + dlo) >>> 0;
-          sumHi = (sumHi + dhi + (lo < sumLo ? 1 : 0)) >>> 0;
-          sumLo = lo;
-        }
-        if (type !== ExtensionType.base && (slo !== 0 || shi !== 0)) {
-          // slot = ((v >> (count * mult)) << tzBits) | count.
-          const tz = slo !== 0 ? ctz32(slo) : 32 + ctz32(shi);
-          const count = Math.floor(Math.min(tz, tzMax) / mult);
-          const k = count * mult;
-          if (k >= 32) {
-            slo = shi >>> (k - 32);
-            shi = 0;
-          } else if (k > 0) {
-            slo = ((slo >>> k) | (shi << (32 - k))) >>> 0;
-            shi >>>= k;
-          }
-          // tzBits is 4 or 5, and the shifted value has at most 56 - tzBits bits.
-          shi = ((shi << tzBits) | (slo >>> (32 - tzBits))) >>> 0;
-          slo = ((slo << tzBits) | count) >>> 0;
-        }
-      }
-      // word |= slot << offset; offset + width <= 64, so nothing of the slot falls off the top.
-      if (offset < 32) {
-        wordLo |= slo << offset;
-        wordHi |= (slo >>> (32 - offset)) | (shi << offset);
-      } else {
-        wordHi |= slo << (offset - 32);
-      }
-    }
+    const entries = packBlock(pendLo, pendHi, 0, this.#count, type, this.trackSum);
+    const { lo: wordLo, hi: wordHi, sumLo, sumHi } = packed;
     const lastLo = pendLo[entries - 1] ?? 0;
     const lastHi = pendHi[entries - 1] ?? 0;
     // Drop the written values from the front. Usually none or one remain: a plain loop is cheaper than
@@ -892,8 +953,8 @@ export class Simple8bBuilder64 {
     this.#rleLo = lastLo;
     this.#rleHi = lastHi;
     this.blocksWritten++;
-    this.#recording?.push(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
-    this.sink.writeBlock64(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
+    this.#recording?.push(wordLo, wordHi, entries, sumLo, sumHi);
+    this.sink.writeBlock64(wordLo, wordHi, entries, sumLo, sumHi);
   }
 
   #endRle(): void {
