@@ -94,6 +94,16 @@ class TrialSink implements Simple8bSink64 {
 const trialSink = new TrialSink();
 
 /**
+ * Idle 64-bit builders for reuse, shared by every state: restarting a double stream after a block and
+ * trying a re-scaling each need a fresh builder, and allocating one (64 pending slots and width tables) per
+ * block dominated the encoder's profile. Each operation takes as many as it gives back, so the pool stays
+ * at a few builders; per state, every double column of an open bucket kept an idle builder (about a third
+ * of its heap). A builder is released only once nothing reads it any more, and no state's method runs
+ * inside another state's.
+ */
+const spare64: Simple8bBuilder64[] = [];
+
+/**
  * Sink of {@link EncodingState.writeFlushTail}: places blocks under control bytes as
  * {@link EncodingState.writeBlock64} does, from a few fields set per call instead of a copy of the state.
  */
@@ -187,20 +197,12 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#b64 = new Simple8bBuilder64(this);
   }
 
-  /**
-   * Idle 64-bit builders for reuse: restarting a double stream after a block and trying a re-scaling each
-   * need a fresh builder, and allocating one (64 pending slots and width tables) per block dominated the
-   * encoder's profile. A builder is released only once nothing reads it any more.
-   */
-  // Created by the first double that needs one: most states never do.
-  #spare64: Simple8bBuilder64[] | undefined;
-
   #builder128(): Simple8bBuilder {
     return (this.#b128 ??= new Simple8bBuilder(this, true));
   }
 
   #acquire64(sink: Simple8bSink64, trackSum: boolean, from: Simple8bBuilder64): Simple8bBuilder64 {
-    return (this.#spare64?.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
+    return (spare64.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
   }
 
   /**
@@ -798,7 +800,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       if (rescaled !== undefined) {
         rescaled.sink = this;
         rescaled.trackSum = true;
-        (this.#spare64 ??= []).push(this.#b64);
+        spare64.push(this.#b64);
         this.#b64 = rescaled;
         this.#prevEncodedLo = encLo;
         this.#prevEncodedHi = encHi;
@@ -889,7 +891,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       this.#appendDouble(val, prev);
       prev = val;
     }
-    (this.#spare64 ??= []).push(old);
+    spare64.push(old);
   }
 
   #tryRescalePending(encLo: number, encHi: number, newScale: number): Simple8bBuilder64 | undefined {
@@ -915,7 +917,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       )
     )
       return trial;
-    (this.#spare64 ??= []).push(trial);
+    spare64.push(trial);
     return undefined;
   }
 
