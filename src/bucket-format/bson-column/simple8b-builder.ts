@@ -490,15 +490,14 @@ function valueWidths(lo: number, hi: number): number {
 const packed = { lo: 0, hi: 0, sumLo: 0, sumHi: 0 };
 
 /**
- * Pack one block of `type` from the pending values at `from`, of which `count` are left: as many as the
+ * Pack one block of `type` from the pending values (halves interleaved) at `from`, of which `count` are left: as many as the
  * type's largest layout holding at most `count` allows. The block (and, when `trackSum` is set, the sum
  * of its unzigzagged values) goes to {@link packed}.
  *
  * @returns the number of values the block holds.
  */
 function packBlock(
-  pendLo: Uint32Array,
-  pendHi: Uint32Array,
+  pending: Uint32Array,
   from: number,
   count: number,
   type: number,
@@ -522,8 +521,8 @@ function packBlock(
   let sumLo = 0;
   let sumHi = 0;
   for (let i = from; i < from + entries; i++, offset += width) {
-    let slo = pendLo[i] ?? 0;
-    let shi = pendHi[i] ?? 0;
+    let slo = pending[2 * i] ?? 0;
+    let shi = pending[2 * i + 1] ?? 0;
     if (isMissing(slo, shi)) {
       slo = onesLo;
       shi = onesHi;
@@ -588,12 +587,10 @@ export class Simple8bBuilder64 {
   /** Blocks written so far. */
   blocksWritten = 0;
 
-  // Pending values as halves; (kMissingHalf, kMissingHalf) is a skip.
-  // Pending values as halves, two views over one buffer (one buffer less per builder; a builder lives as
-  // long as its column's open bucket). Interleaving the halves in one small growable array saved more
-  // heap but cost about 5% of encoding time.
-  readonly #lo: Uint32Array;
-  readonly #hi: Uint32Array;
+  // Pending values as halves, value i at [2i] (low) and [2i + 1] (high); (kMissingHalf, kMissingHalf) is
+  // a skip. One typed array rather than a view per half: a builder lives as long as its column's open
+  // bucket, and each view costs about 150 bytes of heap.
+  readonly #pending = new Uint32Array(2 * kMaxPending);
   // Per extension type (packed), the largest width among the pending values.
   #maxWidths = kMinWidths;
   // Bit t set: type t can still hold all pending values.
@@ -611,9 +608,6 @@ export class Simple8bBuilder64 {
   /** @param sink - receives the blocks. */
   constructor(sink: Simple8bSink64) {
     this.sink = sink;
-    const pending = new ArrayBuffer(8 * kMaxPending);
-    this.#lo = new Uint32Array(pending, 0, kMaxPending);
-    this.#hi = new Uint32Array(pending, 4 * kMaxPending, kMaxPending);
   }
 
   /** Room for the most pending values there can be, once a stream needs more than the initial room. */
@@ -672,10 +666,7 @@ export class Simple8bBuilder64 {
     this.lastWrittenHi = other.lastWrittenHi;
     this.blocksWritten = other.blocksWritten;
     const n = other.#count;
-    for (let i = 0; i < n; i++) {
-      this.#lo[i] = other.#lo[i] ?? 0;
-      this.#hi[i] = other.#hi[i] ?? 0;
-    }
+    for (let i = 0; i < 2 * n; i++) this.#pending[i] = other.#pending[i] ?? 0;
     this.#maxWidths = other.#maxWidths;
     this.#possible = other.#possible;
     this.#fittingMaxWidths = other.#fittingMaxWidths;
@@ -706,8 +697,8 @@ export class Simple8bBuilder64 {
    */
   pendingAt(i: number, out: Int64Halves): boolean {
     if (i < this.#count) {
-      out.lo = this.#lo[i] ?? 0;
-      out.hi = this.#hi[i] ?? 0;
+      out.lo = this.#pending[2 * i] ?? 0;
+      out.hi = this.#pending[2 * i + 1] ?? 0;
     } else {
       out.lo = this.#rleLo;
       out.hi = this.#rleHi;
@@ -724,7 +715,7 @@ export class Simple8bBuilder64 {
    */
   get replaysUnchanged(): boolean {
     const last = this.#count - 1;
-    return last >= 0 && (this.#lo[last] !== 0 || this.#hi[last] !== 0);
+    return last >= 0 && (this.#pending[2 * last] !== 0 || this.#pending[2 * last + 1] !== 0);
   }
 
   /** Whether the value RLE repeats is a missing entry. */
@@ -813,8 +804,8 @@ export class Simple8bBuilder64 {
       return true;
     }
     const type = this.#lastValidType;
-    for (let from = 0; from < this.#count; ) {
-      const entries = packBlock(this.#lo, this.#hi, from, this.#count - from, type, false);
+    for (let from = 0; from < this.#count;) {
+      const entries = packBlock(this.#pending, from, this.#count - from, type, false);
       sink.writeBlock64(packed.lo, packed.hi, entries, 0, 0);
       from += entries;
     }
@@ -901,8 +892,8 @@ export class Simple8bBuilder64 {
       }
     }
     const p = this.#count++;
-    this.#lo[p] = lo;
-    this.#hi[p] = hi;
+    this.#pending[2 * p] = lo;
+    this.#pending[2 * p + 1] = hi;
     this.#maxWidths = this.#fittingMaxWidths;
     return true;
   }
@@ -928,21 +919,20 @@ export class Simple8bBuilder64 {
 
   /** Write one block of `type` holding as many pending values as its largest fitting layout allows. */
   #writeBlock(type: number): void {
-    const pendLo = this.#lo;
-    const pendHi = this.#hi;
-    const entries = packBlock(pendLo, pendHi, 0, this.#count, type, this.trackSum);
+    const pending = this.#pending;
+    const entries = packBlock(pending, 0, this.#count, type, this.trackSum);
     const { lo: wordLo, hi: wordHi, sumLo, sumHi } = packed;
-    const lastLo = pendLo[entries - 1] ?? 0;
-    const lastHi = pendHi[entries - 1] ?? 0;
+    const lastLo = pending[2 * entries - 2] ?? 0;
+    const lastHi = pending[2 * entries - 1] ?? 0;
     // Drop the written values from the front. Usually none or one remain: a plain loop is cheaper than
     // `copyWithin` builtin calls, and recomputing their widths cheaper than keeping every value's.
     const left = this.#count - entries;
     let max = kMinWidths;
     for (let j = 0; j < left; j++) {
-      const vlo = pendLo[entries + j] ?? 0;
-      const vhi = pendHi[entries + j] ?? 0;
-      pendLo[j] = vlo;
-      pendHi[j] = vhi;
+      const vlo = pending[2 * (entries + j)] ?? 0;
+      const vhi = pending[2 * (entries + j) + 1] ?? 0;
+      pending[2 * j] = vlo;
+      pending[2 * j + 1] = vhi;
       if (!isMissing(vlo, vhi)) max = maxWidths(max, valueWidths(vlo, vhi));
     }
     this.#maxWidths = max;
@@ -998,8 +988,8 @@ export class Simple8bBuilder64 {
     for (let k = 0; k < n; k++) {
       while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
       const p = this.#count++;
-      this.#lo[p] = lo;
-      this.#hi[p] = hi;
+      this.#pending[2 * p] = lo;
+      this.#pending[2 * p + 1] = hi;
       this.#maxWidths = this.#fittingMaxWidths;
     }
   }
