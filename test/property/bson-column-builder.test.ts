@@ -61,10 +61,11 @@ describe('BSONColumnBuilder.intermediate', () => {
   it('an intermediate() after every append over long runs equals encoding at once (regular-mode tails)', () => {
     // Runs of one repeated delta, long enough for RLE blocks and remainders of every size, with small
     // repeated values (whose remainder blocks are cached) and large ones (never cached), doubles that
-    // change scale, missing entries and 16-block controls: intermediate() packs these tails straight from
-    // the encoder's pending values.
+    // change scale, int64 as Long (the builder's number path) mixed with bigint (the element path),
+    // missing entries and 16-block controls: intermediate() packs these tails straight from the encoder's
+    // pending values.
     const segment = fc.tuple(
-      fc.constantFrom('int', 'bigStep', 'double', 'date', 'long', 'missing'),
+      fc.constantFrom('int', 'bigStep', 'double', 'date', 'long', 'longOrBigint', 'missing'),
       fc.integer({ min: -3, max: 3 }),
       fc.nat({ max: 300 }),
     );
@@ -81,6 +82,8 @@ describe('BSONColumnBuilder.intermediate', () => {
             else if (kind === 'double') values.push(x / (i % 50 === 49 ? 1000 : 10));
             else if (kind === 'date') values.push(new Date(1_451_606_400_000 + x * 10_000));
             else if (kind === 'long') values.push(Long.fromNumber(x * 2 ** 33));
+            else if (kind === 'longOrBigint')
+              values.push(i % 3 === 0 ? BigInt(x) * 2n ** 40n : Long.fromBigInt(BigInt(x) * 2n ** 40n));
             else values.push(undefined);
           }
         }

@@ -18,6 +18,8 @@
  *
  * @packageDocumentation
  */
+import { Long } from 'bson';
+
 import { InternalInvariantError } from '../../errors.js';
 import type { BinaryDiff } from './binary-diff.js';
 import { reopenPoint, resumeRegular64 } from './binary-reopen.js';
@@ -60,6 +62,20 @@ const kNoReference: RefObject = Object.freeze({ isArray: false, fields: Object.f
 const kNothingBuffered: Array<RefObject | undefined> = Object.freeze([]) as unknown as Array<
   RefObject | undefined
 >;
+
+const kBsonVersion = Symbol.for('@@mdb.bson.version');
+const kCurrentBsonVersion: unknown = (Long.ZERO as unknown as Record<symbol, unknown>)[kBsonVersion];
+
+/**
+ * Whether `value` is a `Long` that js-bson would serialize as it is, as an int64 (the version it was made
+ * by, no `toBSON`): those take the number path, other values go through the element writer, which
+ * serializes them (or throws) as js-bson does.
+ */
+function isCurrentLong(value: unknown): value is Long {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as { _bsontype?: unknown; toBSON?: unknown; [kBsonVersion]?: unknown };
+  return v._bsontype === 'Long' && v[kBsonVersion] === kCurrentBsonVersion && v.toBSON === undefined;
+}
 
 /** `#lastControl` when no control byte was recorded (the server's `kInvalidControlByte`). */
 const kNoControl = -1;
@@ -175,6 +191,10 @@ export class BSONColumnBuilder {
       }
       if (value instanceof Date) {
         this.#regular.appendDate(value.getTime());
+        return;
+      }
+      if (isCurrentLong(value)) {
+        this.#regular.appendInt64(value.getLowBits() >>> 0, value.getHighBits() >>> 0);
         return;
       }
     }

@@ -526,6 +526,35 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   /**
+   * Append an int64 given as its two 32-bit halves (a js-bson `Long`), as {@link EncodingState.appendDouble}
+   * does for doubles.
+   *
+   * @param lo - bits 0..31, unsigned.
+   * @param hi - bits 32..63, unsigned.
+   */
+  appendInt64(lo: number, hi: number): void {
+    const prev = this.#prevView;
+    let compressed = false;
+    if (this.#prevType === BsonType.int64) {
+      const prevLo = prev.getUint32(0, true);
+      const prevHi = prev.getUint32(4, true);
+      if (lo === prevLo && hi === prevHi) {
+        // A zero delta, which always fits.
+        this.#b64.append(0, 0);
+        compressed = true;
+      } else {
+        const d = this.#delta;
+        sub64(lo, hi, prevLo, prevHi, d);
+        zigzagDelta64(d.lo, d.hi, 0, 0, d);
+        compressed = this.#b64.append(d.lo, d.hi);
+      }
+    }
+    prev.setUint32(0, lo, true);
+    prev.setUint32(4, hi, true);
+    if (!compressed) this.#writeLiteral(BsonType.int64, 8);
+  }
+
+  /**
    * The number paths' fallback, once the value (of `type`, `size` bytes) is stored as the previous one:
    * it starts a new type or did not fit the current block, so it is written as an uncompressed literal.
    */
