@@ -258,7 +258,9 @@ function commitKinds(): ReadonlyArray<CommitKind> {
     });
   });
   const dates = Array.from({ length: kCommitsPerSeries }, (_, i) => new Date(1_451_606_400_000 + i * 10_000));
-  const longs = Array.from({ length: kCommitsPerSeries }, (_, i) => Long.fromNumber(5_000_000_000 + i * 1013));
+  const longs = Array.from({ length: kCommitsPerSeries }, (_, i) =>
+    Long.fromNumber(5_000_000_000 + i * 1013),
+  );
   return [
     { name: 'doubles (2-decimal walk)', value: (s, i) => walks[s]?.[i] },
     { name: 'dates (10 s apart)', value: (_s, i) => dates[i] },

@@ -88,7 +88,7 @@ describe('BSONColumnBuilder.intermediate', () => {
           }
         }
         const builder = new BSONColumnBuilder();
-        let column = new Uint8Array(0);
+        let column: Uint8Array = new Uint8Array(0);
         // Act
         for (const v of values) {
           if (v === undefined) builder.skip();
