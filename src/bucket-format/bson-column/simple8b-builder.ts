@@ -35,6 +35,8 @@ export interface Simple8bSink {
 
 /** Largest number of pending values: 60 one-bit slots, plus the value being tested. */
 const kMaxPending = 64;
+/** Pending values a 64-bit builder has room for until it needs more: 64 bytes, kept on the heap. */
+const kInitialPending = 8;
 const kTypes = 4;
 const k2Pow64 = 1n << 64n;
 const kMax64 = k2Pow64 - 1n;
@@ -590,7 +592,9 @@ export class Simple8bBuilder64 {
   // Pending values as halves, value i at [2i] (low) and [2i + 1] (high); (kMissingHalf, kMissingHalf) is
   // a skip. One typed array rather than a view per half: a builder lives as long as its column's open
   // bucket, and each view costs about 150 bytes of heap.
-  readonly #pending = new Uint32Array(2 * kMaxPending);
+  // Room for kInitialPending values at first (small enough to live on the heap), grown to kMaxPending by
+  // the first stream that needs more: most streams' blocks hold a few wide values.
+  #pending = new Uint32Array(2 * kInitialPending);
   // Per extension type (packed), the largest width among the pending values.
   #maxWidths = kMinWidths;
   // Bit t set: type t can still hold all pending values.
@@ -611,6 +615,11 @@ export class Simple8bBuilder64 {
   }
 
   /** Room for the most pending values there can be, once a stream needs more than the initial room. */
+  #grow(): void {
+    const grown = new Uint32Array(2 * kMaxPending);
+    grown.set(this.#pending);
+    this.#pending = grown;
+  }
 
   /**
    * Make this builder empty again, continuing the stream position of `from` (the encoder restarts a
@@ -666,6 +675,7 @@ export class Simple8bBuilder64 {
     this.lastWrittenHi = other.lastWrittenHi;
     this.blocksWritten = other.blocksWritten;
     const n = other.#count;
+    if (n > kInitialPending && this.#pending.length < 2 * kMaxPending) this.#grow();
     for (let i = 0; i < 2 * n; i++) this.#pending[i] = other.#pending[i] ?? 0;
     this.#maxWidths = other.#maxWidths;
     this.#possible = other.#possible;
@@ -892,6 +902,7 @@ export class Simple8bBuilder64 {
       }
     }
     const p = this.#count++;
+    if (2 * p === this.#pending.length) this.#grow();
     this.#pending[2 * p] = lo;
     this.#pending[2 * p + 1] = hi;
     this.#maxWidths = this.#fittingMaxWidths;
@@ -988,6 +999,7 @@ export class Simple8bBuilder64 {
     for (let k = 0; k < n; k++) {
       while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
       const p = this.#count++;
+      if (2 * p === this.#pending.length) this.#grow();
       this.#pending[2 * p] = lo;
       this.#pending[2 * p + 1] = hi;
       this.#maxWidths = this.#fittingMaxWidths;
