@@ -54,6 +54,8 @@ export const ErrorCodes = {
   /** A negative `limit` or `skip`. */
   Location51024: 51024,
   CursorClosed: 43,
+  /** A cursor killed under its iteration (its collection was dropped). */
+  QueryPlanKilled: 175,
   Interrupted: 11601,
 } as const;
 

@@ -45,6 +45,7 @@ import {
 } from './argument-checks.js';
 import { CallGate } from './call-gate.js';
 import { Cursor } from '../reader/cursor.js';
+import type { BatchGuard } from '../reader/cursor.js';
 import { metaGuard } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
@@ -412,9 +413,26 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     this.#gate.assertOpen();
   }
 
+  /**
+   * Runs each batch pulled by this collection's cursors as a call, so `drop()` and `close()` wait for a
+   * batch being read and no cursor reads storage after they resolve. Once the collection is dropped its
+   * cursors are killed: the next batch rejects with `QueryPlanKilled` "collection dropped", MongoDB's
+   * answer to a `getMore` on a cursor of a dropped collection; once the engine is closed, with the
+   * engine's `Interrupted`. One gate check per batch, never per document.
+   */
+  readonly #cursorGuard: BatchGuard = (pull) =>
+    this.#gate.state === 'open'
+      ? this.#call(pull)
+      : Promise.reject(new TimeseriesError('QueryPlanKilled', `collection dropped: ${this.namespace}`));
+
   #reader(): ReaderContext {
     this.#assertUsable();
-    return { storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace, options: this.#options };
+    return {
+      storage: this.#ctx.storage,
+      bucketsNs: this.bucketsNamespace,
+      options: this.#options,
+      guard: this.#cursorGuard,
+    };
   }
 
   /**
@@ -502,14 +520,17 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
         checkFilterArgument(filter, 'find.filter');
         checkOptions(options, 'find');
         checkOptions(options.projection, 'find.projection');
-        return new Cursor(() =>
-          copiesOf(
-            storage.find(
-              ns,
-              filter,
-              options.projection === undefined ? {} : { projection: options.projection },
+        return new Cursor(
+          () =>
+            copiesOf(
+              storage.find(
+                ns,
+                filter,
+                options.projection === undefined ? {} : { projection: options.projection },
+              ),
             ),
-          ),
+          'documents',
+          this.#cursorGuard,
         );
       },
       countDocuments: (filter = {}) =>
