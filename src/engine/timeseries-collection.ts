@@ -16,7 +16,7 @@ import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import { copyMeasurement, makeWalk } from '../util/bson-validation.js';
-import { checkPipeline } from '../util/query-validation.js';
+import { checkNoScript, checkPipeline } from '../util/query-validation.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
@@ -520,6 +520,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
         checkFilterArgument(filter, 'find.filter');
         checkOptions(options, 'find');
         checkOptions(options.projection, 'find.projection');
+        checkNoScript(options.projection);
         return new Cursor(
           () =>
             copiesOf(
@@ -604,7 +605,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     options: UpdateManyOptions = {},
   ): Promise<UpdateResult> {
     return await this.#call(() => {
-      checkFilterArgument(filter, 'update.q');
+      checkFilterArgument(filter, 'update.q', 'write');
       checkDocumentOrPipeline(update, 'update.u');
       const checked = checkUpdateOptions(options);
       const ctx = this.#writeContext();
@@ -628,7 +629,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    */
   async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
     return await this.#call(() => {
-      checkFilterArgument(filter, 'delete.q');
+      checkFilterArgument(filter, 'delete.q', 'write');
       const ctx = this.#writeContext();
       return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
         deleteMany(ctx, filter),

@@ -30,7 +30,7 @@ import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js'
 import { isPlainObject } from '../util/bson-value.js';
 import { getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
-import { mingoCall } from '../util/query-validation.js';
+import { kMingoOptions, mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
 import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
@@ -518,7 +518,7 @@ async function* executeAggregate(
   }
   // mingo runs the rest of the pipeline; its untyped errors become MongoDB's (query-validation).
   const aggregator = mingoCall(
-    () => new Aggregator(rest as Array<Record<string, unknown>>, { jsonSchemaValidator }),
+    () => new Aggregator(rest as Array<Record<string, unknown>>, { ...kMingoOptions, jsonSchemaValidator }),
   );
   const perDocument = rest.every((stage) => PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? ''));
   if (perDocument) {

@@ -1,3 +1,4 @@
+import { Aggregator, Query } from 'mingo';
 import { describe, expect, it } from 'vitest';
 
 import { TimeseriesError } from '../../../src/errors.js';
@@ -5,6 +6,7 @@ import {
   checkFilter,
   checkNesting,
   checkPipeline,
+  kMingoOptions,
   mingoCall,
   toMongoError,
   wrongType,
@@ -121,6 +123,64 @@ describe('checkFilter', () => {
         checkFilter({ v: circular }, 'find.filter');
       }).codeName,
     ).toBe('BadValue');
+  });
+});
+
+describe('$where', () => {
+  const kRead = '$where is not allowed in this context';
+  const kWrite = 'Cannot use $where when performing an update or delete on a time-series collection';
+  const filters = [
+    { $where: 'true' },
+    { $where: () => true },
+    { v: 1, $or: [{ w: 2 }, { $where: 'this.v > 1' }] },
+    { $nor: [{ $and: [{ $where: 'x' }] }] },
+    { arr: { $elemMatch: { $where: 'x' } } },
+  ];
+
+  it.each(filters)(
+    'is refused in a read filter with BadValue, in an update or delete with InvalidOptions (%#)',
+    (filter) => {
+      expect(
+        refusal(() => {
+          checkFilter(filter, 'find.filter');
+        }),
+      ).toEqual({ codeName: 'BadValue', message: kRead });
+      expect(
+        refusal(() => {
+          checkFilter(filter, 'delete.q', 'write');
+        }),
+      ).toEqual({ codeName: 'InvalidOptions', message: kWrite });
+      expect(
+        refusal(() => {
+          checkPipeline([{ $match: filter }]);
+        }),
+      ).toEqual({ codeName: 'BadValue', message: kRead });
+    },
+  );
+
+  it('mingo runs no script: a $where, $function or $accumulator that reaches it is refused with BadValue', () => {
+    let ran = false;
+    const script = () => {
+      ran = true;
+      return true;
+    };
+    const docs = [{ v: 1 }];
+    const runs = [
+      () => new Query({ $where: script }, kMingoOptions).test({ v: 1 }),
+      () => new Aggregator([{ $facet: { a: [{ $match: { $where: script } }] } }], kMingoOptions).run(docs),
+      () =>
+        new Aggregator(
+          [{ $project: { x: { $function: { body: script, args: [], lang: 'js' } } } }],
+          kMingoOptions,
+        ).run(docs),
+    ];
+    const refusals = runs.map((run) => refusal(() => mingoCall(run)));
+    expect(refusals).toEqual([
+      { codeName: 'BadValue', message: '$where is not allowed in this context' },
+      { codeName: 'BadValue', message: '$where is not allowed in this context' },
+      { codeName: 'BadValue', message: '$function is not allowed in this context' },
+    ]);
+    expect(ran).toBe(false);
   });
 });
 
