@@ -16,6 +16,7 @@
  * | `$where` in a read filter or a `$match`                      | `BadValue`     |
  * | `$where` in an update or delete filter                       | `InvalidOptions` |
  * | stage with more than one field / unknown stage name         | 40323 / 40324  |
+ * | malformed `$group`, `$sort`, `$count` (pipeline-stages.ts)    | the server's   |
  *
  * `$where` runs JavaScript, and tsbuckets runs none: MongoDB refuses it on a time-series collection
  * (its reads are a `$match` over the buckets, where the parser allows no JavaScript), so tsbuckets refuses
@@ -28,6 +29,7 @@
  */
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { describe } from './bson-validation.js';
+import { checkStageSpec } from './pipeline-stages.js';
 import { bsonTypeOf, isPlainObject } from './bson-value.js';
 import { hasOwnField } from './safe-record.js';
 
@@ -423,8 +425,8 @@ function isRegex(v: unknown): boolean {
  * filters are checked like any filter.
  *
  * @param pipeline - the pipeline as given.
- * @throws {@link TimeseriesError} `TypeMismatch`, `Location40323`, `Location40324`, or what
- *   {@link checkFilter} throws.
+ * @throws {@link TimeseriesError} `TypeMismatch`, `Location40323`, `Location40324`, what
+ *   {@link checkStageSpec} throws for a stage's argument, or what {@link checkFilter} throws.
  */
 export function checkPipeline(
   pipeline: unknown,
@@ -446,6 +448,7 @@ export function checkPipeline(
     if (!kPipelineStages.has(name)) {
       throw new TimeseriesError('Location40324', `Unrecognized pipeline stage name: '${name}'`);
     }
+    checkStageSpec(name, stage[name]);
     if (name === '$match') {
       const filter = stage[name];
       if (!isPlainObject(filter)) {

@@ -212,6 +212,16 @@ describe('checkPipeline', () => {
     [[{ $foo: {} }], 'Location40324', "Unrecognized pipeline stage name: '$foo'"],
     [[{ $match: 'x' }], 'Location15959', 'the match filter must be an expression in an object'],
     [[{ $match: { v: { $foo: 1 } } }], 'BadValue', 'unknown operator: $foo'],
+    [
+      [{ $match: {} }, { $group: { _id: null, x: { $foo: 1 } } }],
+      'Location15952',
+      "unknown group operator '$foo'",
+    ],
+    [
+      [{ $sort: { v: 3 } }],
+      'Location15975',
+      '$sort key ordering must be 1 (for ascending) or -1 (for descending)',
+    ],
   ])('refuses %j', (pipeline, codeName, message) => {
     expect(
       refusal(() => {
