@@ -15,12 +15,14 @@ import { runMemoryBench } from './memory.bench.js';
 import { writePlots } from './plots.js';
 import { runReaderBench } from './reader.bench.js';
 import { runReopeningBench } from './reopening.bench.js';
+import { runWritePathBench } from './write-path.bench.js';
 
 const quick = process.argv.includes('--quick');
 const t = performance.now();
 const started = new Date().toISOString();
 console.log(`tsbuckets benchmarks (${quick ? 'quick' : 'full'}), node ${process.version}, ${started}`);
 await runIngestBench(quick);
+await runWritePathBench(quick);
 await runMemoryBench();
 await runReaderBench(quick);
 await runCompressionBench(quick);

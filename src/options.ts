@@ -15,7 +15,7 @@
  * Sources (facts only): `src/mongo/db/timeseries/timeseries_options.cpp`, `timeseries.idl`,
  * `timeseries_global_options.h`, `src/mongo/db/commands/create_command.cpp`,
  * `src/mongo/db/catalog/create_collection.cpp`, `coll_mod.cpp`, `index_key_validate.cpp`,
- * `src/mongo/idl/idl_parser.{h,cpp}`. See `docs/MONGODB-INTERNALS.md` §0, §2, §11.
+ * `src/mongo/idl/idl_parser.{h,cpp}`. See `docs/mongodb-behaviour.md` §0, §2, §11.
  *
  * @packageDocumentation
  */
@@ -59,6 +59,7 @@ export const DEFAULT_SERVER_PARAMETERS: {
   readonly timeseriesIdleBucketExpiryMemoryUsageThreshold: -1;
   readonly timeseriesIdleBucketExpiryMaxCountPerAttempt: 3;
   readonly timeseriesValidateCompressedBuckets: true;
+  readonly timeseriesAlwaysUseCompressedBuckets: true;
 } = Object.freeze({
   timeseriesBucketMaxCount: 1000,
   timeseriesBucketMaxSize: 128000,
@@ -66,6 +67,7 @@ export const DEFAULT_SERVER_PARAMETERS: {
   timeseriesIdleBucketExpiryMemoryUsageThreshold: -1,
   timeseriesIdleBucketExpiryMaxCountPerAttempt: 3,
   timeseriesValidateCompressedBuckets: true,
+  timeseriesAlwaysUseCompressedBuckets: true,
 } as const);
 
 /** Percentage of system memory used for the idle-bucket threshold when the parameter is `<= 0` (8.0). */
@@ -200,6 +202,15 @@ export interface ServerParameters {
    * @defaultValue true
    */
   readonly timeseriesValidateCompressedBuckets?: boolean | undefined;
+  /**
+   * Which bucket format new buckets are written in. `true` (MongoDB 8.0+): a bucket is compressed
+   * (`control.version` 2, or 3 once a commit appends a measurement older than its last one) from its first
+   * commit, later commits append to its columns, and closing it writes nothing. `false` (MongoDB 5.x–7.x):
+   * open buckets are stored uncompressed (`control.version` 1) and compressed when they close.
+   *
+   * @defaultValue true
+   */
+  readonly timeseriesAlwaysUseCompressedBuckets?: boolean | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -272,6 +283,8 @@ export interface ResolvedServerParameters {
   readonly timeseriesIdleBucketExpiryMaxCountPerAttempt: number;
   /** Whether compressed buckets are checked by decompressing them. */
   readonly timeseriesValidateCompressedBuckets: boolean;
+  /** Whether new buckets are written compressed from their first commit (MongoDB 8.0+). */
+  readonly timeseriesAlwaysUseCompressedBuckets: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1052,7 +1065,8 @@ export function resolveCollMod(
 // Server parameters
 // ---------------------------------------------------------------------------------------------------
 
-type BooleanServerParameterName = 'timeseriesValidateCompressedBuckets';
+type BooleanServerParameterName =
+  'timeseriesValidateCompressedBuckets' | 'timeseriesAlwaysUseCompressedBuckets';
 type ServerParameterName = Exclude<keyof typeof DEFAULT_SERVER_PARAMETERS, BooleanServerParameterName>;
 
 /** Lower bound of each parameter (`validator: { gte }` in `timeseries.idl`); `undefined` = unbounded. */
@@ -1129,7 +1143,8 @@ function memoryThresholdBytes(parameter: number, totalMemoryBytes: number): numb
  * @param totalMemoryBytes - system memory for the threshold rule. Defaults to `os.totalmem()`.
  * @returns the frozen resolved parameters.
  * @throws {@link TimeseriesError} `InvalidOptions` for an unknown parameter, `TypeMismatch` for a
- *   non-number (a non-boolean for `timeseriesValidateCompressedBuckets`), `BadValue` for a value below the parameter's minimum or not finite; `field` names it.
+ *   non-number (a non-boolean for `timeseriesValidateCompressedBuckets` and
+ *   `timeseriesAlwaysUseCompressedBuckets`), `BadValue` for a value below the parameter's minimum or not finite; `field` names it.
  */
 export function resolveServerParameters(
   params: unknown,
@@ -1144,7 +1159,10 @@ export function resolveServerParameters(
     timeseriesIdleBucketExpiryMaxCountPerAttempt:
       DEFAULT_SERVER_PARAMETERS.timeseriesIdleBucketExpiryMaxCountPerAttempt,
   };
-  let validateCompressedBuckets: boolean = DEFAULT_SERVER_PARAMETERS.timeseriesValidateCompressedBuckets;
+  const booleans: Record<BooleanServerParameterName, boolean> = {
+    timeseriesValidateCompressedBuckets: DEFAULT_SERVER_PARAMETERS.timeseriesValidateCompressedBuckets,
+    timeseriesAlwaysUseCompressedBuckets: DEFAULT_SERVER_PARAMETERS.timeseriesAlwaysUseCompressedBuckets,
+  };
   if (!isAbsent(params)) {
     if (!isDocument(params)) {
       fail(
@@ -1154,8 +1172,8 @@ export function resolveServerParameters(
       );
     }
     for (const [name, value] of ownEntries(params)) {
-      if (name === 'timeseriesValidateCompressedBuckets') {
-        if (!isAbsent(value)) validateCompressedBuckets = parseBooleanServerParameter(name, value);
+      if (name === 'timeseriesValidateCompressedBuckets' || name === 'timeseriesAlwaysUseCompressedBuckets') {
+        if (!isAbsent(value)) booleans[name] = parseBooleanServerParameter(name, value);
         continue;
       }
       if (!isServerParameterName(name)) {
@@ -1178,6 +1196,7 @@ export function resolveServerParameters(
       totalMemoryBytes,
     ),
     timeseriesIdleBucketExpiryMaxCountPerAttempt: values.timeseriesIdleBucketExpiryMaxCountPerAttempt,
-    timeseriesValidateCompressedBuckets: validateCompressedBuckets,
+    timeseriesValidateCompressedBuckets: booleans.timeseriesValidateCompressedBuckets,
+    timeseriesAlwaysUseCompressedBuckets: booleans.timeseriesAlwaysUseCompressedBuckets,
   });
 }

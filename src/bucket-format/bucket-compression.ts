@@ -1,6 +1,6 @@
 /**
  * Compression of time-series buckets: version 1 (one object per field, keyed by row index) to version 2
- * (one BSONColumn per field, rows sorted by time), and back (BSONCOLUMN.md §5, MONGODB-INTERNALS.md §1.3;
+ * (one BSONColumn per field, rows sorted by time), and back (docs/bsoncolumn.md §5, docs/mongodb-behaviour.md §1.3;
  * the server's `bucket_compression.cpp`).
  *
  * @packageDocumentation
@@ -56,6 +56,13 @@ export interface CompressBucketOptions {
    * @defaultValue `true`
    */
   readonly validate?: boolean;
+  /**
+   * What to do when the compressed document is not smaller: keep version 1 (`notSmaller`, the 5.x–7.x
+   * close-time rule) or compress anyway (8.0: a reopened version-1 bucket is always compressed).
+   *
+   * @defaultValue `'keepUncompressed'`
+   */
+  readonly whenNotSmaller?: 'keepUncompressed' | 'compress';
 }
 
 function fail(message: string, cause?: unknown): CompressBucketResult {
@@ -251,7 +258,8 @@ export function compressBucket(
 
   const bytesBefore = sizeWithDataOf(doc, dataSize);
   const bytesAfter = bsonValueSize(out);
-  if (bytesAfter >= bytesBefore) return { kind: 'notSmaller', bytesBefore, bytesAfter };
+  if (bytesAfter >= bytesBefore && options.whenNotSmaller !== 'compress')
+    return { kind: 'notSmaller', bytesBefore, bytesAfter };
   return { kind: 'compressed', doc: out, bytesBefore, bytesAfter };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Version-1 (uncompressed) bucket documents (INTERNALS §1.3, §1.4, §7): the whole document inserted by a
+ * Version-1 (uncompressed) bucket documents (docs/mongodb-behaviour.md §1.3, §1.4, §7): the whole document inserted by a
  * bucket's first commit, and the MongoDB update document applied by each later commit.
  *
  * Field order of a bucket: `_id`, `control` (`version`, `min`, `max`), `meta` (only when the series has a
@@ -168,8 +168,10 @@ export function bucketUpdateDocument(
   return update.kind === 'operators' ? { $set: setDocumentFor(update.delta) } : pipelineFor(update.delta);
 }
 
-/** A later commit, as a storage receives it (SPEC §8: "apply a commit's update to one bucket"). */
+/** A later commit, as a storage receives it (docs/mongodb.md: "apply a commit's update to one bucket"). */
 export interface BucketCommit {
+  /** A version-1 commit (a compressed bucket's commit says `'compressed'`). */
+  readonly format?: 'uncompressed';
   /** The bucket's `_id`. */
   readonly bucketId: ObjectId;
   /** The time field: its column's indices say how many measurements the bucket holds. */

@@ -1,5 +1,5 @@
 /**
- * Bucket `_id` generation (INTERNALS §1.2, `generateBucketOID`).
+ * Bucket `_id` generation (docs/mongodb-behaviour.md §1.2, `generateBucketOID`).
  *
  * Bytes 0–3: the rounded bucket start in seconds since the epoch, as a 32-bit big-endian value (negative
  * or post-2106 seconds wrap modulo 2^32). Bytes 4–11: the 8 big-endian bytes of a process-wide 64-bit
@@ -66,7 +66,7 @@ export function bucketIdSeconds(roundedStartMs: number): number {
 
 /**
  * An ObjectId with timestamp `seconds` and the remaining 8 bytes all `0x00` (`'min'`) or all `0xff`
- * (`'max'`): the bounds used by `_id` predicates on buckets (INTERNALS §10.3).
+ * (`'max'`): the bounds used by `_id` predicates on buckets (docs/mongodb-behaviour.md §10.3).
  *
  * @param seconds - the timestamp, an unsigned 32-bit number.
  * @param fill - `'min'` or `'max'`.

@@ -1,5 +1,5 @@
 /**
- * MongoDB's `MinMax` (`bucket_catalog/flat_bson.{h,cpp}`, INTERNALS §3): the per-path minimum and maximum
+ * MongoDB's `MinMax` (`bucket_catalog/flat_bson.{h,cpp}`, docs/mongodb-behaviour.md §3): the per-path minimum and maximum
  * of a bucket's measurements, kept as a tree mirroring the measurement documents, plus the change
  * tracking that turns each commit's changes into `$set` operations on `control.min` / `control.max`.
  *

@@ -1,5 +1,5 @@
 /**
- * MongoDB's `Schema` (`bucket_catalog/flat_bson.cpp`, INTERNALS §4): the canonical type recorded at every
+ * MongoDB's `Schema` (`bucket_catalog/flat_bson.cpp`, docs/mongodb-behaviour.md §4): the canonical type recorded at every
  * path of an open bucket, used to send a measurement whose types conflict with the bucket's to a new
  * bucket ("schema change" rollover, 5.2+).
  *

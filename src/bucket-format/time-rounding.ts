@@ -1,5 +1,5 @@
 /**
- * Bucket time rounding and the bucket time window (INTERNALS §2.3, §2.4; newest `roundTimestampBySeconds`).
+ * Bucket time rounding and the bucket time window (docs/mongodb-behaviour.md §2.3, §2.4; newest `roundTimestampBySeconds`).
  *
  * Times are epoch milliseconds. Rounding floors toward −∞ in milliseconds, so pre-1970 times round down
  * (−1 ms with 60 s rounding → −60 000 ms), unlike 5.0–7.0 which truncated seconds toward the epoch.

@@ -9,6 +9,7 @@ import type { ObjectId } from 'bson';
 
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
+import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
@@ -46,6 +47,17 @@ export interface CatalogParameters {
   readonly timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: number;
   /** `timeseriesIdleBucketExpiryMaxCountPerAttempt`. */
   readonly timeseriesIdleBucketExpiryMaxCountPerAttempt: number;
+  /**
+   * `timeseriesAlwaysUseCompressedBuckets`: new buckets are written compressed from their first commit.
+   * @defaultValue false (the 5.x–7.x format)
+   */
+  readonly timeseriesAlwaysUseCompressedBuckets?: boolean;
+  /**
+   * `timeseriesValidateCompressedBuckets`: a whole-bucket compression (a version-1 bucket reopened in the
+   * 8.0+ format) is decoded and compared before it is written.
+   * @defaultValue true
+   */
+  readonly timeseriesValidateCompressedBuckets?: boolean;
 }
 
 /** The bucketing options of one collection, as the catalog needs them. */
@@ -173,7 +185,7 @@ export function stageSeries(
   resume?: StageResume,
 ): StagePause | undefined {
   const { coll, options, key, items, positions, out, op, reopening } = series;
-  // Consecutive measurements go to the same bucket until one needs a rollover (INTERNALS §5.6, newest).
+  // Consecutive measurements go to the same bucket until one needs a rollover (docs/mongodb-behaviour.md §5.6, newest).
   let current: Bucket | undefined;
   for (let i = resume?.index ?? 0; i < items.length; i++) {
     const item = items[i] as InsertItem;
@@ -257,7 +269,7 @@ type RolloverCheck =
   | { readonly kind: 'rollover'; readonly reason: Exclude<RolloverReason, 'none'> };
 
 /**
- * Whether `item` fits `bucket`, or why not (INTERNALS §5.2, newest order): time forward, time backward,
+ * Whether `item` fits `bucket`, or why not (docs/mongodb-behaviour.md §5.2, newest order): time forward, time backward,
  * count, size (with the large-measurement exemption, after which the schema check still runs), schema.
  * A passing schema check records the measurement's new paths in the bucket's schema.
  *
@@ -311,7 +323,7 @@ export function determineRolloverReason(
 
 /**
  * Find a bucket that accepts `item`, rolling over the series' current bucket if it does not, and
- * allocating a new bucket when no candidate fits (INTERNALS §5.6, newest): candidates are buckets pending
+ * allocating a new bucket when no candidate fits (docs/mongodb-behaviour.md §5.6, newest): candidates are buckets pending
  * soft close (fewest measurements first), then pending archive (fewest first), whose window contains the
  * time, then the series' current bucket.
  */
@@ -401,7 +413,7 @@ function allocateBucket(
   expireIdleBuckets(state, lock);
   const startMs = roundTimestampBySeconds(item.timeMs, options.bucketRoundingSeconds);
   let oid = state.idGenerator.next(startMs);
-  // An id already open in this stripe: re-seed and retry, as the server does (INTERNALS §1.2).
+  // An id already open in this stripe: re-seed and retry, as the server does (docs/mongodb-behaviour.md §1.2).
   for (let attempt = 0; lock.stripe.openBucketsById.has(objectIdHex(oid)); attempt++) {
     if (attempt >= 16) {
       return {
@@ -432,6 +444,12 @@ function allocateBucket(
     minMax,
     schema,
     size: 0,
+    // Chosen once per bucket: a bucket keeps the format it was opened in (the server hard-closes a bucket
+    // whose format no longer matches; here the parameter is fixed for the catalog's life).
+    measurementMap:
+      state.parameters.timeseriesAlwaysUseCompressedBuckets === true
+        ? new MeasurementMap(options.timeField)
+        : undefined,
     committedMeasurements: 0,
     fieldNames: [],
   });
@@ -481,6 +499,7 @@ function stageInto(
   countStagedBy(batch, op.writer);
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;
+  batch.uncommittedEstimate += change.uncommittedEstimate;
   if (change.newFieldNames.length > 0) {
     bucket.uncommittedFieldNames ??= new Set();
     for (const field of change.newFieldNames) bucket.uncommittedFieldNames.add(field);
@@ -507,7 +526,7 @@ export function rollover(
   bucket: Bucket,
   reason: Exclude<RolloverReason, 'none'>,
 ): void {
-  // Newest: a bucket already full by count or size is closed rather than archived (INTERNALS §5.5).
+  // Newest: a bucket already full by count or size is closed rather than archived (docs/mongodb-behaviour.md §5.5).
   const effective = reason === 'timeBackward' ? (fullBy(state, bucket) ?? reason) : reason;
   bucket.rolloverReason = effective;
   bucket.rolloverAction = rolloverActionFor[effective];
@@ -608,10 +627,10 @@ export function closeOpenBucket(
 
 /**
  * Archive a bucket: drop it from memory and keep a small record for archive-based reopening. If a record
- * for the same series and start exists, the bucket is closed instead (INTERNALS §5.5).
+ * for the same series and start exists, the bucket is closed instead (docs/mongodb-behaviour.md §5.5).
  */
 function archiveBucket(state: CatalogState, lock: StripeLock, coll: CollectionState, bucket: Bucket): void {
-  // Newest: a bucket already full is closed instead (INTERNALS §5.5): reopening it could add nothing.
+  // Newest: a bucket already full is closed instead (docs/mongodb-behaviour.md §5.5): reopening it could add nothing.
   // (A time-backward rollover has made that choice already; this is for expiry under memory pressure.)
   const full = fullBy(state, bucket);
   if (full !== undefined) {
@@ -635,7 +654,7 @@ function archiveBucket(state: CatalogState, lock: StripeLock, coll: CollectionSt
 }
 
 /**
- * Expire idle buckets of one stripe while the catalog is over its memory threshold (INTERNALS §5.7): the
+ * Expire idle buckets of one stripe while the catalog is over its memory threshold (docs/mongodb-behaviour.md §5.7): the
  * least recently idle bucket is archived; then archived records are dropped. At most
  * `timeseriesIdleBucketExpiryMaxCountPerAttempt + 1` per call (the server's `<=`).
  *

@@ -1,5 +1,5 @@
 /**
- * The bucket catalog's public protocol (`bucket_catalog/bucket_catalog.h`, INTERNALS §7):
+ * The bucket catalog's public protocol (`bucket_catalog/bucket_catalog.h`, docs/mongodb-behaviour.md §7):
  * `insert` stages measurements into write batches; a writer that claims a batch's commit rights calls
  * `prepareCommit`, writes to storage, then `finish` (or `abort` on failure); other writers wait with
  * `getWriteBatchResult`.
@@ -10,6 +10,7 @@ import type { ObjectId } from 'bson';
 
 import { makeBucketUpdate, makeNewBucketDocument } from '../bucket-format/bucket-document.js';
 import type { BucketCommit, BucketDocumentV1 } from '../bucket-format/bucket-document.js';
+import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { defaultBucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { takeDocuments, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
@@ -50,9 +51,11 @@ import {
 import type { BucketStateRegistry } from './bucket-state-registry.js';
 import { kNumberOfStripes, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
+import { prepareCompressedWrite } from './compressed-commit.js';
 import { ExecutionStatsController, makeExecutionStats, snapshotExecutionStats } from './execution-stats.js';
-import type { ExecutionStatsSnapshot } from './execution-stats.js';
+import type { ExecutionStatsFormat, ExecutionStatsSnapshot } from './execution-stats.js';
 import {
+  compressedForReopening,
   findReopeningCandidate,
   installReopenedBucket,
   rehydrateBucket,
@@ -87,17 +90,25 @@ export type CombineWithInsertsFromOtherClients = 'allow' | 'disallow';
 
 /** What the writer holding commit rights must write, from {@link BucketCatalog.prepareCommit}. */
 export type PreparedCommit =
-  /** First commit of the bucket: insert the whole document. */
-  | { readonly kind: 'insert'; readonly bucketId: ObjectId; readonly document: BucketDocumentV1 }
+  /** First commit of the bucket: insert the whole document (version 1, or version 2 when compressed). */
+  | {
+      readonly kind: 'insert';
+      readonly bucketId: ObjectId;
+      readonly document: BucketDocumentV1 | Readonly<Record<string, unknown>>;
+    }
   /**
    * Later commit: apply it to the bucket if the bucket holds exactly the measurements the catalog
    * committed (`Storage.applyCommit`), so a bucket changed by someone else is not appended to.
    */
-  | { readonly kind: 'update'; readonly bucketId: ObjectId; readonly commit: BucketCommit }
+  | {
+      readonly kind: 'update';
+      readonly bucketId: ObjectId;
+      readonly commit: BucketCommit | CompressedBucketCommit;
+    }
   /** The batch was aborted (its bucket was cleared); nothing to write. */
   | { readonly kind: 'aborted'; readonly error: unknown };
 
-/** The catalog section of `serverStatus` (INTERNALS §6.2). */
+/** The catalog section of `serverStatus` (docs/mongodb-behaviour.md §6.2). */
 export type BucketCatalogServerStatus = Readonly<
   {
     numBuckets: number;
@@ -150,7 +161,7 @@ export interface BucketCatalogOptions {
  */
 export class BucketCatalog {
   readonly #state: CatalogState;
-  /** Pending direct writes and the era (INTERNALS §8). */
+  /** Pending direct writes and the era (docs/mongodb-behaviour.md §8). */
   readonly #registry: BucketStateRegistry = makeBucketStateRegistry();
 
   /**
@@ -306,7 +317,8 @@ export class BucketCatalog {
     request: ReopeningRequest,
   ): Promise<Bucket | undefined> {
     let candidate: Awaited<ReturnType<typeof findReopeningCandidate>>;
-    let v1: Awaited<ReturnType<typeof uncompressedForReopening>>;
+    let stored: Awaited<ReturnType<typeof uncompressedForReopening>>;
+    const compressed = this.#state.parameters.timeseriesAlwaysUseCompressedBuckets === true;
     try {
       candidate = await findReopeningCandidate(
         coll,
@@ -315,19 +327,30 @@ export class BucketCatalog {
         this.#state.parameters.timeseriesBucketMaxSize,
       );
       if (candidate.kind === 'notFound') return undefined;
-      v1 = await uncompressedForReopening(source, candidate.doc);
+      if (compressed) {
+        const result = await compressedForReopening(
+          source,
+          candidate.doc,
+          coll.options.timeField,
+          this.#state.parameters.timeseriesValidateCompressedBuckets ?? true,
+        );
+        // A bucket that cannot be compressed is frozen: it is never reopened, and the measurement goes to
+        // a new bucket.
+        if (result === 'frozen') coll.stats.inc('numBucketsFrozen');
+        stored = result === 'frozen' ? undefined : result;
+      } else stored = await uncompressedForReopening(source, candidate.doc);
     } catch {
       coll.stats.inc('numBucketReopeningsFailed');
       return undefined;
     }
-    if (v1 === undefined) {
+    if (stored === undefined) {
       coll.stats.inc('numBucketReopeningsFailed');
       return undefined;
     }
-    // A version-1 candidate is the document rehydrated (the query measured it); a decompressed one was
+    // A candidate used as stored is the document rehydrated (the query measured it); a rewritten one was
     // measured while it was built.
-    const size = v1.doc === candidate.doc ? candidate.size : v1.size;
-    const result = rehydrateBucket(coll, key, v1.doc, size);
+    const size = stored.doc === candidate.doc ? candidate.size : stored.size;
+    const result = rehydrateBucket(coll, key, stored.doc, size, compressed ? 'compressed' : 'uncompressed');
     if (result.kind === 'ok') return result.bucket;
     coll.stats.inc('numBucketReopeningsFailed');
     return undefined;
@@ -391,6 +414,8 @@ export class BucketCatalog {
     batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
     const skip = { skipField: coll.options.metaField };
     for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
+    if (bucket.measurementMap !== undefined)
+      return prepareCompressedWrite(bucket, batch, coll.options, coll.stats);
     if (batch.numPreviouslyCommittedMeasurements === 0) {
       // The first commit writes whole documents: built once, not also as per-field updates.
       const { min, max } = takeDocuments(bucket.minMax);
@@ -448,6 +473,9 @@ export class BucketCatalog {
       batch.state = 'finished';
       bucket.preparedBatch = undefined;
       bucket.numCommittedMeasurements += n;
+      // A compressed bucket's size is its measured column bytes: the staged estimate gives way to them.
+      if (bucket.measurementMap !== undefined)
+        bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
       for (const field of batch.createdColumns) {
         bucket.fieldNames.add(field);
         bucket.uncommittedFieldNames?.delete(field);
@@ -507,7 +535,7 @@ export class BucketCatalog {
 
   /**
    * Announce a write to a bucket document that does not come from the catalog (update, delete, TTL, raw
-   * bucket write; INTERNALS §8, MongoDB's `directWriteStart`). The catalog forgets the bucket: batches not
+   * bucket write; docs/mongodb-behaviour.md §8, MongoDB's `directWriteStart`). The catalog forgets the bucket: batches not
    * yet prepared fail with `TimeseriesBucketCleared` (their writers re-stage them elsewhere), a prepared
    * batch is waited for (its write lands before the caller reads the document), an archived record is
    * dropped, and the bucket is not reopened until {@link BucketCatalog.directWriteFinish}.
@@ -654,6 +682,32 @@ export class BucketCatalog {
   }
 
   /**
+   * Which bucket format the catalog writes: `'alwaysCompressed'` (MongoDB 8.0+,
+   * `timeseriesAlwaysUseCompressedBuckets`) or `'compressOnClose'` (5.x–7.x).
+   *
+   * @returns the format.
+   */
+  get bucketFormat(): ExecutionStatsFormat {
+    return this.#state.parameters.timeseriesAlwaysUseCompressedBuckets === true
+      ? 'alwaysCompressed'
+      : 'compressOnClose';
+  }
+
+  /** Which statistics snapshots print (8.0 hides the compression-on-close ones in its format). */
+  get #statsFormat(): ExecutionStatsFormat {
+    return this.bucketFormat;
+  }
+
+  /**
+   * The execution statistics of a collection that has not inserted yet: all zero.
+   *
+   * @returns a frozen snapshot.
+   */
+  emptyExecutionStats(): ExecutionStatsSnapshot {
+    return snapshotExecutionStats(makeExecutionStats(), this.#statsFormat);
+  }
+
+  /**
    * A collection's execution statistics, or `undefined` before its first insert.
    *
    * @param ns - namespace.
@@ -661,7 +715,7 @@ export class BucketCatalog {
    */
   executionStats(ns: string): ExecutionStatsSnapshot | undefined {
     const coll = this.#state.collections.get(ns);
-    return coll === undefined ? undefined : snapshotExecutionStats(coll.stats.collection);
+    return coll === undefined ? undefined : snapshotExecutionStats(coll.stats.collection, this.#statsFormat);
   }
 
   /**
@@ -678,7 +732,10 @@ export class BucketCatalog {
       numIdleBuckets += stripe.idleBuckets.size;
     }
     const numBuckets = this.#state.globalStats.numActiveBuckets;
-    const { numActiveBuckets: _ignored, ...stats } = snapshotExecutionStats(this.#state.globalStats);
+    const { numActiveBuckets: _ignored, ...stats } = snapshotExecutionStats(
+      this.#state.globalStats,
+      this.#statsFormat,
+    );
     return Object.freeze({
       numBuckets,
       numOpenBuckets,

@@ -7,7 +7,7 @@ import type { ObjectId } from 'bson';
 
 import { objectIdHex } from '../util/bson-value.js';
 
-/** Number of stripes of the catalog (`kNumStripes`, INTERNALS §0). */
+/** Number of stripes of the catalog (`kNumStripes`, docs/mongodb-behaviour.md §0). */
 export const kNumberOfStripes = 32;
 
 /** A series within a collection: namespace plus binary meta key. */

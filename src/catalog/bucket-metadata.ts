@@ -1,5 +1,5 @@
 /**
- * Meta normalisation and series identity (INTERNALS §2.5; `timeseries/metadata.cpp`,
+ * Meta normalisation and series identity (docs/mongodb-behaviour.md §2.5; `timeseries/metadata.cpp`,
  * `bucket_catalog/bucket_metadata.cpp`).
  *
  * The normalised meta sorts object fields by the byte order of their UTF-8 names, at every depth and inside

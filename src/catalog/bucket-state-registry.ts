@@ -1,5 +1,5 @@
 /**
- * Direct writes and eras (`bucket_catalog/bucket_state_registry.h`, INTERNALS §8): every write to a bucket
+ * Direct writes and eras (`bucket_catalog/bucket_state_registry.h`, docs/mongodb-behaviour.md §8): every write to a bucket
  * document that does not come from the catalog (updates, deletes, TTL, raw bucket writes) announces itself
  * before it touches storage and again when it is done, so the catalog never appends to a bucket from a
  * stale picture and never reopens a bucket whose document is being rewritten.

@@ -1,10 +1,11 @@
 /**
  * An open bucket in the catalog (`bucket_catalog/bucket.h`) and the size estimate of a measurement
- * (`calculateBucketFieldsAndSizeChange`, INTERNALS §5.3, the rule for version-1 buckets).
+ * (`calculateBucketFieldsAndSizeChange`, docs/mongodb-behaviour.md §5.3, the rule for version-1 buckets).
  *
  * @packageDocumentation
  */
 import type { Measurement } from '../bucket-format/bucket-document.js';
+import type { MeasurementMap } from '../bucket-format/measurement-map.js';
 import type { MinMax } from '../bucket-format/min-max.js';
 import type { Schema } from '../bucket-format/schema.js';
 import { bsonValueSize, utf8ByteLength } from '../util/bson-value.js';
@@ -42,8 +43,19 @@ export interface Bucket {
   readonly minMax: MinMax;
   /** Per-path canonical types of staged measurements. */
   readonly schema: Schema;
-  /** Estimated size in bytes of the bucket document. */
+  /**
+   * Estimated size in bytes of the bucket document: for a version-1 bucket the 5.x–7.x estimate of every
+   * staged measurement; for a compressed bucket its columns' compressed bytes plus what new fields add
+   * to `control`, plus the estimate of staged large values (MongoDB 8.0).
+   */
   size: number;
+  /**
+   * The columns of a compressed bucket (MongoDB 8.0+ format), appended to by each commit; `undefined` for
+   * a version-1 bucket. Owned by the batch holding the prepared slot while it commits.
+   */
+  readonly measurementMap: MeasurementMap | undefined;
+  /** Whether a compressed bucket is still sorted by time (`control.version` 2, not 3). */
+  sortedByTime: boolean;
   /** Measurements staged or committed. */
   numMeasurements: number;
   /** Measurements committed. */
@@ -84,8 +96,19 @@ export interface Bucket {
 /** What distinguishes one new open bucket from another; everything else starts empty. */
 export type BucketInit = Pick<
   Bucket,
-  'id' | 'key' | 'collection' | 'hasMeta' | 'normalizedMeta' | 'startMs' | 'minMax' | 'schema' | 'size'
+  | 'id'
+  | 'key'
+  | 'collection'
+  | 'hasMeta'
+  | 'normalizedMeta'
+  | 'startMs'
+  | 'minMax'
+  | 'schema'
+  | 'size'
+  | 'measurementMap'
 > & {
+  /** Whether the stored bucket is sorted by time (a reopened version-3 bucket is not). */
+  readonly sortedByTime?: boolean;
   /** Measurements already in the stored document (a reopened bucket), 0 for a new one. */
   readonly committedMeasurements: number;
   /** Columns of the stored document. */
@@ -109,6 +132,8 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     minMax: init.minMax,
     schema: init.schema,
     size: init.size,
+    measurementMap: init.measurementMap,
+    sortedByTime: init.sortedByTime ?? true,
     numMeasurements: init.committedMeasurements,
     numCommittedMeasurements: init.committedMeasurements,
     fieldNames: new Set(init.fieldNames),
@@ -143,12 +168,17 @@ export function numDigits(n: number): number {
 export interface BucketSizeChange {
   /** Estimated bytes the measurement adds to the bucket document. */
   readonly sizeToBeAdded: number;
+  /**
+   * The part of `sizeToBeAdded` that a compressed bucket replaces by the measured compressed bytes once
+   * the measurement is committed (0 for a version-1 bucket, whose estimate stays).
+   */
+  readonly uncommittedEstimate: number;
   /** Field names new to the bucket (neither committed nor pending in another batch). */
   readonly newFieldNames: ReadonlyArray<string>;
 }
 
 /**
- * Estimate the bytes a measurement adds to a version-1 bucket (INTERNALS §5.3): for each top-level field
+ * Estimate the bytes a measurement adds to a version-1 bucket (docs/mongodb-behaviour.md §5.3): for each top-level field
  * except the metaField, a field new to the bucket adds an empty column (`12 + len(name)`) and its first
  * appearance in `control.min` and `control.max` (`2 × element size`); every field adds its element
  * re-keyed by the measurement index (`element size − name size + digits(n) + 1`).
@@ -159,11 +189,17 @@ export interface BucketSizeChange {
  * @returns the estimate and the new field names.
  */
 export function calculateBucketFieldsAndSizeChange(
-  bucket: Pick<Bucket, 'fieldNames' | 'uncommittedFieldNames' | 'numMeasurements'>,
+  bucket: Pick<Bucket, 'fieldNames' | 'uncommittedFieldNames' | 'numMeasurements'> &
+    Partial<Pick<Bucket, 'measurementMap'>>,
   measurement: Measurement,
   metaField: string | undefined,
 ): BucketSizeChange {
   const digits = numDigits(bucket.numMeasurements);
+  // MongoDB 8.0 sizes a compressed bucket by its compressed columns: a staged value counts only when its
+  // re-keyed element is larger than `timeseriesLargeMeasurementThreshold` (32 bytes), and only until it
+  // is committed; new fields still add what they add to `control`.
+  const compressed = bucket.measurementMap !== undefined;
+  let estimate = 0;
   let size = 0;
   let newFieldNames: string[] | undefined;
   // for-in with an own-property check, not Object.keys: no array of names per call (this runs
@@ -181,12 +217,21 @@ export function calculateBucketFieldsAndSizeChange(
       const nameSize = utf8ByteLength(field);
       size += 12 + nameSize + 2 * (2 + nameSize + valueSize);
     }
-    size += 1 + valueSize + digits + 1;
+    const element = 1 + valueSize + digits + 1;
+    if (!compressed) size += element;
+    else if (element > kLargeMeasurementThreshold) estimate += element;
   }
-  return { sizeToBeAdded: size, newFieldNames: newFieldNames ?? kNoFields };
+  return {
+    sizeToBeAdded: size + estimate,
+    uncommittedEstimate: estimate,
+    newFieldNames: newFieldNames ?? kNoFields,
+  };
 }
 
 const kNoFields: ReadonlyArray<string> = Object.freeze([]);
+
+/** MongoDB 8.0's `timeseriesLargeMeasurementThreshold`: smaller staged values are not estimated. */
+const kLargeMeasurementThreshold = 32;
 
 /**
  * The bucket's unprepared batch staged under `opId`, if any.

@@ -1,5 +1,5 @@
 /**
- * Execution statistics of the bucket catalog, named exactly as MongoDB names them (INTERNALS §6.1;
+ * Execution statistics of the bucket catalog, named exactly as MongoDB names them (docs/mongodb-behaviour.md §6.1;
  * `bucket_catalog/execution_stats.h`).
  *
  * Counters only go up; the one gauge (`numActiveBuckets`) goes up and down. Each collection has its own
@@ -64,8 +64,31 @@ export interface ExecutionStats {
  * order, with `avgNumMeasurementsPerCommit` after `numMeasurementsCommitted` when there was a commit.
  */
 export type ExecutionStatsSnapshot = Readonly<
-  { numActiveBuckets: number; avgNumMeasurementsPerCommit?: number } & Record<CounterName, number>
+  { numActiveBuckets: number; avgNumMeasurementsPerCommit?: number } & Record<
+    Exclude<CounterName, CompressionCounterName>,
+    number
+  > &
+    Partial<Record<CompressionCounterName, number>>
 >;
+
+/**
+ * The 5.x–7.x statistics of compression on close, which MongoDB 8.0 does not print when buckets are
+ * compressed from their first commit (`timeseriesAlwaysUseCompressedBuckets`).
+ */
+export const kCompressionCounterNames = [
+  'numBytesUncompressed',
+  'numBytesCompressed',
+  'numSubObjCompressionRestart',
+  'numCompressedBuckets',
+  'numUncompressedBuckets',
+  'numFailedDecompressBuckets',
+] as const;
+
+/** A 5.x–7.x compression statistic. */
+export type CompressionCounterName = (typeof kCompressionCounterNames)[number];
+
+/** Which statistics a snapshot prints: all, or without the 5.x–7.x compression ones (8.0 format). */
+export type ExecutionStatsFormat = 'compressOnClose' | 'alwaysCompressed';
 
 /**
  * New zeroed statistics.
@@ -123,11 +146,17 @@ export class ExecutionStatsController {
  * A frozen snapshot of `stats` in MongoDB's output order, with derived numbers.
  *
  * @param stats - the raw statistics.
+ * @param format - `'alwaysCompressed'` leaves out the 5.x–7.x compression statistics, as 8.0 does.
  * @returns the snapshot.
  */
-export function snapshotExecutionStats(stats: ExecutionStats): ExecutionStatsSnapshot {
+export function snapshotExecutionStats(
+  stats: ExecutionStats,
+  format: ExecutionStatsFormat = 'compressOnClose',
+): ExecutionStatsSnapshot {
   const out: Record<string, number> = { numActiveBuckets: stats.numActiveBuckets };
+  const hidden: ReadonlyArray<string> = format === 'alwaysCompressed' ? kCompressionCounterNames : [];
   for (const name of kCounterNames) {
+    if (hidden.includes(name)) continue;
     out[name] = stats.counters[name];
     if (name === 'numMeasurementsCommitted' && stats.counters.numCommits > 0) {
       out.avgNumMeasurementsPerCommit = Math.floor(

@@ -1,5 +1,5 @@
 /**
- * The catalog's estimate of the memory it holds (`memoryUsage` in serverStatus; INTERNALS §5.7).
+ * The catalog's estimate of the memory it holds (`memoryUsage` in serverStatus; docs/mongodb-behaviour.md §5.7).
  *
  * MongoDB counts allocator bytes, which cannot be reproduced; this estimate counts what a bucket keeps:
  * a fixed overhead for its bookkeeping (maps, sets, batch slots, min/max and schema roots), its series key

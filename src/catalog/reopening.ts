@@ -1,5 +1,5 @@
 /**
- * Bucket reopening (INTERNALS §9; `bucket_catalog_internal.cpp` `findArchivedCandidate`,
+ * Bucket reopening (docs/mongodb-behaviour.md §9; `bucket_catalog_internal.cpp` `findArchivedCandidate`,
  * `getQueryReopeningCandidate`, `rehydrateBucket`, `reopenBucket`): late measurements go back into a
  * bucket already on disk instead of a new, tiny one.
  *
@@ -12,14 +12,18 @@
  * - The document is rehydrated (min/max and schema from `control.min`/`control.max`, count from the time
  *   column) and installed: the series' current bucket is closed (`numBucketsClosedDueToReopening`).
  *
- * A compressed (version 2 or 3) bucket is first rewritten uncompressed, guarded on its version and count,
- * since open buckets are appended to as version 1.
+ * In the 5.x–7.x format a compressed (version 2 or 3) bucket is first rewritten uncompressed, guarded on
+ * its version and count, since open buckets are appended to as version 1; in the 8.0+ format a version-1
+ * bucket is first compressed, and a compressed one is reopened by rebuilding its columns' encoders from
+ * the stored binaries.
  *
  * @packageDocumentation
  */
 import type { ObjectId } from 'bson';
 
-import { decompressBucketSized } from '../bucket-format/bucket-compression.js';
+import { compressBucket, decompressBucketSized } from '../bucket-format/bucket-compression.js';
+import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
+import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { minMaxFromDocuments } from '../bucket-format/min-max.js';
 import { schemaFromDocuments } from '../bucket-format/schema.js';
 import type { StoredBucket } from '../storage/storage.js';
@@ -104,7 +108,7 @@ export function takeArchivedCandidate(
 }
 
 /**
- * The query-based reopening filter of INTERNALS §9.2 (the size condition is checked on the results).
+ * The query-based reopening filter of docs/mongodb-behaviour.md §9.2 (the size condition is checked on the results).
  *
  * @param options - the collection's bucketing options.
  * @param params - `timeseriesBucketMaxCount`.
@@ -223,17 +227,51 @@ export async function uncompressedForReopening(
   return replaced ? v1 : undefined;
 }
 
+/**
+ * The compressed form of a reopening candidate (MongoDB 8.0+, `compressUncompressedBucketOnReopen`): a
+ * version-1 document is compressed (sorted by time) and written back, guarded on `_id`, version 1 and its
+ * measurement count; a compressed document is returned as is.
+ *
+ * @param source - the storage.
+ * @param doc - the candidate document.
+ * @param timeField - the collection's time field.
+ * @param validate - `timeseriesValidateCompressedBuckets`: decode the compressed columns and compare.
+ * @returns the compressed document (with its BSON size when it was compressed here), `frozen` when
+ *   compression failed (the server freezes such a bucket), or `undefined` when it could not be written.
+ */
+export async function compressedForReopening(
+  source: ReopeningSource,
+  doc: StoredBucket,
+  timeField: string,
+  validate: boolean,
+): Promise<{ readonly doc: StoredBucket; readonly size: number | undefined } | 'frozen' | undefined> {
+  const control = doc.control as { version?: unknown } | undefined;
+  if (control?.version === 2 || control?.version === 3) return { doc, size: undefined };
+  if (control?.version !== 1) return undefined;
+  const result = compressBucket(doc, timeField, { validate, whenNotSmaller: 'compress' });
+  if (result.kind !== 'compressed') return 'frozen';
+  const times = getOwnField(doc.data as object, timeField) as object;
+  const n = Object.keys(times).length;
+  const replaced = await source.replaceBucket(
+    { _id: doc._id, 'control.version': 1, [`data.${timeField}.${n}`]: { $exists: false } },
+    result.doc,
+  );
+  return replaced ? { doc: result.doc, size: result.bytesAfter } : undefined;
+}
+
 /** Outcome of {@link rehydrateBucket}. */
 export type RehydrateResult =
   { readonly kind: 'ok'; readonly bucket: Bucket } | { readonly kind: 'failed'; readonly reason: string };
 
 /**
- * Rebuild an open bucket from a stored version-1 document (`rehydrateBucket`).
+ * Rebuild an open bucket from a stored document (`rehydrateBucket`): version 1 for the 5.x–7.x format,
+ * version 2 or 3 for the 8.0+ format.
  *
  * @param collection - the collection (its bucketing options are those of its latest insert).
  * @param key - the series the measurement belongs to.
  * @param doc - the stored document.
  * @param size - its BSON size, when already known.
+ * @param format - which format the catalog writes: the document must be in it.
  * @returns the bucket, or why it cannot be reopened.
  */
 export function rehydrateBucket(
@@ -241,6 +279,7 @@ export function rehydrateBucket(
   key: BucketKey,
   doc: StoredBucket,
   size?: number,
+  format: 'uncompressed' | 'compressed' = 'uncompressed',
 ): RehydrateResult {
   const options = collection.options;
   const id = doc._id;
@@ -250,7 +289,11 @@ export function rehydrateBucket(
   if (control.closed === true) {
     return { kind: 'failed', reason: 'Bucket has been marked closed and is not eligible for reopening' };
   }
-  if (control.version !== 1) return { kind: 'failed', reason: 'the bucket must be uncompressed first' };
+  const compressed = control.version === 2 || control.version === 3;
+  if (control.version !== 1 && !compressed) return { kind: 'failed', reason: 'unknown bucket version' };
+  if (compressed !== (format === 'compressed')) {
+    return { kind: 'failed', reason: `the bucket must be ${format} first` };
+  }
   const hasMeta = hasOwnField(doc, 'meta');
   const metadata = makeBucketMetadata(hasMeta ? doc.meta : undefined);
   if (metadata.key !== key.metaKey) return { kind: 'failed', reason: 'meta does not match the series' };
@@ -264,7 +307,25 @@ export function rehydrateBucket(
   }
   const schema = schemaFromDocuments(min, max);
   if (schema.kind !== 'ok') return { kind: 'failed', reason: 'mixed-schema bucket' };
-  const count = Object.keys(timeColumn).length;
+  let measurementMap: MeasurementMap | undefined;
+  if (compressed) {
+    try {
+      const stored = Number(control.count);
+      const count = Number.isInteger(stored) && stored >= 0 ? stored : columnLength(timeColumn);
+      // A sorted (version 2) bucket's last measurement has its greatest time; a version-3 bucket is
+      // unsorted already and never asks.
+      const lastTimeMs = control.version === 2 ? lastTime(max, options.timeField) : Number.NaN;
+      measurementMap = MeasurementMap.fromBinaries(
+        options.timeField,
+        data as Record<string, unknown>,
+        count,
+        lastTimeMs,
+      );
+    } catch {
+      return { kind: 'failed', reason: 'malformed compressed column' };
+    }
+  }
+  const count = measurementMap?.count ?? Object.keys(timeColumn).length;
   const bucket = makeOpenBucket({
     id: makeBucketId(key.ns, id),
     key,
@@ -275,6 +336,9 @@ export function rehydrateBucket(
     minMax: minMaxFromDocuments(min, max),
     schema: schema.schema,
     size: size ?? bsonValueSize(doc),
+    measurementMap,
+    // `rehydrateBucket`: a reopened version-3 bucket stays unsorted.
+    sortedByTime: control.version !== 3,
     committedMeasurements: count,
     fieldNames: Object.keys(data as object),
   });
@@ -305,7 +369,7 @@ export function installReopenedBucket(
     return existing;
   }
   // As when a bucket is allocated, the stripe sheds idle buckets first if the catalog is over its memory
-  // threshold (INTERNALS §5.7).
+  // threshold (docs/mongodb-behaviour.md §5.7).
   expireIdleBuckets(state, lock);
   // A copy: closing a bucket removes it from the series' list.
   const series = [...(stripe.openBucketsByKey.get(bucket.key.signature) ?? [])];
@@ -327,4 +391,15 @@ export function installReopenedBucket(
   coll.stats.addActiveBuckets(1);
   coll.stats.inc('numBucketsReopened');
   return bucket;
+}
+
+/** The number of entries of a stored BSONColumn (decoded: only for a bucket without `control.count`). */
+function columnLength(column: unknown): number {
+  const { buffer, position } = column as { buffer: Uint8Array; position: number };
+  return BSONColumn.decode(buffer.subarray(0, position)).length;
+}
+
+function lastTime(max: Record<string, unknown>, timeField: string): number {
+  const t = getOwnField(max, timeField);
+  return t instanceof Date ? t.getTime() : Number.NaN;
 }

@@ -1,5 +1,5 @@
 /**
- * Why a bucket stops accepting measurements, and what happens to it then (INTERNALS §5.1;
+ * Why a bucket stops accepting measurements, and what happens to it then (docs/mongodb-behaviour.md §5.1;
  * `bucket_catalog/rollover.h`).
  *
  * | reason          | action      | meaning                                                             |

@@ -14,7 +14,7 @@ import type { ObjectId } from 'bson';
 
 import type { Bucket } from './bucket.js';
 
-/** An archived bucket: closed in memory but remembered for archive-based reopening (INTERNALS §9.1). */
+/** An archived bucket: closed in memory but remembered for archive-based reopening (docs/mongodb-behaviour.md §9.1). */
 export interface ArchivedBucket {
   /** The bucket's `_id`. */
   readonly oid: ObjectId;

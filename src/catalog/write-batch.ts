@@ -1,6 +1,6 @@
 /**
  * A write batch: measurements staged into one bucket that one writer commits to storage
- * (`bucket_catalog/write_batch.h`, INTERNALS §7).
+ * (`bucket_catalog/write_batch.h`, docs/mongodb-behaviour.md §7).
  *
  * States:
  *
@@ -49,6 +49,10 @@ export interface WriteBatch {
   createdColumns: ReadonlyArray<string>;
   /** Whether the bucket was opened because its series had no open bucket. */
   openedDueToMetadata: boolean;
+  /** Estimated bytes of the staged measurements that the commit replaces by measured ones (8.0 format). */
+  uncommittedEstimate: number;
+  /** Change of the compressed bucket's column bytes made by this commit (8.0 format), set at prepare. */
+  compressedSizeDelta: number;
   /** Measurements already committed to the bucket when this batch was prepared. */
   numPreviouslyCommittedMeasurements: number;
   /** Whether a writer claimed the right to commit. */
@@ -86,6 +90,8 @@ export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionSta
     measurements: [],
     createdColumns: [],
     openedDueToMetadata: false,
+    uncommittedEstimate: 0,
+    compressedSizeDelta: 0,
     numPreviouslyCommittedMeasurements: 0,
     commitRights: false,
     claimedBy: -1,

@@ -1,5 +1,5 @@
 /**
- * The public facade (SPEC §2): a `BucketEngine` owns a bucket catalog and a storage, and hands out
+ * The public facade (README, Use): a `BucketEngine` owns a bucket catalog and a storage, and hands out
  * time-series collections.
  *
  * @packageDocumentation
@@ -51,7 +51,7 @@ export interface ServerStatus {
  * ```
  */
 export class BucketEngine {
-  /** The bucket catalog (low-level protocol, SPEC §6). */
+  /** The bucket catalog (low-level protocol, docs/mongodb-behaviour.md §7). */
   readonly catalog: BucketCatalog;
   /** The storage holding bucket documents. */
   readonly storage: Storage;
@@ -81,8 +81,9 @@ export class BucketEngine {
     this.storage = resolved.storage;
     this.clock = resolved.clock;
     this.dbName = resolved.dbName;
+    // In the 8.0+ format buckets are compressed from their first commit: closing one writes nothing.
     const compressor =
-      resolved.compression === 'onClose'
+      resolved.compression === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
         ? new ClosedBucketCompressor(
             this.storage,
             () => this.catalog,
@@ -103,6 +104,8 @@ export class BucketEngine {
         timeseriesIdleBucketExpiryMemoryUsageThresholdBytes:
           parameters.timeseriesIdleBucketExpiryMemoryUsageThresholdBytes,
         timeseriesIdleBucketExpiryMaxCountPerAttempt: parameters.timeseriesIdleBucketExpiryMaxCountPerAttempt,
+        timeseriesAlwaysUseCompressedBuckets: parameters.timeseriesAlwaysUseCompressedBuckets,
+        timeseriesValidateCompressedBuckets: parameters.timeseriesValidateCompressedBuckets,
       },
       reopening: resolved.reopening,
       ...(compressor === undefined
@@ -226,7 +229,7 @@ export class BucketEngine {
   }
 
   /**
-   * One TTL pass now (INTERNALS §13): in every collection with `expireAfterSeconds`, delete the buckets
+   * One TTL pass now (docs/mongodb-behaviour.md §13): in every collection with `expireAfterSeconds`, delete the buckets
    * whose start (the `_id` time, the rounded `control.min.<time>`) is older than `now −
    * expireAfterSeconds − bucketMaxSpanSeconds` by the engine's clock. Buckets outside the 32-bit `_id`
    * range are judged by their real start. Each deletion clears the bucket in the catalog first.

@@ -1,5 +1,5 @@
 /**
- * Compression of closed buckets (INTERNALS §1.3, BSONCOLUMN.md §5; MongoDB 5.2–7.x "compression on
+ * Compression of closed buckets (docs/mongodb-behaviour.md §1.3, docs/bsoncolumn.md §5; MongoDB 5.2–7.x "compression on
  * close"): when the catalog closes a bucket, the writer that closed it rewrites the stored version-1
  * document as version 2 before its insert call returns — unless compression fails or would not make the
  * document smaller, in which case it stays version 1.

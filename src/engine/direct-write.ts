@@ -1,5 +1,5 @@
 /**
- * Direct writes from the facade (INTERNALS §8): every write to a bucket document that does not come from
+ * Direct writes from the facade (docs/mongodb-behaviour.md §8): every write to a bucket document that does not come from
  * the catalog is announced to the catalog before the document is read and after it is written, and a
  * read-modify-write is guarded on the state it read.
  *

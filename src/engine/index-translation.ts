@@ -1,5 +1,5 @@
 /**
- * Index specs of a time-series collection and their buckets-collection form (INTERNALS §12.3; the
+ * Index specs of a time-series collection and their buckets-collection form (docs/mongodb-behaviour.md §12.3; the
  * server's `timeseries_index_schema_conversion_functions` and `translateIndexSpecFromLogicalToBuckets`).
  *
  * | user key                      | bucket key                                                    |

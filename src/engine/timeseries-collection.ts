@@ -1,5 +1,5 @@
 /**
- * A time-series collection (SPEC §2): inserts go through the bucket catalog into the buckets collection.
+ * A time-series collection (README, Use): inserts go through the bucket catalog into the buckets collection.
  *
  * @packageDocumentation
  */
@@ -8,7 +8,6 @@ import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
 import type { BucketMetadata, BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { ExecutionStatsSnapshot } from '../catalog/execution-stats.js';
-import { makeExecutionStats, snapshotExecutionStats } from '../catalog/execution-stats.js';
 import { BulkWriteError, TimeseriesError } from '../errors.js';
 import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
@@ -230,7 +229,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
 
   /**
    * Reads buckets from storage for the catalog's reopening. A document read while a direct write on it
-   * was pending, started or finished is not handed to the catalog (INTERNALS §8 eras), and the
+   * was pending, started or finished is not handed to the catalog (docs/mongodb-behaviour.md §8 eras), and the
    * uncompressed rewrite is guarded on the meta it read.
    */
   readonly #reopeningSource: ReopeningSource = {
@@ -436,7 +435,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   }
 
   /**
-   * Find measurements (SPEC §2, §7): the filter is translated to a bucket filter (see `explain()`), only
+   * Find measurements (docs/architecture.md, read path): the filter is translated to a bucket filter (see `explain()`), only
    * matching buckets are unpacked, then each measurement is filtered exactly. Measurements come back with
    * the time field first, then the metaField, then the other fields, with their BSON types.
    *
@@ -554,8 +553,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   async #stats(): Promise<CollectionStats> {
     const storage = this.#ctx.storage;
     const bucketCount = await storage.countDocuments(this.bucketsNamespace);
-    const exec =
-      this.#ctx.catalog.executionStats(this.namespace) ?? snapshotExecutionStats(makeExecutionStats());
+    const exec = this.#ctx.catalog.executionStats(this.namespace) ?? this.#ctx.catalog.emptyExecutionStats();
     const timeseries: Record<string, unknown> = { bucketsNs: this.bucketsNamespace, bucketCount };
     if (bucketCount > 0) {
       timeseries.avgBucketSize = Math.floor((await storage.totalSize(this.bucketsNamespace)) / bucketCount);
@@ -583,7 +581,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   }
 
   /**
-   * Update the metaField of whole buckets (SPEC §9, INTERNALS §12.2): the query and every updated path
+   * Update the metaField of whole buckets (docs/mongodb-behaviour.md §12, docs/mongodb-behaviour.md §12.2): the query and every updated path
    * must be on the metaField; only update operators are accepted (no replacement, no pipeline, no
    * upsert). The new meta is normalised (object fields sorted), as a series is its normalised meta.
    *
@@ -616,7 +614,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   }
 
   /**
-   * Delete measurements (SPEC §9, INTERNALS §12.1, MongoDB 7.0+): a metaField-only filter deletes whole
+   * Delete measurements (docs/mongodb-behaviour.md §12, docs/mongodb-behaviour.md §12.1, MongoDB 7.0+): a metaField-only filter deletes whole
    * buckets; any other filter unpacks the candidate buckets, removes the matching measurements and
    * rewrites each bucket under the same `_id` (or deletes it when empty).
    *
@@ -648,7 +646,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   }
 
   /**
-   * Create an index over measurement fields, translated to bucket fields (INTERNALS §12.3). An index
+   * Create an index over measurement fields, translated to bucket fields (docs/mongodb-behaviour.md §12.3). An index
    * starting with the metaField then the time field re-enables query-based reopening.
    *
    * @param key - the key pattern (`{ sensor: 1, ts: -1 }`, `{ 'sensor.loc': '2dsphere' }`...).
@@ -698,7 +696,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   }
 
   /**
-   * collMod (INTERNALS §2.6): raise the granularity or the custom bucketing seconds, or set, change or
+   * collMod (docs/mongodb-behaviour.md §2.6): raise the granularity or the custom bucketing seconds, or set, change or
    * remove (`'off'`) `expireAfterSeconds`. Open buckets keep their start and take the new span (the
    * rollover check reads the current options, as MongoDB's does); buckets opened later use the new
    * rounding.

@@ -1,7 +1,7 @@
 /**
- * `deleteMany` on a time-series collection (INTERNALS §12.1, MongoDB 7.0+ arbitrary deletes).
+ * `deleteMany` on a time-series collection (docs/mongodb-behaviour.md §12.1, MongoDB 7.0+ arbitrary deletes).
  *
- * The filter is split by the reader's bucket predicates (INTERNALS §10.3) into a loose bucket filter and
+ * The filter is split by the reader's bucket predicates (docs/mongodb-behaviour.md §10.3) into a loose bucket filter and
  * an exact per-measurement event filter:
  *
  * | filter                         | per candidate bucket                                                    |
@@ -11,7 +11,7 @@
  * |                                | same `_id` with recomputed `control.min/max` (the rounded time minimum  |
  * |                                | kept), compressed again if it was; deleted when nothing is left         |
  *
- * Each bucket is a direct write (INTERNALS §8), guarded on the state it was read in and re-read when
+ * Each bucket is a direct write (docs/mongodb-behaviour.md §8), guarded on the state it was read in and re-read when
  * another direct writer changed it meanwhile. `deletedCount` counts measurements, as MongoDB's `n`.
  *
  * @packageDocumentation
@@ -105,7 +105,7 @@ async function deleteFromBucket(
       if ((await ctx.storage.deleteMany(ctx.bucketsNs, guard)) === 1) return removed;
       continue;
     }
-    const repacked = repackBucket(doc, kept, ctx.timeField, ctx.metaField);
+    const repacked = repackBucket(doc, kept, ctx.timeField, ctx.metaField, ctx.catalog.bucketFormat);
     if ((await ctx.storage.replaceOne(ctx.bucketsNs, guard, repacked)).kind === 'updated') return removed;
   }
   throw new TimeseriesError(
@@ -147,13 +147,15 @@ export function measurementsOf(
 
 /**
  * The bucket rebuilt from the measurements it keeps: same `_id` and meta, `control.min.<time>` still
- * the rounded start, the other bounds recomputed; compressed again (version 2) when the bucket was
- * compressed and compression makes it smaller.
+ * the rounded start, the other bounds recomputed; compressed again (version 2, sorted by time) when the
+ * bucket was compressed: always in the 8.0 format, as MongoDB 8.0 rewrites it, and in the 5.x–7.x format
+ * only when compression makes it smaller.
  *
  * @param doc - the stored bucket.
  * @param kept - its remaining measurements (at least one), in bucket order.
  * @param timeField - the time field.
  * @param metaField - the metaField, if any (left out of `data` and min/max).
+ * @param format - the catalog's bucket format.
  * @returns the new document.
  */
 export function repackBucket(
@@ -161,6 +163,7 @@ export function repackBucket(
   kept: ReadonlyArray<Measurement>,
   timeField: string,
   metaField: string | undefined,
+  format: 'alwaysCompressed' | 'compressOnClose' = 'compressOnClose',
 ): StoredBucket {
   const minMax = createMinMax();
   const control = getOwnField(doc, 'control');
@@ -183,6 +186,8 @@ export function repackBucket(
     metaField,
   }) as unknown as StoredBucket;
   if (bucketVersion(doc) === 1) return rebuilt;
-  const compressed = compressBucket(rebuilt, timeField);
+  const compressed = compressBucket(rebuilt, timeField, {
+    whenNotSmaller: format === 'alwaysCompressed' ? 'compress' : 'keepUncompressed',
+  });
   return compressed.kind === 'compressed' ? compressed.doc : rebuilt;
 }

@@ -1,8 +1,8 @@
 /**
- * `updateMany` on a time-series collection (INTERNALS §12.2, MongoDB 5.1+ without arbitrary updates):
+ * `updateMany` on a time-series collection (docs/mongodb-behaviour.md §12.2, MongoDB 5.1+ without arbitrary updates):
  * a metaField-only query selects whole buckets and a metaField-only update rewrites their `meta`.
  *
- * Each matching bucket is a direct write (INTERNALS §8): announced to the catalog, then read, updated in
+ * Each matching bucket is a direct write (docs/mongodb-behaviour.md §8): announced to the catalog, then read, updated in
  * memory with MongoDB's update operators, normalised (object fields sorted, as a series is identified by
  * its normalised meta) and written back guarded on the meta it was computed from.
  *

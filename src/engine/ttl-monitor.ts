@@ -1,5 +1,5 @@
 /**
- * The TTL monitor for time-series collections (INTERNALS §13; the server's `ttl.cpp`).
+ * The TTL monitor for time-series collections (docs/mongodb-behaviour.md §13; the server's `ttl.cpp`).
  *
  * A bucket is deleted, whole, once every measurement it can hold is expired: when its start — the `_id`
  * time, which is the rounded `control.min.<time>` — is older than `now − expireAfterSeconds −
@@ -8,7 +8,7 @@
  * wrapped `_id` times; judged by their real start they are deleted when old (1969) and kept when in the
  * future (2038, 2106), which is what MongoDB's two-range scan does (jstest `timeseries_ttl.js`).
  *
- * Each deletion is a direct write (INTERNALS §8): the catalog forgets the bucket first.
+ * Each deletion is a direct write (docs/mongodb-behaviour.md §8): the catalog forgets the bucket first.
  *
  * @packageDocumentation
  */

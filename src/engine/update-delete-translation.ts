@@ -1,5 +1,5 @@
 /**
- * Translation of metaField-only updates to bucket updates (INTERNALS §12.2; the server's
+ * Translation of metaField-only updates to bucket updates (docs/mongodb-behaviour.md §12.2; the server's
  * `timeseries_update_delete_util`): the query and every updated path must be on the metaField, which is
  * renamed to the bucket field `meta`.
  *

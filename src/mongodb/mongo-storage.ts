@@ -1,5 +1,5 @@
 /**
- * `MongoStorage`: bucket documents in a real MongoDB through the official driver (SPEC §8).
+ * `MongoStorage`: bucket documents in a real MongoDB through the official driver (docs/mongodb.md).
  *
  * @packageDocumentation
  */
@@ -15,7 +15,11 @@ import type {
 } from 'mongodb';
 
 import { bucketUpdateDocument, commitGuardFilter } from '../bucket-format/bucket-document.js';
-import type { BucketCommit } from '../bucket-format/bucket-document.js';
+import {
+  compressedCommitGuard,
+  compressedCommitReplacementUpdate,
+} from '../bucket-format/compressed-bucket.js';
+import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import type {
   BucketFilter,
@@ -23,10 +27,12 @@ import type {
   NamespaceOptions,
   Storage,
   StorageFindOptions,
+  StorageCommit,
   StorageIndex,
   StorageUpdateResult,
   StoredBucket,
 } from '../storage/storage.js';
+import { CompressedColumnCache, spliceColumns, storedColumns } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument } from './bson-values.js';
 import type { MongoCollectionLike, MongoDbLike } from './driver-shape.js';
 import { isDuplicateKeyError, MongoStorageError } from './mongo-storage-error.js';
@@ -104,6 +110,8 @@ export class MongoStorage implements Storage {
   readonly config: ResolvedMongoStorageConfig;
   readonly #db: MongoDbLike;
   readonly #targets = new Map<string, Target>();
+  /** Column bytes of the compressed buckets being appended to (commits are sent as whole columns). */
+  readonly #columns = new CompressedColumnCache();
 
   /**
    * @param db - a driver `Db` (or an object of the same shape, see {@link MongoDbLike}).
@@ -225,6 +233,7 @@ export class MongoStorage implements Storage {
       }
     });
     this.#targets.delete(ns);
+    this.#columns.forget(ns);
   }
 
   /**
@@ -249,6 +258,7 @@ export class MongoStorage implements Storage {
         throw new TimeseriesError('DuplicateKey', message, { cause: error, ...bucketIdDetail(doc._id) });
       }
     });
+    this.#columns.remember(ns, doc);
   }
 
   /**
@@ -256,8 +266,57 @@ export class MongoStorage implements Storage {
    *
    * Sent as one guarded `updateOne` (see {@link MongoStorage.updateOne} for retries and lost replies).
    */
-  applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
+  applyCommit(ns: string, commit: StorageCommit): Promise<StorageUpdateResult> {
+    if (commit.format === 'compressed') return this.#applyCompressedCommit(ns, commit);
     return this.updateOne(ns, commitGuardFilter(commit), bucketUpdateDocument(commit.update));
+  }
+
+  /**
+   * A compressed bucket's commit as column replacement: one `updateOne` guarded on `_id` and
+   * `control.count`, setting `control` and every column the commit changed, whole. The columns' current
+   * bytes come from the cache, or from one read of the bucket when it is not cached.
+   */
+  async #applyCompressedCommit(ns: string, commit: CompressedBucketCommit): Promise<StorageUpdateResult> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    let base = this.#columns.columnsOf(ns, commit.bucketId);
+    let changed = this.#columns.changedColumns(ns, commit);
+    if (changed === undefined) {
+      const stored = await this.#run('find', bucketsCollectionName, () => readById(buckets, commit.bucketId));
+      const control = stored?.control as { count?: unknown } | undefined;
+      if (stored === undefined || Number(control?.count) !== commit.numPreviouslyCommittedMeasurements)
+        return kNotMatched;
+      base = storedColumns(stored);
+      changed = spliceColumns(base, commit);
+      if (changed === undefined) return kNotMatched;
+    }
+    const columns = changed;
+    const update = compressedCommitReplacementUpdate(commit, columns);
+    const result = await this.#run('updateOne', bucketsCollectionName, async (attempt) => {
+      const written = await buckets.updateOne(compressedCommitGuard(commit), driverUpdate(update));
+      if (written.matchedCount > 0) return kUpdated;
+      if (attempt > 0) {
+        // A lost reply: the update is in if the bucket holds this commit's count and columns.
+        const stored = await readById(buckets, commit.bucketId);
+        const control = stored?.control as { count?: unknown } | undefined;
+        if (stored !== undefined && Number(control?.count) === commit.count) {
+          const now = storedColumns(stored);
+          let same = true;
+          for (const [field, binary] of columns) {
+            const bytes = now.get(field);
+            if (
+              bytes === undefined ||
+              Buffer.compare(bytes, binary.buffer.subarray(0, binary.position)) !== 0
+            )
+              same = false;
+          }
+          if (same) return kUpdated;
+        }
+      }
+      return kNotMatched;
+    });
+    if (result.kind === 'updated') this.#columns.applied(ns, commit, columns, base);
+    else this.#columns.forget(ns, commit.bucketId);
+    return result;
   }
 
   /**
@@ -272,6 +331,8 @@ export class MongoStorage implements Storage {
     update: BucketUpdateDocument,
   ): Promise<StorageUpdateResult> {
     const { buckets, bucketsCollectionName, kind } = this.#target(ns);
+    // A write from outside the catalog's commits: the cached columns may no longer be the stored ones.
+    this.#columns.forget(ns, filter._id);
     if (kind === 'plain') {
       return await this.#once('updateOne', bucketsCollectionName, async () =>
         (await buckets.updateOne(filter, driverUpdate(update))).matchedCount > 0 ? kUpdated : kNotMatched,
@@ -309,6 +370,7 @@ export class MongoStorage implements Storage {
   /** {@inheritDoc Storage.replaceOne} */
   async replaceOne(ns: string, filter: BucketFilter, doc: StoredBucket): Promise<StorageUpdateResult> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
+    this.#columns.forget(ns, filter._id);
     return this.#run('replaceOne', bucketsCollectionName, async (attempt): Promise<StorageUpdateResult> => {
       const result = await buckets.replaceOne(filter, doc);
       if (typeof result.matchedCount === 'number' && result.matchedCount > 0) return kUpdated;
@@ -328,6 +390,7 @@ export class MongoStorage implements Storage {
    */
   async updateMany(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<number> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
+    this.#columns.forget(ns);
     const result = await this.#run('updateMany', bucketsCollectionName, () =>
       buckets.updateMany(filter as Filter<Document>, driverUpdate(update)),
     );
@@ -385,6 +448,7 @@ export class MongoStorage implements Storage {
   /** {@inheritDoc Storage.deleteMany} */
   async deleteMany(ns: string, filter: BucketFilter): Promise<number> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
+    this.#columns.forget(ns);
     const result = await this.#run('deleteMany', bucketsCollectionName, () =>
       buckets.deleteMany(filter as Filter<Document>),
     );

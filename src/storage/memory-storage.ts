@@ -6,11 +6,11 @@ import { update as applyUpdate } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
-import type { BucketCommit } from '../bucket-format/bucket-document.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
 import { handOut, handOutIndexes } from './hand-out.js';
+import { LiveColumns } from './live-columns.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
 import { applyOperatorUpdate } from './operator-update.js';
 import { applyPipelineUpdate } from './pipeline-update.js';
@@ -21,6 +21,7 @@ import type {
   NamespaceOptions,
   Storage,
   StorageFindOptions,
+  StorageCommit,
   StorageIndex,
   StorageUpdateResult,
   StoredBucket,
@@ -47,6 +48,8 @@ interface MemoryNamespace {
   readonly byMeta: Map<string, Set<string>>;
   /** The meta index keys each document is filed under, by hex id (several for an array meta). */
   readonly metaKeyOf: Map<string, ReadonlyArray<string>>;
+  /** Compressed buckets being appended to: their columns, and which documents are stale in `docs`. */
+  readonly live: LiveColumns;
 }
 
 /**
@@ -67,7 +70,13 @@ export class MemoryStorage implements Storage {
   #ns(ns: string): MemoryNamespace {
     let entry = this.#namespaces.get(ns);
     if (entry === undefined) {
-      entry = { docs: new Map(), indexes: new Map(), byMeta: new Map(), metaKeyOf: new Map() };
+      entry = {
+        docs: new Map(),
+        indexes: new Map(),
+        byMeta: new Map(),
+        metaKeyOf: new Map(),
+        live: new LiveColumns(),
+      };
       this.#namespaces.set(ns, entry);
     }
     return entry;
@@ -106,6 +115,7 @@ export class MemoryStorage implements Storage {
     return settle(() => {
       indexMeta(this.#ns(ns), key, doc);
       docs.set(key, doc);
+      this.#ns(ns).live.forget(key);
     });
   }
 
@@ -115,8 +125,15 @@ export class MemoryStorage implements Storage {
    * The guard is checked and the changes applied directly on the stored document: a map lookup and one
    * property store per value, whatever the size of the bucket.
    */
-  applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult> {
-    const doc = this.#ns(ns).docs.get(objectIdHex(commit.bucketId));
+  applyCommit(ns: string, commit: StorageCommit): Promise<StorageUpdateResult> {
+    const entry = this.#ns(ns);
+    const key = objectIdHex(commit.bucketId);
+    const doc = entry.docs.get(key);
+    if (commit.format === 'compressed') {
+      // Spliced into the bucket's live columns; its document is rebuilt when it is next read.
+      const applied = entry.live.apply(key, entry.docs, commit);
+      return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
+    }
     const applied = doc !== undefined && applyCommitToDocument(doc, commit);
     return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
   }
@@ -173,6 +190,7 @@ export class MemoryStorage implements Storage {
     const key = idKey(existing._id);
     return settle(() => {
       indexMeta(this.#ns(ns), key, doc);
+      this.#ns(ns).live.forget(key);
       this.#ns(ns).docs.set(key, doc);
       return { kind: 'updated' };
     });
@@ -224,6 +242,7 @@ export class MemoryStorage implements Storage {
     for (const doc of doomed) {
       const key = idKey(doc._id);
       entry.docs.delete(key);
+      entry.live.forget(key);
       unindexMeta(entry, key);
     }
     return Promise.resolve(doomed.length);
@@ -240,7 +259,9 @@ export class MemoryStorage implements Storage {
   /** {@inheritDoc Storage.totalSize} */
   totalSize(ns: string): Promise<number> {
     let total = 0;
-    for (const doc of this.#ns(ns).docs.values()) total += bsonValueSize(doc);
+    const entry = this.#ns(ns);
+    entry.live.materialize(entry.docs);
+    for (const doc of entry.docs.values()) total += bsonValueSize(doc);
     return Promise.resolve(total);
   }
 
@@ -272,6 +293,8 @@ export class MemoryStorage implements Storage {
    * (commits and pipelines always count as changes).
    */
   #apply(ns: string, doc: StoredBucket, update: BucketUpdateDocument, cloneMode: 'none' | 'copy'): boolean {
+    // Not a commit: the bucket's document is the truth again, its live columns are dropped.
+    this.#ns(ns).live.forget(idKey(doc._id));
     if (isPipeline(update)) {
       if (isSetFieldPipeline(update)) {
         applySetFieldPipeline(doc, update);
@@ -311,6 +334,8 @@ export class MemoryStorage implements Storage {
   }
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
+    const entry = this.#ns(ns);
+    entry.live.materialize(entry.docs);
     const key = idEqualityKey(filter._id);
     if (key !== undefined) {
       // The commit path (and a rollup document's): a map lookup and the guard, without a generator.
@@ -323,7 +348,8 @@ export class MemoryStorage implements Storage {
 
   /** Matching documents; a filter pinning `_id` to one ObjectId is a map lookup. */
   *#matching(ns: string, filter: BucketFilter): Generator<StoredBucket> {
-    const { docs } = this.#ns(ns);
+    const { docs, live } = this.#ns(ns);
+    live.materialize(docs);
     const id = filter._id;
     const key = idEqualityKey(id);
     if (key !== undefined) {

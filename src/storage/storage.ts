@@ -1,5 +1,5 @@
 /**
- * The storage interface every backend implements (SPEC §8). One `Storage` holds many buckets
+ * The storage interface every backend implements (docs/mongodb.md). One `Storage` holds many buckets
  * collections, each addressed by its namespace (`<db>.system.buckets.<coll>` style strings chosen by the
  * engine). Documents are plain objects whose values are `bson` classes or JS primitives.
  *
@@ -7,6 +7,13 @@
  */
 
 import type { BucketCommit } from '../bucket-format/bucket-document.js';
+import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+
+/**
+ * A later commit of the catalog to one bucket: cells appended to a version-1 bucket, or bytes appended
+ * to the columns of a compressed bucket (`format: 'compressed'`).
+ */
+export type StorageCommit = BucketCommit | CompressedBucketCommit;
 
 /** A MongoDB query filter over bucket documents. */
 export type BucketFilter = Readonly<Record<string, unknown>>;
@@ -102,15 +109,16 @@ export interface Storage {
    */
   insertOne(ns: string, doc: StoredBucket): Promise<void>;
   /**
-   * Apply a later commit of the catalog to its bucket (SPEC §8): only if the bucket holds exactly the
-   * measurements the catalog committed (`commitGuardFilter`), as one atomic single-document update.
+   * Apply a later commit of the catalog to its bucket: only if the bucket holds exactly the measurements
+   * the catalog committed (`commitGuardFilter`, or `compressedCommitGuard` for a compressed bucket), as
+   * one atomic single-document update.
    *
    * @param ns - namespace.
    * @param commit - bucket id, expected measurement count and the changes (`bucketUpdateDocument` gives
-   *   them as a MongoDB update).
+   *   a version-1 commit as a MongoDB update; a compressed commit carries each column's new tail bytes).
    * @returns `updated`, or `notMatched` when another writer changed or removed the bucket.
    */
-  applyCommit(ns: string, commit: BucketCommit): Promise<StorageUpdateResult>;
+  applyCommit(ns: string, commit: StorageCommit): Promise<StorageUpdateResult>;
   /**
    * Apply an update to the single document matching `filter` (which always pins `_id`).
    *

@@ -24,6 +24,8 @@ async function ingested(): Promise<FakeDb> {
   const engine = new BucketEngine({
     storage: new MongoStorage(db),
     dbName: 'metrics',
+    // The 5.x–7.x format: version-1 open buckets and one compressed on close, both counted below.
+    parameters: { timeseriesAlwaysUseCompressedBuckets: false },
     ttlMonitor: 'disabled',
   });
   const coll = await engine.createCollection('weather', {

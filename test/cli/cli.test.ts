@@ -136,7 +136,7 @@ recommendation: granularity 'minutes'. With one measurement every 1m per series,
       `${kNdjson}:4: not JSON: Unexpected token 'o', "not json" is not valid JSON\n${kNdjson}:5: no 'ts' field\n`,
     );
     expect(inspect.stdout.replace(/^bucket [0-9a-f]{24}:/u, 'bucket <id>:')).toBe(
-      `bucket <id>: version 1, 3 measurements
+      `bucket <id>: version 2, 3 measurements
 meta: {"id":1,"site":"north"}
 ┌───────┬──────────────────────────┬──────────────────────────┐
 │ field │ control.min              │ control.max              │
@@ -162,8 +162,8 @@ meta: {"id":1,"site":"north"}
       '│ stored buckets                      │ value │',
       '├─────────────────────────────────────┼───────┤',
       '│ buckets                             │     7 │',
-      '│   version 1 (uncompressed)          │     7 │',
-      '│   version 2 (compressed)            │     0 │',
+      '│   version 1 (uncompressed)          │     0 │',
+      '│   version 2 (compressed)            │     7 │',
       '│   version 3 (compressed, unsorted)  │     0 │',
       '│ series                              │     2 │',
       '│ measurements                        │     7 │',

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { decompressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { defaultBucketIdGenerator } from '../../src/bucket-format/bucket-oid.js';
+import { MeasurementMap } from '../../src/bucket-format/measurement-map.js';
 import { BucketEngine, MemoryStorage, TimeseriesError } from '../../src/index.js';
 import type { Storage, StoredBucket } from '../../src/index.js';
 import { unpackV1 } from '../support/unpack-v1.js';
@@ -312,7 +313,11 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       backend = undefined;
     });
 
-    async function engineOn(storage: Storage, name: string, parameters: Record<string, number> = {}) {
+    async function engineOn(
+      storage: Storage,
+      name: string,
+      parameters: Record<string, number | boolean> = {},
+    ) {
       const engine = new BucketEngine({ storage, parameters: { ...kParameters, ...parameters } });
       engines.push(engine);
       const coll = await engine.createCollection(name, {
@@ -501,10 +506,10 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       expect([...counts.values()].every((n) => n === 1)).toBe(true);
     });
 
-    it('re-stages a batch whose bucket another writer appended to first', async () => {
+    it('re-stages a batch whose bucket another writer appended to first (5.x–7.x format)', async () => {
       backend = await factory();
       const name = backend.collectionName('reopened');
-      const { coll } = await engineOn(backend.open(), name);
+      const { coll } = await engineOn(backend.open(), name, { timeseriesAlwaysUseCompressedBuckets: false });
       await coll.insertOne({ ts: at(0), sensor: 'x', mid: 'm0' });
       const [bucket] = await coll.buckets.find().toArray();
       // Another process (which reopened the bucket) appends measurement 1 with the guarded protocol.
@@ -529,6 +534,36 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       const rows = await storedMeasurements(backend.open(), coll.bucketsNamespace, 'ts', 'sensor');
       expect(rows.map((r) => r.mid).sort()).toEqual(['m0', 'm1', 'm2', 'other']);
       // A new bucket, or the same one reopened from storage with 'other' in it (engines with reopening).
+      expect(await coll.buckets.countDocuments()).toBeLessThanOrEqual(2);
+    });
+
+    it('re-stages a batch whose compressed bucket another writer appended to first', async () => {
+      backend = await factory();
+      const name = backend.collectionName('reopened8');
+      const { coll } = await engineOn(backend.open(), name);
+      await coll.insertOne({ ts: at(0), sensor: 'x', mid: 'm0' });
+      const [bucket] = await coll.buckets.find().toArray();
+      // Another process (which reopened the bucket) appends measurement 1 with a compressed commit.
+      const columns = MeasurementMap.fromBinaries('ts', bucket!.data as Record<string, unknown>, 1, 0);
+      columns.insertOne({ ts: at(1), mid: 'other' }, 'sensor');
+      const control = bucket!.control as { min: Record<string, unknown>; max: Record<string, unknown> };
+      const result = await backend.open().applyCommit(coll.bucketsNamespace, {
+        format: 'compressed',
+        bucketId: bucket!._id as ObjectId,
+        numPreviouslyCommittedMeasurements: 1,
+        count: 2,
+        version: undefined,
+        min: control.min,
+        max: { ...control.max, ts: at(1), mid: 'other' },
+        columns: columns.intermediate().diffs,
+      });
+      expect(result).toEqual({ kind: 'updated' });
+      await coll.insertMany([
+        { ts: at(2), sensor: 'x', mid: 'm1' },
+        { ts: at(3), sensor: 'x', mid: 'm2' },
+      ]);
+      const rows = await storedMeasurements(backend.open(), coll.bucketsNamespace, 'ts', 'sensor');
+      expect(rows.map((r) => r.mid).sort()).toEqual(['m0', 'm1', 'm2', 'other']);
       expect(await coll.buckets.countDocuments()).toBeLessThanOrEqual(2);
     });
   });

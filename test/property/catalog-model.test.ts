@@ -186,12 +186,15 @@ describe('engine write path against a model', () => {
       fc.asyncProperty(
         fc.commands([commandArb], { maxCommands: 12 }),
         fc.constantFrom(1, 3),
-        async (cmds, writeConcurrency) => {
-          // writeConcurrency 3: each call commits up to three batches at once, as over a network.
+        fc.boolean(),
+        async (cmds, writeConcurrency, alwaysCompressed) => {
+          // writeConcurrency 3: each call commits up to three batches at once, as over a network. Either
+          // bucket format: 8.0+ (compressed from the first commit) or 5.x–7.x (compressed on close).
           const storage = new FaultyStorage(writeConcurrency);
           const engine = new BucketEngine({
             storage,
             parameters: {
+              timeseriesAlwaysUseCompressedBuckets: alwaysCompressed,
               timeseriesBucketMaxCount: kMaxCount,
               timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
             },

@@ -1,5 +1,5 @@
 /**
- * Concurrent writes on stored data against a model (SPEC §9, INTERNALS §8): waves of concurrent
+ * Concurrent writes on stored data against a model (docs/mongodb-behaviour.md §12, docs/mongodb-behaviour.md §8): waves of concurrent
  * `insertMany` calls race with metaField updates and deletes, every storage call's completion order chosen
  * by fast-check's scheduler (so the catalog's commits interleave with the direct writes at every await).
  *
@@ -136,11 +136,14 @@ describe('writes model', () => {
       fc.asyncProperty(
         fc.scheduler(),
         fc.array(waveArb, { minLength: 1, maxLength: 6 }),
-        async (s, waves) => {
-          // Arrange: small buckets so they close (and are compressed), archive and reopen often.
+        fc.boolean(),
+        async (s, waves, alwaysCompressed) => {
+          // Arrange: small buckets so they close (and are compressed), archive and reopen often; either
+          // bucket format (8.0+ compressed from the first commit, or 5.x–7.x compressed on close).
           const engine = new BucketEngine({
             storage: new ScheduledStorage(s),
             parameters: {
+              timeseriesAlwaysUseCompressedBuckets: alwaysCompressed,
               timeseriesBucketMaxCount: 3,
               timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
             },

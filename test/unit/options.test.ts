@@ -921,11 +921,18 @@ describe('resolveServerParameters', () => {
       timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: mib16 * 5 * 10485,
       timeseriesIdleBucketExpiryMaxCountPerAttempt: 3,
       timeseriesValidateCompressedBuckets: true,
+      timeseriesAlwaysUseCompressedBuckets: true,
     });
     expect(Object.isFrozen(p)).toBe(true);
     expect(resolveServerParameters({ timeseriesValidateCompressedBuckets: false }, GiB16)).toMatchObject({
       timeseriesValidateCompressedBuckets: false,
     });
+    expect(resolveServerParameters({ timeseriesAlwaysUseCompressedBuckets: false }, GiB16)).toMatchObject({
+      timeseriesAlwaysUseCompressedBuckets: false,
+    });
+    expect(() => resolveServerParameters({ timeseriesAlwaysUseCompressedBuckets: 1 }, GiB16)).toThrow(
+      "Invalid value for parameter timeseriesAlwaysUseCompressedBuckets: expected a boolean, got type 'int'",
+    );
   });
 
   it.each([

@@ -1,6 +1,6 @@
 /**
  * BSONColumn: MongoDB's compressed column format (BSON BinData subtype 7), as written in the `data`
- * fields of compressed time-series buckets. Specification: `docs/BSONCOLUMN.md`.
+ * fields of compressed time-series buckets. Specification: `docs/bsoncolumn.md`.
  *
  * @packageDocumentation
  */

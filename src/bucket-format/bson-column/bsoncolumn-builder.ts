@@ -1,6 +1,6 @@
 /**
  * The BSONColumn encoder (the server's `BSONColumnBuilder`): regular mode with one {@link EncodingState},
- * and interleaved mode for objects and arrays with scalar leaves (BSONCOLUMN.md §1.6).
+ * and interleaved mode for objects and arrays with scalar leaves (docs/bsoncolumn.md §1.6).
  *
  * Modes:
  *

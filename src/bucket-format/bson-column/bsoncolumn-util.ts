@@ -32,7 +32,7 @@ export const BsonType = {
   minKey: 0xff,
 } as const;
 
-/** Interleaved start, legacy (5.2): object root, arrays are leaves (BSONCOLUMN.md §1.2). */
+/** Interleaved start, legacy (5.2): object root, arrays are leaves (docs/bsoncolumn.md §1.2). */
 export const kInterleavedStartLegacy = 0xf0;
 /** Interleaved start (6.0+): object root, arrays are descended into. */
 export const kInterleavedStartObject = 0xf1;

@@ -1,5 +1,5 @@
 /**
- * The BSONColumn decoder (BSONCOLUMN.md §1.8, §1.6): regular mode with one {@link DecodingState}, and
+ * The BSONColumn decoder (docs/bsoncolumn.md §1.8, §1.6): regular mode with one {@link DecodingState}, and
  * interleaved sections with one state per leaf of the reference object.
  *
  * @packageDocumentation

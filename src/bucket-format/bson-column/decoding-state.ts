@@ -1,5 +1,5 @@
 /**
- * The decoding state of one stream (BSONCOLUMN.md §1.7, §1.8): the last value, the per-type base integer,
+ * The decoding state of one stream (docs/bsoncolumn.md §1.7, §1.8): the last value, the per-type base integer,
  * the previous delta of delta-of-delta types, the scale of the current control and its Simple-8b reader.
  *
  * Regular mode has one state; interleaved mode has one per leaf of the reference object.

@@ -1,7 +1,7 @@
 /**
  * The encoding state of one stream (the server's `BSONColumnBuilder::EncodingState`): turns elements into
  * literals and Simple-8b blocks under control bytes, with the server's choices so the bytes are identical
- * (BSONCOLUMN.md §2.7, §3).
+ * (docs/bsoncolumn.md §2.7, §3).
  *
  * @packageDocumentation
  */

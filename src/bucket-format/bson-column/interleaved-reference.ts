@@ -1,5 +1,5 @@
 /**
- * The encoder's view of objects for interleaved mode (BSONCOLUMN.md §1.6 "Encoder behaviour"): objects as
+ * The encoder's view of objects for interleaved mode (docs/bsoncolumn.md §1.6 "Encoder behaviour"): objects as
  * trees of fields, the lock-step walk of an object against the reference, merging an object into the
  * reference, and writing the reference document.
  *

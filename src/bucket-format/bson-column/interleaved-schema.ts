@@ -1,5 +1,5 @@
 /**
- * The schema of an interleaved section (BSONCOLUMN.md §1.6): the reference object walked depth-first,
+ * The schema of an interleaved section (docs/bsoncolumn.md §1.6): the reference object walked depth-first,
  * with one stream per scalar leaf, and the rebuilding of one entry from the leaves' values.
  *
  * @packageDocumentation

@@ -1,5 +1,5 @@
 /**
- * The Simple-8b encoder with MongoDB's selector choice and RLE rules (BSONCOLUMN.md §2.7), so that the
+ * The Simple-8b encoder with MongoDB's selector choice and RLE rules (docs/bsoncolumn.md §2.7), so that the
  * blocks are byte-identical to the server's.
  *
  * @packageDocumentation
@@ -193,7 +193,7 @@ export class Simple8bBuilder {
   }
 
   #appendValue(value: bigint, tryRle: boolean): boolean {
-    // RLE may start only where the decoder would repeat the same value (see BSONCOLUMN.md §2.7 pitfall).
+    // RLE may start only where the decoder would repeat the same value (see docs/bsoncolumn.md §2.7 pitfall).
     if (
       tryRle &&
       (this.#count === 0 || this.#rleCount > 0) &&
@@ -759,7 +759,7 @@ export class Simple8bBuilder64 {
 
   #appendValue(lo: number, hi: number, tryRle: boolean): boolean {
     const sameAsRle = lo === this.#rleLo && hi === this.#rleHi;
-    // RLE may start only where the decoder would repeat the same value (see BSONCOLUMN.md §2.7 pitfall).
+    // RLE may start only where the decoder would repeat the same value (see docs/bsoncolumn.md §2.7 pitfall).
     if (
       tryRle &&
       sameAsRle &&

@@ -1,5 +1,5 @@
 /**
- * Mapping of BSON values to the integers stored in Simple-8b (BSONCOLUMN.md §2.6, §3): zigzag, scaled
+ * Mapping of BSON values to the integers stored in Simple-8b (docs/bsoncolumn.md §2.6, §3): zigzag, scaled
  * doubles, ObjectId byte reordering, short strings and binData as 128-bit integers.
  *
  * 64-bit streams carry int64 deltas that wrap. They are handled as two unsigned 32-bit halves

@@ -1,5 +1,5 @@
 /**
- * MongoDB's Simple-8b variant (BSONCOLUMN.md §2): selector tables and the block reader.
+ * MongoDB's Simple-8b variant (docs/bsoncolumn.md §2): selector tables and the block reader.
  *
  * A block is a little-endian uint64. Bits 0–3 are the selector; selectors 7 and 8 use bits 4–7 as an
  * extension nibble (trailing-zero compression); selector 15 is RLE. A slot whose bits are all ones is a

@@ -498,6 +498,7 @@ export class FakeCollection implements MongoCollectionLike {
       // right away, nothing keeps references to the update.
       // `$setOnInsert` does nothing to an existing document (mingo does not know it).
       mingoUpdateMany(docs, {}, withoutSetOnInsert(update) as PipelineStage[], { cloneMode: 'none' });
+      setBinaries(docs[0]!, update);
       const after = serialize(docs[0]!, kSerializeOptions);
       if (!Buffer.from(after).equals(before)) modifiedCount++;
       state!.docs.set(k, after);
@@ -509,6 +510,25 @@ export class FakeCollection implements MongoCollectionLike {
       upsertedCount: 0,
       upsertedId: null,
     };
+  }
+}
+
+/**
+ * Apply the `$set`s of BinData values again, directly. mingo skips a `$set` whose value it finds equal to
+ * the current one, and compares objects with a custom `toString` by that string: a `Binary` prints its
+ * bytes as UTF-8, so two columns that differ only in bytes that are not valid UTF-8 look equal and the
+ * new one would be dropped. MongoDB compares BinData byte for byte.
+ */
+function setBinaries(doc: Document, update: UpdateFilter<Document> | Document[]): void {
+  if (Array.isArray(update)) return;
+  const $set = (update as { $set?: Record<string, unknown> }).$set;
+  if ($set === undefined) return;
+  for (const [path, value] of Object.entries($set)) {
+    if ((value as { _bsontype?: unknown } | null)?._bsontype !== 'Binary') continue;
+    const segments = path.split('.');
+    let node = doc as Record<string, unknown>;
+    for (const segment of segments.slice(0, -1)) node = node[segment] as Record<string, unknown>;
+    node[segments[segments.length - 1]!] = value;
   }
 }
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { bucketIdBound, bucketIdSeconds, BucketIdGenerator } from '../../../src/bucket-format/bucket-oid.js';
 
 describe('BucketIdGenerator', () => {
-  it('puts the rounded start in seconds into the 4 timestamp bytes (INTERNALS §1.2 example)', () => {
+  it('puts the rounded start in seconds into the 4 timestamp bytes (docs/mongodb-behaviour.md §1.2 example)', () => {
     const gen = new BucketIdGenerator(new Uint8Array(8));
     const id = gen.next(Date.parse('2024-10-04T10:14:00Z'));
     expect(id.toHexString().slice(0, 8)).toBe('66ffbfe8');

@@ -31,7 +31,7 @@ function shape(v: unknown): unknown {
   return v;
 }
 
-describe('updateMinMax: values (INTERNALS §3.2)', () => {
+describe('updateMinMax: values (docs/mongodb-behaviour.md §3.2)', () => {
   it("follows timeseries_min_max.js: numbers compare across widths and keep the winner's type", () => {
     // Arrange
     const mm = createMinMax();
@@ -185,7 +185,7 @@ describe('updateMinMax: values (INTERNALS §3.2)', () => {
   });
 });
 
-describe('updateMinMax: field order (INTERNALS §3.3)', () => {
+describe('updateMinMax: field order (docs/mongodb-behaviour.md §3.3)', () => {
   const t = new Date(0);
 
   it("keeps the first measurement's order around the seeded time field", () => {

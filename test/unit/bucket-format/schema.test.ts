@@ -15,7 +15,7 @@ function check(first: Record<string, unknown>, second: Record<string, unknown>):
   return updateSchema(schema, second);
 }
 
-describe('updateSchema (INTERNALS §4)', () => {
+describe('updateSchema (docs/mongodb-behaviour.md §4)', () => {
   it('follows timeseries_closed_due_to_schema_changes.js: every insert closes the previous bucket', () => {
     // BSON `undefined` (the jstest's 4th value) is skipped: js-bson has no value that serialises to it,
     // and JS `undefined` means "missing" here, which is always compatible.

@@ -32,7 +32,7 @@ describe('roundTimestampBySeconds', () => {
 });
 
 describe('timeWindowPosition', () => {
-  // jstest vector (INTERNALS §2.4): seconds granularity, first insert 20:10:14.134 → bucket 20:10:00.
+  // jstest vector (docs/mongodb-behaviour.md §2.4): seconds granularity, first insert 20:10:14.134 → bucket 20:10:00.
   const start = roundTimestampBySeconds(iso('2021-01-01T20:10:14.134Z'), 60);
   it('accepts m <= t < m + span', () => {
     expect(timeWindowPosition(iso('2021-01-01T20:10:05Z'), start, 3600)).toBe('inside');

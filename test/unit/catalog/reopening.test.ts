@@ -1,5 +1,5 @@
 /**
- * Reopening scenarios of INTERNALS §9.4 (jstests/core/timeseries/write/timeseries_reopened_bucket_insert.js),
+ * Reopening scenarios of docs/mongodb-behaviour.md §9.4 (jstests/core/timeseries/write/timeseries_reopened_bucket_insert.js),
  * with exact bucket counts and statistics.
  */
 import { ObjectId } from 'bson';
@@ -12,7 +12,11 @@ const at = (s: string) => new Date(s);
 
 async function setup() {
   const engine = new BucketEngine({
-    parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
+    // The 5.x–7.x format: these tests pin the version-1 columns of reopened buckets.
+    parameters: {
+      timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+      timeseriesAlwaysUseCompressedBuckets: false,
+    },
   });
   const coll = await engine.createCollection('reopen', {
     timeseries: { timeField: 'time', metaField: 'mm' },

@@ -12,7 +12,7 @@ import { FaultyStorage } from '../../support/faulty-storage.js';
 const base = Date.UTC(2024, 0, 1);
 const at = (minute: number) => new Date(base + minute * 60_000);
 
-async function setup(parameters: Record<string, number> = {}) {
+async function setup(parameters: Record<string, number | boolean> = {}) {
   const storage = new FaultyStorage();
   const engine = new BucketEngine({
     storage,
@@ -44,7 +44,11 @@ function nested(depth: number): Record<string, unknown> {
 describe('work after the commit never rejects a stored call', () => {
   it('a failed storage read while compressing a closed bucket leaves it version 1, counted, and the call succeeds', async () => {
     // Arrange: the third measurement closes the first bucket (count 2); the read for its compression fails.
-    const { coll, storage } = await setup({ timeseriesBucketMaxCount: 2 });
+    // The 5.x–7.x format: compression on close.
+    const { coll, storage } = await setup({
+      timeseriesBucketMaxCount: 2,
+      timeseriesAlwaysUseCompressedBuckets: false,
+    });
     await coll.insertMany([
       { t: at(0), m: 'a', v: 0 },
       { t: at(1), m: 'a', v: 1 },

@@ -1,3 +1,4 @@
+import type { Binary } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, TimeseriesError } from '../../../src/index.js';
@@ -95,7 +96,10 @@ describe('values are copied at the boundary', () => {
     (first!.m as { site: string }).site = 'south';
     (first!.reading as { temp: number }).temp = -1;
     const [raw] = await coll.buckets.find().toArray();
-    ((raw!.data as { reading: Record<string, { temp: number }> }).reading['0'] as { temp: number }).temp = -2;
+    // A compressed column (the default format) is a Binary: overwrite its bytes.
+    const column = (raw!.data as { reading: Binary }).reading;
+    expect(column._bsontype).toBe('Binary');
+    column.buffer.fill(0);
     (raw!.meta as { site: string }).site = 'east';
     const [again] = await coll.find({}).toArray();
     expect(again).toEqual({ time: iso('2024-01-01T00:00:00Z'), m: { site: 'north' }, reading: { temp: 20 } });

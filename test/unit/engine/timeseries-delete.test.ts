@@ -14,7 +14,12 @@ const at = (seconds: number) => new Date(Date.UTC(2021, 6, 12, 16, 0, seconds));
 
 async function setup(parameters: ServerParameters = {}, metaField: 'tag' | 'none' = 'tag') {
   const storage = new FaultyStorage();
-  const engine = new BucketEngine({ storage, parameters, ttlMonitor: 'disabled' });
+  // The 5.x–7.x format unless a test asks for the 8.0 one: these tests pin version-1 documents.
+  const engine = new BucketEngine({
+    storage,
+    parameters: { timeseriesAlwaysUseCompressedBuckets: false, ...parameters },
+    ttlMonitor: 'disabled',
+  });
   const coll = await engine.createCollection('t', {
     timeseries: metaField === 'none' ? { timeField: 'time' } : { timeField: 'time', metaField },
   });

@@ -10,7 +10,12 @@ const iso = (s: string) => new Date(s);
 
 async function setup(metaField: 'tag' | 'none' = 'tag') {
   const storage = new FaultyStorage();
-  const engine = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+  // The 5.x–7.x format: these tests pin version-1 documents.
+  const engine = new BucketEngine({
+    storage,
+    parameters: { timeseriesAlwaysUseCompressedBuckets: false },
+    ttlMonitor: 'disabled',
+  });
   const coll = await engine.createCollection('t', {
     timeseries: metaField === 'none' ? { timeField: 'time' } : { timeField: 'time', metaField },
   });

@@ -7,7 +7,12 @@ const iso = (s: string) => new Date(s);
 
 async function setup(now: Date, expireAfterSeconds: number | 'none' = 5) {
   const clock = { now: now.getTime() };
-  const engine = new BucketEngine({ clock: () => clock.now, ttlMonitor: 'disabled' });
+  // The 5.x–7.x format: these tests pin version-1 documents.
+  const engine = new BucketEngine({
+    clock: () => clock.now,
+    parameters: { timeseriesAlwaysUseCompressedBuckets: false },
+    ttlMonitor: 'disabled',
+  });
   const coll = await engine.createCollection('t', {
     timeseries: { timeField: 'time', metaField: 'm' },
     ...(expireAfterSeconds === 'none' ? {} : { expireAfterSeconds }),

@@ -10,7 +10,7 @@ const spec = {
 } as const;
 const v = new Date('2024-01-01T05:30:00Z');
 
-describe('time bounds (INTERNALS §10.3)', () => {
+describe('time bounds (docs/mongodb-behaviour.md §10.3)', () => {
   it('widens the lower bound on control.min by the span', () => {
     const { bucketFilter } = createBucketPredicates({ t: { $gte: v } }, { ...spec, fixedBuckets: false });
     expect(bucketFilter).toEqual({

@@ -1,4 +1,4 @@
-/** Test vectors of BSONCOLUMN.md §4, shared by the unit tests. */
+/** Test vectors of docs/bsoncolumn.md §4, shared by the unit tests. */
 import { Binary, Decimal128, Double, ObjectId, Timestamp } from 'bson';
 
 /** A vector: input values and the expected column bytes (hex, spaces ignored). */

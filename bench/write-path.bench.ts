@@ -1,0 +1,135 @@
+/**
+ * The write path of each bucket format, side by side in one process (issue 14):
+ *
+ * 1. the bulk-loader shape (TSBS cpu-only: 10 float fields, 3 tags as meta; each `insertMany` carries one
+ *    measurement per series for 1 000 series; 100 calls), measured until every bucket document has been
+ *    read back once, against js-bson `serialize` of each row: MongoDB 8.0 buckets
+ *    (`timeseriesAlwaysUseCompressedBuckets: true`, compressed from the first commit) and 5.x–7.x buckets
+ *    (`false`, uncompressed while open);
+ * 2. `MongoStorage` over the driver-shaped fake: bytes sent per measurement and round trips per call for
+ *    each format's wire form (8.0: whole changed columns `$set`, guarded on `control.count`; 7.x: one cell
+ *    `$set` per value, guarded on the time column's indices).
+ *
+ * Run alone with `npx tsx bench/write-path.bench.ts` (`--quick` for fewer calls).
+ */
+import { calculateObjectSize, serialize } from 'bson';
+
+import { BucketEngine } from '../src/index.js';
+import type { Storage } from '../src/index.js';
+import { MongoStorage } from '../src/mongodb/index.js';
+import type { MongoCollectionLike, MongoDbLike } from '../src/mongodb/driver-shape.js';
+import { FakeDb } from '../test/integration/support/fake-mongo.js';
+import { tsbsCpuOnly } from './datasets.js';
+import type { Doc } from './datasets.js';
+import { compare, heading, rate } from './harness.js';
+
+const kSeries = 1000;
+
+/** Ingest `docs` in calls of one measurement per series, then read every bucket back once. */
+async function bulkLoad(
+  docs: ReadonlyArray<Doc>,
+  alwaysCompressed: boolean,
+  storage?: Storage,
+): Promise<number> {
+  const engine = new BucketEngine({
+    ...(storage === undefined ? {} : { storage }),
+    parameters: {
+      timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+      timeseriesAlwaysUseCompressedBuckets: alwaysCompressed,
+    },
+    ttlMonitor: 'disabled',
+  });
+  const coll = await engine.createCollection('bulk', { timeseries: { timeField: 'ts', metaField: 'tags' } });
+  for (let start = 0; start < docs.length; start += kSeries) {
+    await coll.insertMany(docs.slice(start, start + kSeries), { ordered: false });
+  }
+  let buckets = 0;
+  for await (const _bucket of coll.buckets.find()) buckets++;
+  await engine.close();
+  return buckets;
+}
+
+/** A driver `Db` that counts the operations and BSON bytes sent to the buckets collection. */
+function countingDb(db: MongoDbLike): { db: MongoDbLike; sent: { calls: number; bytes: number } } {
+  const sent = { calls: 0, bytes: 0 };
+  const size = (value: unknown): number =>
+    Array.isArray(value)
+      ? value.reduce<number>((n, v) => n + calculateObjectSize(v as object), 0)
+      : calculateObjectSize(value as object);
+  const wrap = (coll: MongoCollectionLike): MongoCollectionLike =>
+    new Proxy(coll, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop !== 'insertOne' && prop !== 'updateOne' && prop !== 'find')
+          return value.bind(target) as unknown;
+        return (...args: unknown[]) => {
+          sent.calls++;
+          for (const arg of args.slice(0, 2)) if (arg !== undefined) sent.bytes += size(arg);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  const proxy = new Proxy(db, {
+    get(target, prop, receiver) {
+      if (prop === 'collection') return (name: string) => wrap(target.collection(name));
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? (value.bind(target) as unknown) : value;
+    },
+  });
+  return { db: proxy, sent };
+}
+
+/**
+ * Run the write-path benchmarks.
+ *
+ * @param quick - fewer calls.
+ */
+export async function runWritePathBench(quick: boolean): Promise<void> {
+  const calls = quick ? 20 : 100;
+  const docs = tsbsCpuOnly(kSeries, kSeries * calls);
+
+  heading(
+    `Bulk-loader shape: ${kSeries} series, 1 measurement per series per call, ${calls} calls, read back once`,
+  );
+  const results = await compare(
+    [
+      {
+        name: 'js-bson serialize each row',
+        run: () => {
+          for (const d of docs) serialize(d);
+          return docs.length;
+        },
+      },
+      {
+        name: '8.0 format (compressed from the first commit)',
+        run: async () => (await bulkLoad(docs, true), docs.length),
+      },
+      {
+        name: '5.x–7.x format (version 1 while open)',
+        run: async () => (await bulkLoad(docs, false), docs.length),
+      },
+    ],
+    quick ? 2 : 3,
+  );
+  const base = results[0]!.perSecond;
+  for (const r of results)
+    console.log(
+      `${r.name.padEnd(48)} ${rate(r.perSecond).padStart(10)}  ${(r.perSecond / base).toFixed(3)}x`,
+    );
+
+  heading(`MongoStorage over the driver-shaped fake: ${kSeries} series, ${quick ? 5 : 10} calls`);
+  const few = docs.slice(0, kSeries * (quick ? 5 : 10));
+  for (const alwaysCompressed of [true, false]) {
+    const { db, sent } = countingDb(new FakeDb('bench'));
+    await bulkLoad(few, alwaysCompressed, new MongoStorage(db, { mode: 'buckets' }));
+    const name = alwaysCompressed ? '8.0: whole changed columns' : '7.x: one cell $set per value';
+    console.log(
+      `${name.padEnd(32)} ${(sent.bytes / few.length).toFixed(0).padStart(6)} bytes sent per measurement, ` +
+        `${(sent.calls / (few.length / kSeries)).toFixed(0)} round trips per call`,
+    );
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1] ?? ''}`)
+  await runWritePathBench(process.argv.includes('--quick'));

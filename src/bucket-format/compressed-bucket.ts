@@ -1,0 +1,156 @@
+/**
+ * Bucket documents of the MongoDB 8.0+ write path (`timeseriesAlwaysUseCompressedBuckets`, the server's
+ * `makeTimeseriesInsertCompressedBucketDocument` and `makeTimeseriesCompressedDiffUpdateOp`): a bucket is
+ * inserted compressed by its first commit, and every later commit appends to its columns.
+ *
+ * Field order of an inserted bucket: `_id`, `control` (`version: 2`, `min`, `max`, `count`), `meta` (only
+ * when the series has a meta value), `data` (one BinData subtype 7 per field, the time field first, then
+ * the other fields in order of first appearance).
+ *
+ * @packageDocumentation
+ */
+import type { Binary } from 'bson';
+import type { ObjectId } from 'bson';
+
+import type { ColumnDiff } from './measurement-map.js';
+import { isPathSafeFieldName } from '../util/safe-record.js';
+
+/** `control.version` of a compressed bucket whose measurements are sorted by time. */
+export const kCompressedSortedVersion = 2;
+/** `control.version` of a compressed bucket with at least one measurement out of time order. */
+export const kCompressedUnsortedVersion = 3;
+
+/** What a compressed bucket's first commit needs to build its document. */
+export interface CompressedBucketInput {
+  /** The bucket id. */
+  readonly id: ObjectId;
+  /** Whether the series has a meta value. */
+  readonly hasMeta: boolean;
+  /** The normalised meta (ignored when `hasMeta` is false). */
+  readonly normalizedMeta: unknown;
+  /** `control.min`. */
+  readonly min: Record<string, unknown>;
+  /** `control.max`. */
+  readonly max: Record<string, unknown>;
+  /** Measurements in the bucket. */
+  readonly count: number;
+  /** The columns, in document order (time first). */
+  readonly data: Record<string, Binary>;
+}
+
+/**
+ * The whole version-2 document a compressed bucket's first commit inserts.
+ *
+ * @param input - id, meta, min/max, count and columns.
+ * @returns the document.
+ */
+export function makeCompressedBucketDocument(input: CompressedBucketInput): Record<string, unknown> {
+  const doc: Record<string, unknown> = {
+    _id: input.id,
+    control: {
+      version: kCompressedSortedVersion,
+      min: input.min,
+      max: input.max,
+      // A JS integer: js-bson writes it as the int32 the server writes.
+      count: input.count,
+    },
+  };
+  if (input.hasMeta) doc.meta = input.normalizedMeta;
+  doc.data = input.data;
+  return doc;
+}
+
+/**
+ * A later commit to a compressed bucket, as a storage receives it: the new count (and version 3 when the
+ * commit made the bucket unsorted), the new `control.min`/`control.max`, and per column the bytes to
+ * splice in.
+ */
+export interface CompressedBucketCommit {
+  /** Discriminates it from a version-1 commit. */
+  readonly format: 'compressed';
+  /** The bucket's `_id`. */
+  readonly bucketId: ObjectId;
+  /** Measurements the stored bucket must hold (`control.count`) for the commit to apply. */
+  readonly numPreviouslyCommittedMeasurements: number;
+  /** `control.count` after the commit. */
+  readonly count: number;
+  /** `3` when this commit makes the bucket unsorted, else `undefined` (the version is unchanged). */
+  readonly version: typeof kCompressedUnsortedVersion | undefined;
+  /** `control.min` after the commit (whole). */
+  readonly min: Readonly<Record<string, unknown>>;
+  /** `control.max` after the commit (whole). */
+  readonly max: Readonly<Record<string, unknown>>;
+  /** The changed columns: existing ones spliced at their offset, new ones appended to `data` whole. */
+  readonly columns: ReadonlyArray<ColumnDiff>;
+}
+
+/**
+ * The bytes of a BinData value (its payload, not a copy).
+ *
+ * @param binary - a js-bson `Binary`.
+ * @returns the payload.
+ */
+export function binaryBytes(binary: Readonly<Pick<Binary, 'buffer' | 'position'>>): Uint8Array {
+  return binary.buffer.subarray(0, binary.position);
+}
+
+/**
+ * The guard of a compressed commit: the bucket's `_id` and `control.count` equal to the measurements the
+ * catalog committed, so a bucket changed by another writer is not appended to.
+ *
+ * @param commit - the commit.
+ * @returns a MongoDB filter.
+ */
+export function compressedCommitGuard(commit: CompressedBucketCommit): Readonly<Record<string, unknown>> {
+  return { _id: commit.bucketId, 'control.count': commit.numPreviouslyCommittedMeasurements };
+}
+
+/**
+ * The MongoDB update of a compressed commit sent as column replacement: `$set` of `control.count` (and
+ * `control.version`), `control.min`, `control.max` and each changed column whole; a `$setField` pipeline
+ * when a column name cannot be written as a dotted path.
+ *
+ * @param commit - the commit.
+ * @param columns - each changed column's whole new binary, by field.
+ * @returns the update document or pipeline.
+ */
+export function compressedCommitReplacementUpdate(
+  commit: CompressedBucketCommit,
+  columns: ReadonlyMap<string, Binary>,
+): Readonly<Record<string, unknown>> | ReadonlyArray<Readonly<Record<string, unknown>>> {
+  const control: Record<string, unknown> = {
+    'control.min': commit.min,
+    'control.max': commit.max,
+    'control.count': commit.count,
+  };
+  if (commit.version !== undefined) control['control.version'] = commit.version;
+  let safe = true;
+  for (const field of columns.keys()) if (!isPathSafeFieldName(field)) safe = false;
+  if (safe) {
+    const $set: Record<string, unknown> = { ...control };
+    for (const [field, binary] of columns) $set[`data.${field}`] = binary;
+    return { $set };
+  }
+  // In a pipeline every value is an expression: control values are wrapped in `$literal`.
+  const literal: Record<string, unknown> = {};
+  for (const [path, value] of Object.entries(control)) literal[path] = { $literal: value };
+  const stages: Array<Readonly<Record<string, unknown>>> = [{ $set: literal }];
+  for (const [field, binary] of columns) {
+    stages.push({
+      $replaceWith: {
+        $setField: {
+          field: 'data',
+          input: '$$ROOT',
+          value: {
+            $setField: {
+              field: { $literal: field },
+              input: '$data',
+              value: { $literal: binary },
+            },
+          },
+        },
+      },
+    });
+  }
+  return stages;
+}

@@ -1,0 +1,192 @@
+/**
+ * The columns of an open compressed bucket (the server's `bucket_catalog/measurement_map.h`): one
+ * BSONColumn per field, each holding exactly one entry per measurement of the bucket (a measurement
+ * without the field is a skip), and what changed in each column since the last commit.
+ *
+ * Ownership: the catalog keeps one map per open compressed bucket; the stored document is what the
+ * successive {@link MeasurementMap.intermediate} diffs built. Only the writer holding the bucket's
+ * prepared slot appends to it (one prepared batch per bucket), so it needs no lock of its own.
+ *
+ * @packageDocumentation
+ */
+import { BSONColumnBuilder } from './bson-column/bsoncolumn-builder.js';
+import { hasOwnField } from '../util/safe-record.js';
+import type { Measurement } from './bucket-document.js';
+
+/** What one column gained since the previous {@link MeasurementMap.intermediate}. */
+export interface ColumnDiff {
+  /** The field name. */
+  readonly field: string;
+  /**
+   * Byte offset in the column's previous binary where `bytes` go: the stored column is cut at `offset`
+   * and `bytes` appended (0 for a column new to the stored document).
+   */
+  readonly offset: number;
+  /** The bytes from `offset` to the column's new end (a fresh array, owned by the receiver). */
+  readonly bytes: Uint8Array;
+  /** Whether the column is new to the stored document. */
+  readonly created: boolean;
+}
+
+/** One field's incremental encoder, and the last measurement it received a value from. */
+interface Column {
+  readonly builder: BSONColumnBuilder;
+  /** Index of the last measurement that had the field (-1: none since the column was made). */
+  lastSeen: number;
+  /** Whether the stored document does not have the column yet. */
+  created: boolean;
+}
+
+/** The per-field columns of one open compressed bucket. */
+export class MeasurementMap {
+  readonly #columns = new Map<string, Column>();
+  /**
+   * The columns in order, and their names: a measurement whose fields come in the order of the columns
+   * (the usual case: an ingester builds every document alike) finds each column by position, without a
+   * map lookup.
+   */
+  readonly #list: Column[] = [];
+  readonly #names: string[] = [];
+  readonly #timeField: string;
+  #count = 0;
+  #compressedSize = 0;
+  /** Time of the last measurement appended, epoch ms (`NaN` when empty). */
+  #lastTimeMs = Number.NaN;
+
+  /**
+   * An empty map whose first column is the time field.
+   *
+   * @param timeField - the collection's time field (its column comes first in the document).
+   */
+  constructor(timeField: string) {
+    this.#timeField = timeField;
+  }
+
+  /**
+   * The map of a stored compressed bucket, ready to append (`initBuilders`): each column's encoder
+   * resumes from its binary (`BSONColumnBuilder.fromBinary` decodes only the column's open tail).
+   *
+   * @param timeField - the time field.
+   * @param data - the stored `data` object: field → BinData subtype 7.
+   * @param count - the measurements in the bucket (`control.count`).
+   * @param lastTimeMs - the time of the last stored measurement (for a sorted bucket, `control.max`'s).
+   * @returns the map, as if every stored entry had been appended and reported.
+   * @throws TimeseriesError when a column is not a valid BSONColumn.
+   */
+  static fromBinaries(
+    timeField: string,
+    data: Readonly<Record<string, unknown>>,
+    count: number,
+    lastTimeMs: number,
+  ): MeasurementMap {
+    const map = new MeasurementMap(timeField);
+    for (const field of Object.keys(data)) {
+      const column = data[field] as { _bsontype?: unknown; sub_type?: unknown } | undefined;
+      if (column?._bsontype !== 'Binary' || column.sub_type !== kColumnSubtype) {
+        throw new TypeError(`data.${field} is not a BSONColumn`);
+      }
+      const { buffer, position } = column as unknown as { buffer: Uint8Array; position: number };
+      const bytes = buffer.subarray(0, position);
+      map.#add(field, { builder: BSONColumnBuilder.fromBinary(bytes), lastSeen: count - 1, created: false });
+      map.#compressedSize += bytes.length;
+    }
+    map.#count = count;
+    map.#lastTimeMs = lastTimeMs;
+    return map;
+  }
+
+  /** Measurements in the map. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Total bytes of the columns as of the last {@link MeasurementMap.intermediate}. */
+  get compressedSize(): number {
+    return this.#compressedSize;
+  }
+
+  /**
+   * The time of the last measurement appended (`timeOfLastMeasurement`), epoch ms; `NaN` when empty.
+   *
+   * @returns the time.
+   */
+  timeOfLastMeasurement(): number {
+    return this.#lastTimeMs;
+  }
+
+  /**
+   * Append one measurement (`insertOne`): a field seen for the first time gets a column of skips for the
+   * measurements before it; every column the measurement lacks gets a skip.
+   *
+   * @param measurement - the measurement; its time field holds a `Date`.
+   * @param metaField - not stored in `data`.
+   */
+  insertOne(measurement: Measurement, metaField: string | undefined): void {
+    const index = this.#count;
+    if (index === 0 && !this.#columns.has(this.#timeField)) {
+      this.#add(this.#timeField, { builder: new BSONColumnBuilder(), lastSeen: -1, created: true });
+    }
+    const names = this.#names;
+    const list = this.#list;
+    // Where the next field is expected if the measurement follows the column order (the time column comes
+    // first in the bucket, wherever it is in the measurement, so order is checked among the others).
+    let guess = 0;
+    // for-in with an own-property check: no array of names per measurement.
+    for (const field in measurement) {
+      if (!hasOwnField(measurement, field) || field === metaField) continue;
+      const value = measurement[field];
+      if (value === undefined) continue;
+      let column = names[guess] === field ? list[guess++] : undefined;
+      if (column === undefined) {
+        column = this.#columns.get(field);
+        if (column === undefined) {
+          const builder = new BSONColumnBuilder();
+          for (let i = 0; i < index; i++) builder.skip();
+          column = { builder, lastSeen: -1, created: true };
+          this.#add(field, column);
+        }
+      }
+      // The builder encodes the value now: the caller may reuse its objects afterwards.
+      column.builder.append(value);
+      column.lastSeen = index;
+    }
+    this.#count = index + 1;
+    for (let i = 0; i < list.length; i++) {
+      const column = list[i] as Column;
+      if (column.lastSeen !== index) {
+        column.builder.skip();
+        column.lastSeen = index;
+      }
+    }
+    this.#lastTimeMs = (measurement[this.#timeField] as Date).getTime();
+  }
+
+  #add(field: string, column: Column): void {
+    this.#columns.set(field, column);
+    this.#list.push(column);
+    this.#names.push(field);
+  }
+
+  /**
+   * What changed in each column since the last call, in column order, and the change of the total size.
+   *
+   * @returns the diffs (every column changes: each measurement appends to each) and `delta`, new total
+   *   minus old total.
+   */
+  intermediate(): { readonly diffs: ReadonlyArray<ColumnDiff>; readonly delta: number } {
+    const diffs: ColumnDiff[] = [];
+    let total = 0;
+    for (const [field, column] of this.#columns) {
+      const { offset, bytes } = column.builder.intermediate();
+      total += offset + bytes.length;
+      diffs.push({ field, offset, bytes, created: column.created });
+      column.created = false;
+    }
+    const delta = total - this.#compressedSize;
+    this.#compressedSize = total;
+    return { diffs, delta };
+  }
+}
+
+/** BinData subtype 7: a BSONColumn. */
+const kColumnSubtype = 7;

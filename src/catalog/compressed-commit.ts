@@ -1,0 +1,128 @@
+/**
+ * The write of one batch to a compressed bucket (MongoDB 8.0+, the server's
+ * `makeTimeseriesInsertCompressedBucketDocument` and `makeTimeseriesCompressedDiffUpdateOp`): the batch's
+ * measurements, sorted by time, are appended to the bucket's columns; the first commit inserts the whole
+ * version-2 document, later commits send what each column gained. A commit whose earliest time is before
+ * the bucket's last stored time makes the bucket version 3 (unsorted).
+ *
+ * Runs under the bucket's prepared slot (at most one per bucket), which owns the bucket's columns.
+ *
+ * @packageDocumentation
+ */
+import { Binary } from 'bson';
+import type { ObjectId } from 'bson';
+
+import type { Measurement } from '../bucket-format/bucket-document.js';
+import {
+  kCompressedUnsortedVersion,
+  makeCompressedBucketDocument,
+} from '../bucket-format/compressed-bucket.js';
+import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import type { ColumnDiff } from '../bucket-format/measurement-map.js';
+import { takeDocuments } from '../bucket-format/min-max.js';
+import { defineField } from '../util/safe-record.js';
+import type { Bucket } from './bucket.js';
+import type { BucketingOptions } from './bucket-catalog-internal.js';
+import { normalizeMetadata } from './bucket-metadata.js';
+import type { ExecutionStatsController } from './execution-stats.js';
+import type { WriteBatch } from './write-batch.js';
+
+/** What a commit to a compressed bucket writes. */
+export type CompressedWrite =
+  /** First commit: insert the whole version-2 document. */
+  | { readonly kind: 'insert'; readonly bucketId: ObjectId; readonly document: Record<string, unknown> }
+  /** Later commit: splice each column's new bytes in, guarded on `control.count`. */
+  | { readonly kind: 'update'; readonly bucketId: ObjectId; readonly commit: CompressedBucketCommit };
+
+/**
+ * Append a prepared batch to its compressed bucket and describe the write. The bucket's min/max already
+ * hold the batch's measurements.
+ *
+ * @param bucket - the batch's bucket (compressed: it has a measurement map).
+ * @param batch - the prepared batch.
+ * @param options - the collection's time and meta fields.
+ * @param stats - counts `numCompressedBucketsConvertedToUnsorted`.
+ * @returns the insert or the update.
+ */
+export function prepareCompressedWrite(
+  bucket: Bucket,
+  batch: WriteBatch,
+  options: Pick<BucketingOptions, 'timeField' | 'metaField'>,
+  stats: ExecutionStatsController,
+): CompressedWrite {
+  const map = bucket.measurementMap;
+  if (map === undefined) throw new TypeError('prepareCompressedWrite on a version-1 bucket');
+  const { timeField, metaField } = options;
+  const measurements = sortedByTime(batch.measurements, timeField);
+  const n = batch.numPreviouslyCommittedMeasurements;
+  let unsorted = false;
+  if (n > 0 && bucket.sortedByTime) {
+    const last = map.timeOfLastMeasurement();
+    // Strictly earlier: an equal time keeps the bucket sorted.
+    if (timeOf(measurements[0] as Measurement, timeField) < last) {
+      unsorted = true;
+      bucket.sortedByTime = false;
+      stats.inc('numCompressedBucketsConvertedToUnsorted');
+    }
+  }
+  for (const m of measurements) map.insertOne(m, metaField);
+  const { diffs, delta } = map.intermediate();
+  batch.compressedSizeDelta = delta;
+  const created: string[] = [];
+  for (const diff of diffs) if (diff.created) created.push(diff.field);
+  batch.createdColumns = created;
+  const { min, max } = takeDocuments(bucket.minMax);
+  const bucketId = bucket.id.oid;
+  if (n === 0) {
+    const document = makeCompressedBucketDocument({
+      id: bucketId,
+      hasMeta: bucket.hasMeta,
+      // Each document gets its own copy: the normalised value is shared by the series' buckets.
+      normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
+      min,
+      max,
+      count: map.count,
+      data: columnsOf(diffs),
+    });
+    return { kind: 'insert', bucketId, document };
+  }
+  const commit: CompressedBucketCommit = {
+    format: 'compressed',
+    bucketId,
+    numPreviouslyCommittedMeasurements: n,
+    count: n + measurements.length,
+    version: unsorted ? kCompressedUnsortedVersion : undefined,
+    min,
+    max,
+    columns: diffs,
+  };
+  return { kind: 'update', bucketId, commit };
+}
+
+/** The columns of a first commit: each diff is a whole column (offset 0), in column order. */
+function columnsOf(diffs: ReadonlyArray<ColumnDiff>): Record<string, Binary> {
+  const data: Record<string, Binary> = {};
+  // The diff's bytes are a fresh array: the document takes them without a copy.
+  for (const diff of diffs) defineField(data, diff.field, new Binary(diff.bytes, Binary.SUBTYPE_COLUMN));
+  return data;
+}
+
+function timeOf(m: Measurement, timeField: string): number {
+  return (m[timeField] as Date).getTime();
+}
+
+/** The measurements in time order (stable); the array itself when it is in order already (the usual case). */
+function sortedByTime(
+  measurements: ReadonlyArray<Measurement>,
+  timeField: string,
+): ReadonlyArray<Measurement> {
+  for (let i = 1; i < measurements.length; i++) {
+    if (
+      timeOf(measurements[i] as Measurement, timeField) <
+      timeOf(measurements[i - 1] as Measurement, timeField)
+    ) {
+      return [...measurements].sort((a, b) => timeOf(a, timeField) - timeOf(b, timeField));
+    }
+  }
+  return measurements;
+}

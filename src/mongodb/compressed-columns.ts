@@ -1,0 +1,184 @@
+/**
+ * The column bytes of compressed buckets this process is appending to, kept by `MongoStorage` so that a
+ * commit can be sent as whole-column `$set`s without reading the bucket first.
+ *
+ * The driver cannot send the server's binary diff (`{o, d}` in a `$v: 2` update), and MQL has no
+ * expression that concatenates binaries: a column that grew is sent whole. The catalog holds only the
+ * columns' encoders; the bytes they produced are kept here, in a size-bounded LRU. A bucket not in the
+ * cache (evicted, or reopened) is read once by `_id`.
+ *
+ * @packageDocumentation
+ */
+import { Binary } from 'bson';
+import { LRUCache } from 'lru-cache';
+
+import { binaryBytes } from '../bucket-format/compressed-bucket.js';
+import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import { getOwnField } from '../util/safe-record.js';
+
+/** The stored columns of one compressed bucket, and the count they hold. */
+interface CachedBucket {
+  readonly count: number;
+  readonly columns: Map<string, Uint8Array>;
+  readonly bytes: number;
+}
+
+/** Default bound on the bytes of cached columns. */
+const kDefaultMaxBytes = 64 * 1024 * 1024;
+
+/** Column bytes of compressed buckets, by namespace and `_id`. */
+export class CompressedColumnCache {
+  readonly #cache: LRUCache<string, CachedBucket>;
+
+  /**
+   * @param maxBytes - bound on the bytes kept.
+   */
+  constructor(maxBytes: number = kDefaultMaxBytes) {
+    this.#cache = new LRUCache<string, CachedBucket>({
+      maxSize: maxBytes,
+      sizeCalculation: (entry) => Math.max(1, entry.bytes),
+    });
+  }
+
+  /**
+   * Remember a compressed bucket document as stored (a version-1 document is ignored).
+   *
+   * @param ns - namespace.
+   * @param doc - the stored document.
+   */
+  remember(ns: string, doc: Readonly<Record<string, unknown>>): void {
+    const control = getOwnField(doc, 'control') as Record<string, unknown> | undefined;
+    const data = getOwnField(doc, 'data') as Record<string, unknown> | undefined;
+    const key = keyOf(ns, doc._id);
+    if (key === undefined) return;
+    if (control === undefined || data === undefined || (control.version !== 2 && control.version !== 3)) {
+      this.#cache.delete(key);
+      return;
+    }
+    const columns = new Map<string, Uint8Array>();
+    let bytes = 0;
+    for (const field of Object.keys(data)) {
+      const binary = data[field] as Binary;
+      const column = Uint8Array.from(binaryBytes(binary));
+      columns.set(field, column);
+      bytes += column.length;
+    }
+    this.#cache.set(key, { count: Number(control.count), columns, bytes });
+  }
+
+  /**
+   * Forget a bucket (a direct write changed it), or every bucket of a namespace.
+   *
+   * @param ns - namespace.
+   * @param id - the bucket's `_id`; all of the namespace when absent.
+   */
+  forget(ns: string, id?: unknown): void {
+    if (id !== undefined) {
+      const key = keyOf(ns, id);
+      if (key !== undefined) this.#cache.delete(key);
+      return;
+    }
+    const prefix = `${ns}\u0000`;
+    for (const key of [...this.#cache.keys()]) if (key.startsWith(prefix)) this.#cache.delete(key);
+  }
+
+  /**
+   * The whole new binary of each column a commit changes, when the cache holds the bucket as the commit
+   * expects it (`numPreviouslyCommittedMeasurements` measurements).
+   *
+   * @param ns - namespace.
+   * @param commit - the commit.
+   * @returns the changed columns, or `undefined` on a cache miss.
+   */
+  changedColumns(ns: string, commit: CompressedBucketCommit): Map<string, Binary> | undefined {
+    const key = keyOf(ns, commit.bucketId);
+    const cached = key === undefined ? undefined : this.#cache.get(key);
+    if (cached?.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
+    return spliceColumns(cached.columns, commit);
+  }
+
+  /**
+   * Record that a commit was applied: the bucket now holds the spliced columns.
+   *
+   * @param ns - namespace.
+   * @param commit - the applied commit.
+   * @param changed - the columns it wrote ({@link CompressedColumnCache.changedColumns}).
+   * @param base - the stored columns the commit was spliced onto.
+   */
+  applied(
+    ns: string,
+    commit: CompressedBucketCommit,
+    changed: ReadonlyMap<string, Binary>,
+    base: ReadonlyMap<string, Uint8Array>,
+  ): void {
+    const key = keyOf(ns, commit.bucketId);
+    if (key === undefined) return;
+    const columns = new Map(base);
+    for (const [field, binary] of changed) columns.set(field, binaryBytes(binary));
+    let bytes = 0;
+    for (const column of columns.values()) bytes += column.length;
+    this.#cache.set(key, { count: commit.count, columns, bytes });
+  }
+
+  /**
+   * The cached columns of a bucket (for {@link CompressedColumnCache.applied}).
+   *
+   * @param ns - namespace.
+   * @param id - the bucket's `_id`.
+   * @returns the columns, or an empty map.
+   */
+  columnsOf(ns: string, id: unknown): ReadonlyMap<string, Uint8Array> {
+    const key = keyOf(ns, id);
+    return (key === undefined ? undefined : this.#cache.get(key))?.columns ?? new Map();
+  }
+}
+
+/**
+ * Each changed column's whole new binary: the stored column cut at the diff's offset, the diff's bytes
+ * appended; a new column is the diff's bytes.
+ *
+ * @param stored - the stored columns, by field.
+ * @param commit - the commit.
+ * @returns the new binaries, by field; `undefined` when a column the commit extends is not stored.
+ */
+export function spliceColumns(
+  stored: ReadonlyMap<string, Uint8Array>,
+  commit: CompressedBucketCommit,
+): Map<string, Binary> | undefined {
+  const out = new Map<string, Binary>();
+  for (const diff of commit.columns) {
+    if (diff.created) {
+      out.set(diff.field, new Binary(Uint8Array.from(diff.bytes), Binary.SUBTYPE_COLUMN));
+      continue;
+    }
+    const column = stored.get(diff.field);
+    if (column === undefined || column.length < diff.offset) return undefined;
+    const bytes = new Uint8Array(diff.offset + diff.bytes.length);
+    bytes.set(column.subarray(0, diff.offset), 0);
+    bytes.set(diff.bytes, diff.offset);
+    out.set(diff.field, new Binary(bytes, Binary.SUBTYPE_COLUMN));
+  }
+  return out;
+}
+
+/**
+ * The stored columns of a bucket document, by field.
+ *
+ * @param doc - a compressed bucket document.
+ * @returns its columns' bytes.
+ */
+export function storedColumns(doc: Readonly<Record<string, unknown>>): Map<string, Uint8Array> {
+  const data = getOwnField(doc, 'data') as Record<string, unknown> | undefined;
+  const out = new Map<string, Uint8Array>();
+  if (data === undefined) return out;
+  for (const field of Object.keys(data)) {
+    const value = data[field] as { _bsontype?: unknown; buffer: Uint8Array; position: number } | undefined;
+    if (value?._bsontype === 'Binary') out.set(field, binaryBytes(value));
+  }
+  return out;
+}
+
+function keyOf(ns: string, id: unknown): string | undefined {
+  const hex = (id as { toHexString?: unknown } | null | undefined)?.toHexString;
+  return typeof hex === 'function' ? `${ns}\u0000${String(hex.call(id))}` : undefined;
+}

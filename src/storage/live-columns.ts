@@ -1,0 +1,178 @@
+/**
+ * How `MemoryStorage` keeps the compressed buckets the catalog is appending to: each column in a growable
+ * buffer that a commit splices its bytes into (cost proportional to the bytes appended), and the bucket
+ * document rebuilt only when someone reads it.
+ *
+ * A document handed to a reader shares its columns' buffers (no copy); the next commit to such a column
+ * copies it first (copy on write), so a document once read never changes under its reader.
+ *
+ * @packageDocumentation
+ */
+import { Binary } from 'bson';
+
+import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import { defineField, getOwnField } from '../util/safe-record.js';
+import type { StoredBucket } from './storage.js';
+
+/** One column: its bytes are `buf[0, length)`. */
+interface LiveColumn {
+  buf: Uint8Array;
+  length: number;
+  /** Whether a materialised document views `buf` (the next write copies it first). */
+  shared: boolean;
+}
+
+/** A compressed bucket being appended to. */
+interface LiveBucket {
+  /** `control.count`. */
+  count: number;
+  /** `control.version`. */
+  version: unknown;
+  /** `control.min` and `control.max` (owned: commits hand over fresh objects). */
+  min: unknown;
+  max: unknown;
+  /** Columns in document order. */
+  readonly columns: Map<string, LiveColumn>;
+}
+
+/** The live compressed buckets of one namespace. */
+export class LiveColumns {
+  readonly #buckets = new Map<string, LiveBucket>();
+  /** Buckets changed since their document was last built. */
+  readonly #dirty = new Set<string>();
+
+  /**
+   * Apply a compressed commit if the bucket holds exactly the measurements it expects.
+   *
+   * @param key - the bucket's key in `docs`.
+   * @param docs - the namespace's documents (the bucket's document starts the live copy).
+   * @param commit - the commit.
+   * @returns whether the guard held and the commit was applied.
+   */
+  apply(key: string, docs: ReadonlyMap<string, StoredBucket>, commit: CompressedBucketCommit): boolean {
+    let live = this.#buckets.get(key);
+    if (live === undefined) {
+      const doc = docs.get(key);
+      live = doc === undefined ? undefined : liveBucketOf(doc);
+      if (live === undefined) return false;
+      this.#buckets.set(key, live);
+    }
+    if (live.count !== commit.numPreviouslyCommittedMeasurements) return false;
+    // Check every column before changing any: a commit applies whole or not at all.
+    for (const diff of commit.columns) {
+      if (diff.created) continue;
+      const column = live.columns.get(diff.field);
+      if (column === undefined || column.length < diff.offset) return false;
+    }
+    for (const diff of commit.columns) {
+      const end = diff.offset + diff.bytes.length;
+      let column = diff.created ? undefined : live.columns.get(diff.field);
+      if (column === undefined) {
+        column = { buf: new Uint8Array(Math.max(64, end * 2)), length: 0, shared: false };
+        live.columns.set(diff.field, column);
+      } else if (column.shared || end > column.buf.length) {
+        // Doubling keeps the copies per column logarithmic in its size.
+        const buf = new Uint8Array(Math.max(column.buf.length, end * 2));
+        buf.set(column.buf.subarray(0, diff.offset));
+        column.buf = buf;
+        column.shared = false;
+      }
+      // A diff is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
+      const bytes = diff.bytes;
+      if (bytes.length > 64) column.buf.set(bytes, diff.offset);
+      else {
+        const buf = column.buf;
+        for (let i = 0, o = diff.offset; i < bytes.length; i++, o++) buf[o] = bytes[i] as number;
+      }
+      column.length = end;
+    }
+    live.count = commit.count;
+    if (commit.version !== undefined) live.version = commit.version;
+    live.min = commit.min;
+    live.max = commit.max;
+    this.#dirty.add(key);
+    return true;
+  }
+
+  /**
+   * Rebuild the documents of the buckets changed since they were last read.
+   *
+   * @param docs - the namespace's documents, updated in place (new document objects).
+   */
+  materialize(docs: Map<string, StoredBucket>): void {
+    if (this.#dirty.size === 0) return;
+    for (const key of this.#dirty) {
+      const live = this.#buckets.get(key);
+      const base = docs.get(key);
+      if (live === undefined || base === undefined) continue;
+      docs.set(key, documentOf(base, live));
+    }
+    this.#dirty.clear();
+  }
+
+  /**
+   * Forget a bucket (a write that is not a commit changed or removed its document).
+   *
+   * @param key - the bucket's key; every bucket when absent.
+   */
+  forget(key?: string): void {
+    if (key === undefined) {
+      this.#buckets.clear();
+      this.#dirty.clear();
+      return;
+    }
+    this.#buckets.delete(key);
+    this.#dirty.delete(key);
+  }
+}
+
+/** The live form of a stored compressed document (its columns copied once), or `undefined`. */
+function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
+  const control = getOwnField(doc, 'control') as Record<string, unknown> | undefined;
+  const data = getOwnField(doc, 'data') as Record<string, unknown> | undefined;
+  if (control === undefined || data === undefined) return undefined;
+  if (control.version !== 2 && control.version !== 3) return undefined;
+  const columns = new Map<string, LiveColumn>();
+  for (const field of Object.keys(data)) {
+    const value = data[field] as { _bsontype?: unknown; buffer: Uint8Array; position: number };
+    if (value._bsontype !== 'Binary') return undefined;
+    const bytes = value.buffer.subarray(0, value.position);
+    const buf = new Uint8Array(Math.max(64, bytes.length * 2));
+    buf.set(bytes);
+    columns.set(field, { buf, length: bytes.length, shared: false });
+  }
+  return {
+    count: Number(control.count),
+    version: control.version,
+    min: control.min,
+    max: control.max,
+    columns,
+  };
+}
+
+/** A new document: `base` with the live control fields and columns (viewing the live buffers). */
+function documentOf(base: StoredBucket, live: LiveBucket): StoredBucket {
+  const doc: StoredBucket = {};
+  for (const field of Object.keys(base)) {
+    if (field === 'control') {
+      const control = base.control as Record<string, unknown>;
+      const next: Record<string, unknown> = {};
+      for (const name of Object.keys(control)) {
+        if (name === 'version') next.version = live.version;
+        else if (name === 'min') next.min = live.min;
+        else if (name === 'max') next.max = live.max;
+        else if (name === 'count') next.count = live.count;
+        else defineField(next, name, control[name]);
+      }
+      doc.control = next;
+    } else if (field === 'data') {
+      const data: Record<string, unknown> = {};
+      for (const [name, column] of live.columns) {
+        column.shared = true;
+        defineField(data, name, new Binary(column.buf.subarray(0, column.length), Binary.SUBTYPE_COLUMN));
+      }
+      doc.data = data;
+    } else defineField(doc, field, base[field]);
+  }
+  return doc;
+}

@@ -1,0 +1,118 @@
+/**
+ * The columns of an open compressed bucket: the server's own diff fixture (timeseries_write_util_test.cpp,
+ * `MakeTimeseriesCompressedDiffUpdateOp`), and the law that the diffs rebuild the one-shot encoding.
+ */
+import type { Binary } from 'bson';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { compressBucket } from '../../../src/bucket-format/bucket-compression.js';
+import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
+import { applyBinaryDiff } from '../../../src/bucket-format/bson-column/binary-diff.js';
+import { MeasurementMap } from '../../../src/bucket-format/measurement-map.js';
+
+const at = (s: string) => new Date(s);
+const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+const bytesOf = (b: Binary) => b.buffer.subarray(0, b.position);
+
+describe('MeasurementMap', () => {
+  it("resumes a stored bucket and yields the server's diff for two appended measurements", () => {
+    // Arrange: the fixture's pre-image, compressed as the server compresses it.
+    const preImage = {
+      _id: 'x',
+      control: {
+        version: 1,
+        min: { time: at('2022-06-06T15:34:31Z'), a: 1, b: 1 },
+        max: { time: at('2022-06-06T15:34:33Z'), a: 3, b: 3 },
+      },
+      data: {
+        time: { 0: at('2022-06-06T15:34:31Z'), 1: at('2022-06-06T15:34:32Z'), 2: at('2022-06-06T15:34:33Z') },
+        a: { 0: 1, 1: 2, 2: 3 },
+        b: { 0: 1, 1: 2, 2: 3 },
+      },
+    };
+    const compressed = compressBucket(preImage, 'time');
+    if (compressed.kind !== 'compressed') throw new Error('fixture did not compress');
+    const data = compressed.doc.data as Record<string, Binary>;
+    const map = MeasurementMap.fromBinaries('time', data, 3, at('2022-06-06T15:34:33Z').getTime());
+
+    // Act: the batch, sorted by time, appended.
+    map.insertOne({ time: at('2022-06-06T15:34:30Z'), a: 0, b: 0 }, undefined);
+    map.insertOne({ time: at('2022-06-06T15:34:34Z'), a: 4, b: 4 }, undefined);
+    const { diffs, delta } = map.intermediate();
+
+    // Assert: exactly the server's `sdata.b` section, and the columns decode to the five measurements.
+    expect(diffs.map((d) => [d.field, d.offset, base64(d.bytes), d.created])).toEqual([
+      ['time', 10, 'gAt9AAD8fGBtAA==', false],
+      ['a', 6, 'gCsAEAAUABAAAA==', false],
+      ['b', 6, 'gCsAEAAUABAAAA==', false],
+    ]);
+    const columns = Object.fromEntries(
+      diffs.map((d) => [d.field, applyBinaryDiff(bytesOf(data[d.field]!), d)]),
+    );
+    expect(BSONColumn.decode(columns.time!)).toEqual(
+      ['31', '32', '33', '30', '34'].map((s) => at(`2022-06-06T15:34:${s}Z`)),
+    );
+    expect(BSONColumn.decode(columns.a!)).toEqual([1, 2, 3, 0, 4]);
+    expect(BSONColumn.decode(columns.b!)).toEqual([1, 2, 3, 0, 4]);
+    const before = Object.values(data).reduce((n, b) => n + b.position, 0);
+    const after = Object.values(columns).reduce((n, c) => n + c.length, 0);
+    expect(delta).toBe(after - before);
+    expect(map.count).toBe(5);
+    expect(map.timeOfLastMeasurement()).toBe(at('2022-06-06T15:34:34Z').getTime());
+  });
+
+  it('puts the time column first, fills a late field with skips, and skips fields a measurement lacks', () => {
+    const map = new MeasurementMap('t');
+    map.insertOne({ x: 1, t: at('2024-01-01T00:00:00Z'), m: 'meta' }, 'm');
+    map.insertOne({ t: at('2024-01-01T00:00:01Z'), y: 'late' }, 'm');
+    const { diffs } = map.intermediate();
+    expect(diffs.map((d) => [d.field, d.offset, d.created])).toEqual([
+      ['t', 0, true],
+      ['x', 0, true],
+      ['y', 0, true],
+    ]);
+    const decoded = Object.fromEntries(diffs.map((d) => [d.field, BSONColumn.decode(d.bytes)]));
+    expect(decoded).toEqual({
+      t: [at('2024-01-01T00:00:00Z'), at('2024-01-01T00:00:01Z')],
+      x: [1, undefined],
+      y: [undefined, 'late'],
+    });
+  });
+
+  it('diffs applied commit after commit give the bytes of encoding every value at once', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record(
+            { v: fc.oneof(fc.integer(), fc.double({ noNaN: true }), fc.string()), w: fc.boolean() },
+            { requiredKeys: [] },
+          ),
+          { minLength: 1, maxLength: 60 },
+        ),
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 20 }),
+        (rows, splits) => {
+          // Arrange
+          const measurements = rows.map((r, i) => ({ t: new Date(i * 1000), ...r }));
+          const map = new MeasurementMap('t');
+          const stored = new Map<string, Uint8Array>();
+          // Act: commits of the given sizes, each diff applied to the stored column.
+          let i = 0;
+          for (let s = 0; i < measurements.length; s++) {
+            const end = Math.min(measurements.length, i + (splits[s % splits.length] ?? 1));
+            for (; i < end; i++) map.insertOne(measurements[i]!, undefined);
+            for (const d of map.intermediate().diffs) {
+              stored.set(d.field, applyBinaryDiff(stored.get(d.field) ?? new Uint8Array(0), d));
+            }
+          }
+          // Assert
+          for (const [field, bytes] of stored) {
+            const values = measurements.map((m) => (m as Record<string, unknown>)[field]);
+            expect(base64(bytes)).toBe(base64(BSONColumn.encode(values)));
+          }
+          expect(map.compressedSize).toBe([...stored.values()].reduce((n, b) => n + b.length, 0));
+        },
+      ),
+    );
+  });
+});
