@@ -85,7 +85,10 @@ export function planProjection(spec: ProjectionSpec | undefined, needed: FieldDe
   if (selection === undefined) {
     return {
       unpack: { kind: 'all' },
-      post: { kind: 'mingo', aggregator: mingoCall(() => new Aggregator([{ $project: spec }], kMingoOptions)) },
+      post: {
+        kind: 'mingo',
+        aggregator: mingoCall(() => new Aggregator([{ $project: spec }], kMingoOptions)),
+      },
     };
   }
   if (selection.kind === 'all') return { unpack: selection, post: { kind: 'none' } };

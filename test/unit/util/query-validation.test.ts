@@ -165,7 +165,7 @@ describe('$where', () => {
       return true;
     };
     const docs = [{ v: 1 }];
-    const runs = [
+    const runs: ReadonlyArray<() => unknown> = [
       () => new Query({ $where: script }, kMingoOptions).test({ v: 1 }),
       () => new Aggregator([{ $facet: { a: [{ $match: { $where: script } }] } }], kMingoOptions).run(docs),
       () =>
