@@ -81,6 +81,12 @@ export const ErrorCodes = {
   Location40158: 40158,
   /** `$count` given a dotted name. */
   Location40160: 40160,
+  /** `$unwind` without a path. */
+  Location28812: 28812,
+  /** A `$unwind` path without the `$` prefix. */
+  Location28818: 28818,
+  /** An expression naming an undefined `$$` variable. */
+  Location17276: 17276,
   CursorClosed: 43,
   /** A cursor killed under its iteration (its collection was dropped). */
   QueryPlanKilled: 175,

@@ -1,7 +1,8 @@
 /**
  * The arguments of aggregation stages that tsbuckets checks before mingo runs them, with the codes and
  * messages of the server's stage parsers (`document_source_group.cpp` and `accumulator.h` for `$group`,
- * `document_source_sort.cpp` for `$sort`, `document_source_count.cpp` for `$count`). mingo would answer
+ * `document_source_sort.cpp` for `$sort`, `document_source_count.cpp` for `$count`,
+ * `document_source_unwind.cpp` for `$unwind`). mingo would answer
  * these with its own wording (or, for a `$sort` direction, not at all).
  *
  * | stage    | refusal                                        | code  |
@@ -13,6 +14,7 @@
  * | `$group` | unknown accumulator                            | 15952 |
  * | `$sort`  | not a document / empty / bad direction         | 15973 / 15976 / 15975 |
  * | `$count` | not a string / empty / `$`-prefixed / dotted   | 40156 / 40157 / 40158 / 40160 |
+ * | `$unwind`| empty path / path without the `$` prefix       | 28812 / 28818 |
  *
  * @packageDocumentation
  */
@@ -71,6 +73,9 @@ export function checkStageSpec(name: string, spec: unknown): void {
       return;
     case '$count':
       checkCount(spec);
+      return;
+    case '$unwind':
+      checkUnwind(spec);
       return;
     default:
       return;
@@ -143,5 +148,18 @@ function checkCount(spec: unknown): void {
   }
   if (spec.includes('.')) {
     throw new TimeseriesError('Location40160', "the count field cannot contain '.'");
+  }
+}
+
+/** The path of `$unwind` (a string, or an object's `path`); other shapes are left to the engine. */
+function checkUnwind(spec: unknown): void {
+  const path = isPlainObject(spec) ? spec.path : spec;
+  if (typeof path !== 'string') return;
+  if (path.length === 0) throw new TimeseriesError('Location28812', 'no path specified to $unwind stage');
+  if (!path.startsWith('$')) {
+    throw new TimeseriesError(
+      'Location28818',
+      `path option to $unwind stage should be prefixed with a '$': ${path}`,
+    );
   }
 }

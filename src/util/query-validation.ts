@@ -16,7 +16,8 @@
  * | `$where` in a read filter or a `$match`                      | `BadValue`     |
  * | `$where` in an update or delete filter                       | `InvalidOptions` |
  * | stage with more than one field / unknown stage name         | 40323 / 40324  |
- * | malformed `$group`, `$sort`, `$count` (pipeline-stages.ts)    | the server's   |
+ * | malformed `$group`, `$sort`, `$count`, `$unwind` (pipeline-stages.ts) | the server's |
+ * | undefined `$$` variable in an expression (from mingo)        | 17276          |
  *
  * `$where` runs JavaScript, and tsbuckets runs none: MongoDB refuses it on a time-series collection
  * (its reads are a `$match` over the buckets, where the parser allows no JavaScript), so tsbuckets refuses
@@ -487,6 +488,12 @@ export function toMongoError(error: unknown): unknown {
   const unknownOperator = /^unknown (?:query )?operator:? (\$\S+)$/.exec(message);
   if (unknownOperator !== null) {
     return new TimeseriesError('BadValue', `unknown operator: ${unknownOperator[1] ?? ''}`, { cause: error });
+  }
+  const variable = /^Use of undefined variable: (\S+)$/.exec(message);
+  if (variable !== null) {
+    return new TimeseriesError('Location17276', `Use of undefined variable: ${variable[1] ?? ''}`, {
+      cause: error,
+    });
   }
   const script = /^(\$\w+) (?:operator )?requires 'scriptEnabled'/.exec(message);
   if (script !== null) {

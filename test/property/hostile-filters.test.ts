@@ -191,6 +191,8 @@ describe('hostile arguments', () => {
       [{ $sort: {} }, 'Location15976'],
       [{ $count: 1 }, 'Location40156'],
       [{ $count: 'a.b' }, 'Location40160'],
+      [{ $unwind: 'arr' }, 'Location28818'],
+      [{ $unwind: '$arr' }, 'ok'],
       [{ $match: { $where: 'true' } }, 'BadValue'],
       [{ $match: 'x' }, 'Location15959'],
       [{ $bogus: 1 }, 'Location40324'],

@@ -54,6 +54,13 @@ describe('checkStageSpec', () => {
     ['$count', '', '40157 Location40157: the count field must be a non-empty string'],
     ['$count', '$n', '40158 Location40158: the count field cannot be a $-prefixed path'],
     ['$count', 'a.b', "40160 Location40160: the count field cannot contain '.'"],
+    ['$unwind', '', '28812 Location28812: no path specified to $unwind stage'],
+    ['$unwind', 'v', "28818 Location28818: path option to $unwind stage should be prefixed with a '$': v"],
+    [
+      '$unwind',
+      { path: 'a.b', preserveNullAndEmptyArrays: true },
+      "28818 Location28818: path option to $unwind stage should be prefixed with a '$': a.b",
+    ],
   ])('refuses %s %j with the server code and message', (name, spec, expected) => {
     expect(refusal(name, spec)).toBe(expected);
   });
@@ -64,6 +71,8 @@ describe('checkStageSpec', () => {
       ['$group', { _id: null }],
       ['$sort', { v: 1, w: -1, x: 1n, s: { $meta: 'textScore' } }],
       ['$count', 'n'],
+      ['$unwind', '$arr'],
+      ['$unwind', { path: '$arr', includeArrayIndex: 'i' }],
       ['$limit', 'x'],
       ['$project', 5],
     ];

@@ -247,6 +247,10 @@ describe('mingo errors', () => {
       codeName: 'Location40324',
       message: "Unrecognized pipeline stage name: '$bar'",
     });
+    expect(toMongoError(new Error('Use of undefined variable: nope'))).toMatchObject({
+      codeName: 'Location17276',
+      message: 'Use of undefined variable: nope',
+    });
     expect(toMongoError(new Error('other'))).toMatchObject({ codeName: 'BadValue', message: 'other' });
     const own = wrongType('x', 1, 'string');
     expect(toMongoError(own)).toBe(own);
