@@ -32,7 +32,7 @@ import {
   isPlainObject,
 } from './bson-value.js';
 import { jsonSchemaValidator } from './json-schema.js';
-import { mingoCall, toMongoError } from './query-validation.js';
+import { kMingoOptions, mingoCall, toMongoError } from './query-validation.js';
 import { getOwnField } from './safe-record.js';
 
 /** A MongoDB query filter. */
@@ -689,7 +689,7 @@ export class BsonQuery {
       this.mode = 'mingo';
       this.#compiled = undefined;
       // mingo evaluates $jsonSchema only through a validator; its untyped errors become MongoDB's.
-      this.#mingo = mingoCall(() => new Query(filter, { jsonSchemaValidator }));
+      this.#mingo = mingoCall(() => new Query(filter, { ...kMingoOptions, jsonSchemaValidator }));
     }
   }
 
