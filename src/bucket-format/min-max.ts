@@ -654,9 +654,37 @@ function subtreeChanged(node: MinMaxNode, side: Side): boolean {
 const kNoOps: ReadonlyArray<SetOp> = Object.freeze([]);
 const kNoUpdates: MinMaxUpdates = Object.freeze({ min: kNoOps, max: kNoOps });
 
+/**
+ * The path of the walk in {@link collectChanges}: one array for every call (a walk is synchronous and
+ * emits copies of it), emptied before each walk.
+ */
+const kWalkPath: string[] = [];
+
+/**
+ * Frozen one-segment paths by field name, shared by every commit of every bucket: a commit's changes are
+ * mostly top-level fields (the time field's maximum, a few new extremes), and their paths then cost no
+ * array per operation. Bounded: emptied when it reaches {@link kMaxSharedPaths} names.
+ */
+const kSharedPaths = new Map<string, ReadonlyArray<string>>();
+const kMaxSharedPaths = 4096;
+
+/** The path of an operation at `path` (the walk's current path), shared when it has one segment. */
+function pathOf(path: ReadonlyArray<string>): ReadonlyArray<string> {
+  if (path.length !== 1) return path.slice();
+  const name = path[0] as string;
+  let shared = kSharedPaths.get(name);
+  if (shared === undefined) {
+    if (kSharedPaths.size >= kMaxSharedPaths) kSharedPaths.clear();
+    shared = Object.freeze([name]);
+    kSharedPaths.set(name, shared);
+  }
+  return shared;
+}
+
 function takeSide(root: MinMaxNode, side: Side): SetOp[] {
   const out: SetOp[] = [];
-  const path: string[] = [];
+  const path = kWalkPath;
+  path.length = 0;
   if (root[SLOT[side].updated] || collectChanges(root, side, path, out)) {
     out.length = 0;
     out.push({ path: [], value: buildSlot(root, side, true) });
@@ -714,7 +742,7 @@ function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp
         return true;
       }
       path.push(segment);
-      out.push({ path: path.slice(), value: buildSlot(child, side, true) });
+      out.push({ path: pathOf(path), value: buildSlot(child, side, true) });
       path.pop();
     } else if (kind === 'object' || kind === 'array') {
       const before = out.length;
@@ -728,7 +756,7 @@ function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp
       }
       if (whole) {
         out.length = before;
-        out.push({ path: path.slice(), value: buildSlot(child, side, true) });
+        out.push({ path: pathOf(path), value: buildSlot(child, side, true) });
       }
       path.pop();
     }
