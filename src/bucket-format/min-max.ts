@@ -57,7 +57,7 @@ import {
   compareUtf8,
   dbRefToDocument,
 } from '../util/bson-value.js';
-import { defineField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
+import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 import type { DBRef } from 'bson';
 
 /** The kind of a min or max slot; see the transition table in this module's documentation. */
@@ -122,6 +122,15 @@ export interface MinMax {
    * other fields change neither.
    */
   changed: number;
+  /**
+   * The `control.min` and `control.max` last returned by {@link takeDocuments}, or `undefined` when the
+   * tracking has moved on since (a {@link takeUpdates}, or a fresh or reloaded MinMax). The next
+   * {@link takeDocuments} returns the same object for a side without changes, and for a side with a few
+   * changed fields a shallow copy with just those fields rebuilt: published documents are never changed
+   * afterwards, so consecutive commits share what did not change (whoever receives them must not change
+   * them in place either).
+   */
+  published: { min: Record<string, unknown>; max: Record<string, unknown> } | undefined;
 }
 
 /** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
@@ -212,7 +221,7 @@ export function createMinMax(): MinMax {
   root.minEmitted = true;
   root.maxEmitted = true;
   root.children = [];
-  return { root, changed: 0 };
+  return { root, changed: 0, published: undefined };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -544,6 +553,7 @@ export function takeUpdates(mm: MinMax): MinMaxUpdates {
   const changed = mm.changed;
   if (changed === 0) return kNoUpdates;
   mm.changed = 0;
+  mm.published = undefined;
   return {
     min: (changed & MIN_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'min'),
     max: (changed & MAX_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'max'),
@@ -556,25 +566,125 @@ export function takeUpdates(mm: MinMax): MinMaxUpdates {
  * without building the per-field operations that the first commit would discard.
  *
  * @param mm - the MinMax.
- * @returns fresh documents in stored field order; the next {@link takeUpdates} reports later changes only.
+ * @returns the documents in stored field order, sharing with the previous call what did not change (see
+ *   {@link MinMax.published}); the next {@link takeUpdates} reports later changes only.
  */
 export function takeDocuments(mm: MinMax): {
   readonly min: Record<string, unknown>;
   readonly max: Record<string, unknown>;
 } {
+  const changed = mm.changed;
   mm.changed = 0;
-  return {
-    min: buildSlot(mm.root, 'min', true) as Record<string, unknown>,
-    max: buildSlot(mm.root, 'max', true) as Record<string, unknown>,
-  };
+  const last = mm.published;
+  const published =
+    last === undefined
+      ? {
+          min: buildSlot(mm.root, 'min', true) as Record<string, unknown>,
+          max: buildSlot(mm.root, 'max', true) as Record<string, unknown>,
+        }
+      : {
+          min:
+            (changed & MIN_CHANGED) === 0
+              ? last.min
+              : (republish(mm.root, 'min', last.min) as Record<string, unknown>),
+          max:
+            (changed & MAX_CHANGED) === 0
+              ? last.max
+              : (republish(mm.root, 'max', last.max) as Record<string, unknown>),
+        };
+  mm.published = published;
+  return published;
+}
+
+/**
+ * A visible container slot's current value, recorded as emitted, given `previous`, its value as last
+ * emitted: `previous` itself when nothing below changed; a shallow copy with the changed children rebuilt
+ * when the visible children are the same ones as before (values changed, none appeared or vanished);
+ * otherwise a whole rebuild. Nothing is allocated for the unchanged parts.
+ */
+function republish(node: MinMaxNode, side: Side, previous: unknown): unknown {
+  const slot = SLOT[side];
+  if (node[slot.updated]) return buildSlot(node, side, true);
+  const children = node.children ?? kNoChildren;
+  // The shallow copy keeps the previous field order: only valid when the same children are visible.
+  for (const child of children) {
+    if ((child[slot.kind] === 'unset') === child[slot.emitted]) return buildSlot(node, side, true);
+  }
+  const isArray = node[slot.kind] === 'array';
+  let out: Record<string, unknown> | unknown[] | undefined;
+  let position = 0;
+  for (const child of children) {
+    if (child[slot.kind] === 'unset') continue;
+    const at = position++;
+    let value: unknown;
+    if (child[slot.updated]) value = buildSlot(child, side, true);
+    else if (child[slot.kind] === 'value' || !subtreeChanged(child, side)) continue;
+    else {
+      const before = isArray
+        ? (previous as unknown[])[at]
+        : getOwnField(previous as object, child.name as string);
+      value = republish(child, side, before);
+    }
+    if (isArray) {
+      out ??= (previous as unknown[]).slice();
+      (out as unknown[])[at] = value;
+    } else {
+      out ??= { ...(previous as Record<string, unknown>) };
+      defineField(out, child.name as string, value);
+    }
+  }
+  return out ?? previous;
+}
+
+/** Whether any visible slot below `node` (a visible container on `side`) changed since it was emitted. */
+function subtreeChanged(node: MinMaxNode, side: Side): boolean {
+  const slot = SLOT[side];
+  for (const child of node.children ?? kNoChildren) {
+    const kind = child[slot.kind];
+    if (kind === 'unset') {
+      if (child[slot.emitted]) return true;
+      continue;
+    }
+    if (child[slot.updated] || !child[slot.emitted]) return true;
+    if (kind !== 'value' && subtreeChanged(child, side)) return true;
+  }
+  return false;
 }
 
 const kNoOps: ReadonlyArray<SetOp> = Object.freeze([]);
 const kNoUpdates: MinMaxUpdates = Object.freeze({ min: kNoOps, max: kNoOps });
 
+/**
+ * The path of the walk in {@link collectChanges}: one array for every call (a walk is synchronous and
+ * emits copies of it), emptied before each walk.
+ */
+const kWalkPath: string[] = [];
+
+/**
+ * Frozen one-segment paths by field name, shared by every commit of every bucket: a commit's changes are
+ * mostly top-level fields (the time field's maximum, a few new extremes), and their paths then cost no
+ * array per operation. Bounded: emptied when it reaches {@link kMaxSharedPaths} names.
+ */
+const kSharedPaths = new Map<string, ReadonlyArray<string>>();
+const kMaxSharedPaths = 4096;
+
+/** The path of an operation at `path` (the walk's current path), shared when it has one segment. */
+function pathOf(path: ReadonlyArray<string>): ReadonlyArray<string> {
+  if (path.length !== 1) return path.slice();
+  const name = path[0] as string;
+  let shared = kSharedPaths.get(name);
+  if (shared === undefined) {
+    if (kSharedPaths.size >= kMaxSharedPaths) kSharedPaths.clear();
+    shared = Object.freeze([name]);
+    kSharedPaths.set(name, shared);
+  }
+  return shared;
+}
+
 function takeSide(root: MinMaxNode, side: Side): SetOp[] {
   const out: SetOp[] = [];
-  const path: string[] = [];
+  const path = kWalkPath;
+  path.length = 0;
   if (root[SLOT[side].updated] || collectChanges(root, side, path, out)) {
     out.length = 0;
     out.push({ path: [], value: buildSlot(root, side, true) });
@@ -632,7 +742,7 @@ function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp
         return true;
       }
       path.push(segment);
-      out.push({ path: path.slice(), value: buildSlot(child, side, true) });
+      out.push({ path: pathOf(path), value: buildSlot(child, side, true) });
       path.pop();
     } else if (kind === 'object' || kind === 'array') {
       const before = out.length;
@@ -646,7 +756,7 @@ function collectChanges(node: MinMaxNode, side: Side, path: string[], out: SetOp
       }
       if (whole) {
         out.length = before;
-        out.push({ path: path.slice(), value: buildSlot(child, side, true) });
+        out.push({ path: pathOf(path), value: buildSlot(child, side, true) });
       }
       path.pop();
     }

@@ -96,10 +96,16 @@ export interface BucketMetadataCacheOptions {
  *   only plain objects, arrays, strings, numbers, booleans and null. An object can change between calls,
  *   so a hit is used only if the object still holds exactly what was normalised (compared field by field,
  *   which costs far less than a serialisation); otherwise it is normalised again.
+ * - The same meta objects also by content, in an LRU keyed by a hash of the content that ignores field
+ *   order ({@link contentHash}): an ingester that builds a fresh meta object for every document finds its
+ *   series without normalising or serialising anything. A hit is used only if the meta holds exactly what
+ *   was normalised (the same field-by-field comparison), so a hash collision costs a normalisation, never
+ *   a wrong series.
  */
 export class BucketMetadataCache {
   readonly #cache: LRUCache<ScalarMeta, BucketMetadata>;
   readonly #objects = new WeakMap<object, BucketMetadata>();
+  readonly #contents: LRUCache<number, BucketMetadata>;
 
   /**
    * @param options - entry and byte limits.
@@ -110,6 +116,13 @@ export class BucketMetadataCache {
       maxSize: options.maxSize ?? 16 * 1024 * 1024,
       sizeCalculation: (metadata, meta) =>
         64 + 2 * metadata.key.length + (typeof meta === 'string' ? 2 * meta.length : 0),
+    });
+    // The normalised meta is about as large as its key (one latin1 char per BSON byte), and the
+    // hash is a number.
+    this.#contents = new LRUCache<number, BucketMetadata>({
+      max: options.max ?? 10_000,
+      maxSize: options.maxSize ?? 16 * 1024 * 1024,
+      sizeCalculation: (metadata) => 64 + 4 * metadata.key.length,
     });
   }
 
@@ -133,8 +146,17 @@ export class BucketMetadataCache {
       const key = typeof identity === 'object' && identity !== null ? identity : meta;
       const cached = this.#objects.get(key);
       if (cached !== undefined && sameSimpleValue(meta, cached.normalizedMeta)) return cached;
+      // A fresh object with the contents of a known meta (or a known object changed back and forth).
+      const hash = contentHash(meta);
+      if (hash >= 0) {
+        const known = this.#contents.get(hash);
+        if (known !== undefined && sameSimpleValue(meta, known.normalizedMeta)) return known;
+      }
       const metadata = makeBucketMetadata(meta);
-      if (isSimpleValue(metadata.normalizedMeta)) this.#objects.set(key, metadata);
+      if (hash >= 0) {
+        this.#objects.set(key, metadata);
+        this.#contents.set(hash, metadata);
+      }
       return metadata;
     }
     let metadata = this.#cache.get(meta);
@@ -146,23 +168,75 @@ export class BucketMetadataCache {
   }
 }
 
+/** Scratch for the bits of a double in {@link contentHash} (one per module: hashing allocates nothing). */
+const kFloat = new Float64Array(1);
+const kFloatWords = new Uint32Array(kFloat.buffer);
+
+/** FNV-1a's prime and offset basis, and a marker per kind of value so that `'1'`, `1` and `[1]` differ. */
+const kPrime = 0x01000193;
+const kBasis = 0x811c9dc5;
+const HashTag = { string: 1, number: 2, true: 3, false: 4, null: 5, array: 6, object: 7 } as const;
+
+function mix(h: number, word: number): number {
+  return Math.imul(h ^ word, kPrime);
+}
+
 /**
- * Whether a normalised meta holds only values compared exactly by {@link sameSimpleValue}: plain objects,
- * arrays, strings, numbers, booleans, null (and array holes, written as null).
+ * A hash of a meta value made of plain objects, arrays, strings, numbers, booleans and null (what
+ * {@link sameSimpleValue} compares), the same whatever the order of object fields, as two metas that
+ * differ only in field order are one series; fields whose value is `undefined` are left out, as
+ * normalisation leaves them out. Numbers hash by their bits (`0` and `-0` differ). Returns a 31-bit
+ * non-negative integer, or `-1` for any other value (dates, binaries, BSON types: not cached by content).
+ *
+ * @param value - the meta value.
+ * @returns the hash, or -1.
  */
-function isSimpleValue(v: unknown): boolean {
-  switch (typeof v) {
+export function contentHash(value: unknown): number {
+  const h = hashValue(value, kBasis);
+  return h < 0 ? -1 : h & 0x7fffffff;
+}
+
+/** The hash of `value` continuing from `h` (as an int32), or -1 once something cannot be hashed. */
+function hashValue(value: unknown, h: number): number {
+  switch (typeof value) {
     case 'string':
+      h = mix(h, HashTag.string);
+      for (let i = 0; i < value.length; i++) h = mix(h, value.charCodeAt(i));
+      return mix(h, value.length) >>> 1;
     case 'number':
+      kFloat[0] = value;
+      return mix(mix(mix(h, HashTag.number), kFloatWords[0] as number), kFloatWords[1] as number) >>> 1;
     case 'boolean':
-    case 'undefined':
-      return true;
+      return mix(h, value ? HashTag.true : HashTag.false) >>> 1;
+    case 'object': {
+      if (value === null) return mix(h, HashTag.null) >>> 1;
+      if (Array.isArray(value)) {
+        h = mix(h, HashTag.array);
+        for (let i = 0; i < value.length; i++) {
+          // An array hole or undefined element is written as null.
+          const element: unknown = value[i];
+          h = hashValue(element === undefined ? null : element, h);
+          if (h < 0) return -1;
+        }
+        return mix(h, value.length) >>> 1;
+      }
+      if (!isPlainObject(value)) return -1;
+      // Field order must not matter: each field hashes on its own, and the fields are summed.
+      let sum = 0;
+      let fields = 0;
+      for (const name in value) {
+        if (!hasOwnField(value, name)) continue;
+        const v = value[name];
+        if (v === undefined) continue;
+        const field = hashValue(v, hashValue(name, kBasis));
+        if (field < 0) return -1;
+        sum = (sum + field) | 0;
+        fields++;
+      }
+      return mix(mix(mix(h, HashTag.object), sum), fields) >>> 1;
+    }
     default:
-      if (v === null) return true;
-      if (Array.isArray(v)) return v.every(isSimpleValue);
-      if (!isPlainObject(v)) return false;
-      for (const key in v) if (hasOwnField(v, key) && !isSimpleValue(v[key])) return false;
-      return true;
+      return -1;
   }
 }
 

@@ -68,9 +68,10 @@ export function prepareCompressedWrite(
   for (const m of measurements) map.insertOne(m, metaField);
   const { diffs, delta } = map.intermediate();
   batch.compressedSizeDelta = delta;
-  const created: string[] = [];
-  for (const diff of diffs) if (diff.created) created.push(diff.field);
-  batch.createdColumns = created;
+  // Most commits create no column: no array for them.
+  let created: string[] | undefined;
+  for (const diff of diffs) if (diff.created) (created ??= []).push(diff.field);
+  if (created !== undefined) batch.createdColumns = created;
   const { min, max } = takeDocuments(bucket.minMax);
   const bucketId = bucket.id.oid;
   if (n === 0) {

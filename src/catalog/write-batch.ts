@@ -74,6 +74,9 @@ export interface WriteBatch {
   readonly result: Deferred<CommitInfo>;
 }
 
+/** The columns of a batch that created none (shared: a batch per commit, most create nothing). */
+const kNoColumns: ReadonlyArray<string> = Object.freeze([]);
+
 /**
  * A new, empty batch.
  *
@@ -88,7 +91,7 @@ export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionSta
     opId,
     stats,
     measurements: [],
-    createdColumns: [],
+    createdColumns: kNoColumns,
     openedDueToMetadata: false,
     uncommittedEstimate: 0,
     compressedSizeDelta: 0,

@@ -313,6 +313,37 @@ describe('MinMax properties', () => {
     );
   });
 
+  it('(b) takeDocuments on every commit (MongoDB 8.0) gives the current documents and leaves earlier ones as they were', () => {
+    fc.assert(
+      fc.property(batchesArb(names), (batches) => {
+        // Arrange
+        const mm = createMinMax();
+        updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
+        const taken: Array<{ min: Record<string, unknown>; max: Record<string, unknown> }> = [];
+        const snapshots: Array<{ min: Record<string, unknown>; max: Record<string, unknown> }> = [];
+        for (const batch of batches) {
+          // Act: one commit, whose documents may share unchanged parts with the previous commit's.
+          for (const m of batch) updateMinMax(mm, m, { skipField: 'c' });
+          const docs = takeDocuments(mm);
+          taken.push(docs);
+          snapshots.push({ min: minDocument(mm), max: maxDocument(mm) });
+          // Assert
+          expectIdentical(docs.min, minDocument(mm));
+          expectIdentical(docs.max, maxDocument(mm));
+          expect(takeUpdates(mm)).toEqual({ min: [], max: [] });
+          // takeUpdates drops what was published: the next takeDocuments starts over.
+          if (batch.length % 2 === 1) takeUpdates(mm);
+        }
+        // Assert: later commits changed nothing that earlier ones published.
+        taken.forEach((docs, i) => {
+          expectIdentical(docs.min, (snapshots[i] as { min: unknown }).min);
+          expectIdentical(docs.max, (snapshots[i] as { max: unknown }).max);
+        });
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
   it('(b) also after reopening from the written documents', () => {
     fc.assert(
       fc.property(batchesArb(names), batchesArb(names), (before, after) => {

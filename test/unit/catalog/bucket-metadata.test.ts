@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 import {
   BucketMetadataCache,
+  contentHash,
   makeBucketMetadata,
   normalizeMetadata,
 } from '../../../src/catalog/bucket-metadata.js';
@@ -100,6 +101,66 @@ describe('BucketMetadataCache', () => {
     // 0 is an int32 and -0 a double: two series.
     expect(cache.get(0).key).not.toBe(cache.get(-0).key);
     expect(cache.get('x')).toBe(cache.get('x'));
+  });
+
+  it('finds the series of a fresh meta object with known contents, in any field order, without normalising', () => {
+    const leaf = fc.oneof(
+      fc.string({ maxLength: 3 }),
+      fc.constantFrom<unknown>(0, -0, 1, 1.5, 2 ** 31, NaN, true, false, null),
+    );
+    const { tree } = fc.letrec((tie) => ({
+      tree: fc.oneof(
+        { depthSize: 'small' },
+        leaf,
+        fc.array(tie('tree'), { maxLength: 3 }),
+        fc.dictionary(fc.constantFrom('a', 'b', 'é', '__proto__', 'z'), tie('tree'), { maxKeys: 4 }),
+      ),
+    }));
+    /** A fresh deep copy of `v` whose object fields come in reverse order. */
+    const reversed = (v: unknown): unknown => {
+      if (Array.isArray(v)) return v.map(reversed);
+      if (typeof v !== 'object' || v === null) return v;
+      const out: Record<string, unknown> = {};
+      for (const k of Object.keys(v).reverse())
+        Object.defineProperty(out, k, {
+          value: reversed((v as Record<string, unknown>)[k]),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      return out;
+    };
+    fc.assert(
+      fc.property(fc.array(tree, { minLength: 1, maxLength: 12 }), (metas) => {
+        const cache = new BucketMetadataCache();
+        const first = metas.map((m) => cache.get(m));
+        metas.forEach((m) => {
+          const fresh = reversed(m);
+          // Arrange: a meta made of the same values, in another object.
+          expect(contentHash(fresh)).toBe(contentHash(m));
+          // Act
+          const got = cache.get(fresh);
+          // Assert: one series iff the normalised BSON is equal, and a known document meta is the same
+          // object (array metas are not cached).
+          expect(got.key).toBe(makeBucketMetadata(m).key);
+          if (typeof m === 'object' && m !== null && !Array.isArray(m))
+            expect(got).toBe(first[metas.indexOf(m)]);
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('hashes contents: field order ignored, types and positions not', () => {
+    expect(contentHash({ a: 1, b: 'x' })).toBe(contentHash({ b: 'x', a: 1 }));
+    expect(contentHash({ a: 1, b: undefined })).toBe(contentHash({ a: 1 }));
+    expect(contentHash([1, undefined])).toBe(contentHash([1, null]));
+    expect(contentHash({ a: 0 })).not.toBe(contentHash({ a: -0 }));
+    expect(contentHash({ a: 1 })).not.toBe(contentHash({ a: '1' }));
+    expect(contentHash([1, 2])).not.toBe(contentHash([2, 1]));
+    expect(contentHash({ a: { b: 1 } })).not.toBe(contentHash({ a: { c: 1 } }));
+    expect(contentHash({ a: new Date(0) })).toBe(-1);
+    expect(contentHash({ a: 1 })).toBeGreaterThanOrEqual(0);
   });
 
   it('gives the identity makeBucketMetadata gives while meta objects are changed between calls', () => {
