@@ -53,7 +53,43 @@ export const ErrorCodes = {
   Location51091: 51091,
   /** A negative `limit` or `skip`. */
   Location51024: 51024,
+  /** `$group` given something other than a document. */
+  Location15947: 15947,
+  /** `$group` with an unknown accumulator. */
+  Location15952: 15952,
+  /** `$group` without `_id`. */
+  Location15955: 15955,
+  /** `$sort` given something other than a document. */
+  Location15973: 15973,
+  /** A `$sort` direction other than 1 or -1. */
+  Location15975: 15975,
+  /** `$sort` without a key. */
+  Location15976: 15976,
+  /** A `$group` output that is not an accumulator document. */
+  Location40234: 40234,
+  /** A `$group` output field name with a `.`. */
+  Location40235: 40235,
+  /** A `$group` output field name starting with `$`. */
+  Location40236: 40236,
+  /** A `$group` output with other than one accumulator. */
+  Location40238: 40238,
+  /** `$count` given something other than a string. */
+  Location40156: 40156,
+  /** `$count` given an empty string. */
+  Location40157: 40157,
+  /** `$count` given a `$`-prefixed name. */
+  Location40158: 40158,
+  /** `$count` given a dotted name. */
+  Location40160: 40160,
+  /** `$unwind` without a path. */
+  Location28812: 28812,
+  /** A `$unwind` path without the `$` prefix. */
+  Location28818: 28818,
+  /** An expression naming an undefined `$$` variable. */
+  Location17276: 17276,
   CursorClosed: 43,
+  /** A cursor killed under its iteration (its collection was dropped). */
+  QueryPlanKilled: 175,
   Interrupted: 11601,
 } as const;
 

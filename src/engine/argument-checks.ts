@@ -20,6 +20,7 @@
 import { TimeseriesError } from '../errors.js';
 import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { checkFilter, checkNesting, wrongType } from '../util/query-validation.js';
+import type { FilterContext } from '../util/query-validation.js';
 import { hasOwnField } from '../util/safe-record.js';
 
 /** An options argument after its check: a document (`{}` when the caller passed none). */
@@ -148,10 +149,12 @@ export function checkFindArguments(filter: unknown, options: unknown): Options {
  *
  * @param filter - the filter (`undefined` is `{}`).
  * @param field - its name in messages (`count.query`, `delete.q`...).
+ * @param context - `'write'` for the query of an update or a delete (MongoDB's answer to `$where`).
+ * @defaultValue context `'read'`
  * @throws {@link TimeseriesError} see `util/query-validation.ts`.
  */
-export function checkFilterArgument(filter: unknown, field: string): void {
-  if (filter !== undefined) checkFilter(filter, field);
+export function checkFilterArgument(filter: unknown, field: string, context: FilterContext = 'read'): void {
+  if (filter !== undefined) checkFilter(filter, field, context);
 }
 
 /**

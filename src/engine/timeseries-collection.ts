@@ -15,7 +15,7 @@ import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import { copyMeasurement, makeWalk } from '../util/bson-validation.js';
-import { checkPipeline } from '../util/query-validation.js';
+import { checkNoScript, checkPipeline } from '../util/query-validation.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
   aggregate as readerAggregate,
@@ -44,6 +44,7 @@ import {
 } from './argument-checks.js';
 import { CallGate } from './call-gate.js';
 import { Cursor } from '../reader/cursor.js';
+import type { BatchGuard } from '../reader/cursor.js';
 import { metaGuard } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
@@ -411,9 +412,26 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     this.#gate.assertOpen();
   }
 
+  /**
+   * Runs each batch pulled by this collection's cursors as a call, so `drop()` and `close()` wait for a
+   * batch being read and no cursor reads storage after they resolve. Once the collection is dropped its
+   * cursors are killed: the next batch rejects with `QueryPlanKilled` "collection dropped", MongoDB's
+   * answer to a `getMore` on a cursor of a dropped collection; once the engine is closed, with the
+   * engine's `Interrupted`. One gate check per batch, never per document.
+   */
+  readonly #cursorGuard: BatchGuard = (pull) =>
+    this.#gate.state === 'open'
+      ? this.#call(pull)
+      : Promise.reject(new TimeseriesError('QueryPlanKilled', `collection dropped: ${this.namespace}`));
+
   #reader(): ReaderContext {
     this.#assertUsable();
-    return { storage: this.#ctx.storage, bucketsNs: this.bucketsNamespace, options: this.#options };
+    return {
+      storage: this.#ctx.storage,
+      bucketsNs: this.bucketsNamespace,
+      options: this.#options,
+      guard: this.#cursorGuard,
+    };
   }
 
   /**
@@ -501,14 +519,18 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
         checkFilterArgument(filter, 'find.filter');
         checkOptions(options, 'find');
         checkOptions(options.projection, 'find.projection');
-        return new Cursor(() =>
-          copiesOf(
-            storage.find(
-              ns,
-              filter,
-              options.projection === undefined ? {} : { projection: options.projection },
+        checkNoScript(options.projection);
+        return new Cursor(
+          () =>
+            copiesOf(
+              storage.find(
+                ns,
+                filter,
+                options.projection === undefined ? {} : { projection: options.projection },
+              ),
             ),
-          ),
+          'documents',
+          this.#cursorGuard,
         );
       },
       countDocuments: (filter = {}) =>
@@ -581,7 +603,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     options: UpdateManyOptions = {},
   ): Promise<UpdateResult> {
     return await this.#call(() => {
-      checkFilterArgument(filter, 'update.q');
+      checkFilterArgument(filter, 'update.q', 'write');
       checkDocumentOrPipeline(update, 'update.u');
       const checked = checkUpdateOptions(options);
       const ctx = this.#writeContext();
@@ -605,7 +627,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    */
   async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
     return await this.#call(() => {
-      checkFilterArgument(filter, 'delete.q');
+      checkFilterArgument(filter, 'delete.q', 'write');
       const ctx = this.#writeContext();
       return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
         deleteMany(ctx, filter),

@@ -13,6 +13,16 @@ import { TimeseriesError } from '../errors.js';
 /** Produces the batches of one iteration; a batch may be empty. */
 export type BatchSource<T> = () => AsyncIterable<ReadonlyArray<T>>;
 
+/**
+ * Runs each pull of a batch from the source (the reads a MongoDB `getMore` does): it may refuse the pull
+ * by throwing, or count it as a call in flight. A collection's guard refuses once the collection was
+ * dropped (`NamespaceNotFound`) or its engine closed (`Interrupted`), as the server kills the cursors of
+ * a dropped collection; it runs once per batch, never per document.
+ *
+ * @typeParam R - what the pull returns.
+ */
+export type BatchGuard = <R>(pull: () => Promise<R>) => Promise<R>;
+
 async function* oneByOne<T>(source: AsyncIterable<T>): AsyncGenerator<ReadonlyArray<T>> {
   for await (const doc of source) yield [doc];
 }
@@ -25,12 +35,32 @@ const kDone: IteratorReturnResult<undefined> = Object.freeze({ done: true, value
  */
 class BatchIterator<T> implements AsyncIterator<T, undefined> {
   readonly #source: AsyncIterator<ReadonlyArray<T>>;
+  readonly #guard: BatchGuard | undefined;
   #batch: ReadonlyArray<T> = [];
   #next = 0;
   #finished = false;
 
-  constructor(source: AsyncIterator<ReadonlyArray<T>>) {
+  constructor(source: AsyncIterator<ReadonlyArray<T>>, guard: BatchGuard | undefined) {
     this.#source = source;
+    this.#guard = guard;
+  }
+
+  /**
+   * The next batch from the source, through the guard. A refused pull closes the source (its storage
+   * cursor stops reading) and rejects with the guard's error; the iterator is finished.
+   */
+  async #pull(): Promise<IteratorResult<ReadonlyArray<T>>> {
+    const guard = this.#guard;
+    if (guard === undefined) return await this.#source.next();
+    try {
+      return await guard(() => this.#source.next());
+    } catch (error) {
+      if (!this.#finished) {
+        this.#finished = true;
+        await this.#source.return?.();
+      }
+      throw error;
+    }
   }
 
   next(): Promise<IteratorResult<T, undefined>> {
@@ -44,7 +74,7 @@ class BatchIterator<T> implements AsyncIterator<T, undefined> {
     this.#batch = [];
     this.#next = 0;
     while (!this.#finished) {
-      const result = await this.#source.next();
+      const result = await this.#pull();
       if (result.done === true) {
         this.#finished = true;
         break;
@@ -74,7 +104,7 @@ class BatchIterator<T> implements AsyncIterator<T, undefined> {
     this.#batch = [];
     this.#next = 0;
     while (!this.#finished) {
-      const result = await this.#source.next();
+      const result = await this.#pull();
       if (result.done === true) {
         this.#finished = true;
         return;
@@ -96,20 +126,24 @@ class BatchIterator<T> implements AsyncIterator<T, undefined> {
  */
 export class Cursor<T> implements AsyncIterable<T> {
   readonly #batches: BatchSource<T>;
+  readonly #guard: BatchGuard | undefined;
   #consumed = false;
 
   /**
    * @param source - produces the documents when the cursor is first iterated: one by one, or in
    *   batches when `shape` is `'batches'` (the reader: one batch per bucket).
    * @param shape - what `source` yields.
-   * @defaultValue shape `'documents'`
+   * @param guard - runs each pull of a batch (see {@link BatchGuard}); its error rejects the iteration.
+   * @defaultValue shape `'documents'`; guard none (every pull runs)
    */
-  constructor(source: () => AsyncIterable<T>, shape?: 'documents');
-  constructor(source: BatchSource<T>, shape: 'batches');
+  constructor(source: () => AsyncIterable<T>, shape?: 'documents', guard?: BatchGuard);
+  constructor(source: BatchSource<T>, shape: 'batches', guard?: BatchGuard);
   constructor(
     source: (() => AsyncIterable<T>) | BatchSource<T>,
     shape: 'documents' | 'batches' = 'documents',
+    guard?: BatchGuard,
   ) {
+    this.#guard = guard;
     switch (shape) {
       case 'documents':
         this.#batches = () => oneByOne((source as () => AsyncIterable<T>)());
@@ -128,13 +162,13 @@ export class Cursor<T> implements AsyncIterable<T> {
     if (this.#consumed)
       throw new TimeseriesError('CursorClosed', 'Cursor is closed: it was already iterated');
     this.#consumed = true;
-    return new BatchIterator(this.#batches()[Symbol.asyncIterator]());
+    return new BatchIterator(this.#batches()[Symbol.asyncIterator](), this.#guard);
   }
 
   /**
    * Iterate the documents.
    *
-   * @returns an async iterator.
+   * @returns an async iterator; its `next()` rejects with the guard's error once the guard refuses.
    * @throws a `TimeseriesError` (`CursorClosed`) if the cursor was already iterated.
    */
   [Symbol.asyncIterator](): AsyncIterator<T> {
@@ -145,7 +179,8 @@ export class Cursor<T> implements AsyncIterable<T> {
    * All remaining documents.
    *
    * @returns the documents, in cursor order.
-   * @throws a `TimeseriesError` (`CursorClosed`) if the cursor was already iterated.
+   * @throws a `TimeseriesError` (`CursorClosed`) if the cursor was already iterated; the guard's error
+   *   when it refuses a pull.
    */
   async toArray(): Promise<T[]> {
     const out: T[] = [];

@@ -16,7 +16,7 @@ import { isFieldSelected } from './bucket-unpacker.js';
 import type { FieldDependencies } from './field-dependencies.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { defineField, hasOwnField } from '../util/safe-record.js';
-import { mingoCall, toMongoError } from '../util/query-validation.js';
+import { kMingoOptions, mingoCall, toMongoError } from '../util/query-validation.js';
 
 /** A `find` projection as given by the user. */
 export type ProjectionSpec = Readonly<Record<string, unknown>>;
@@ -85,7 +85,10 @@ export function planProjection(spec: ProjectionSpec | undefined, needed: FieldDe
   if (selection === undefined) {
     return {
       unpack: { kind: 'all' },
-      post: { kind: 'mingo', aggregator: mingoCall(() => new Aggregator([{ $project: spec }])) },
+      post: {
+        kind: 'mingo',
+        aggregator: mingoCall(() => new Aggregator([{ $project: spec }], kMingoOptions)),
+      },
     };
   }
   if (selection.kind === 'all') return { unpack: selection, post: { kind: 'none' } };

@@ -30,12 +30,13 @@ import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js'
 import { isPlainObject } from '../util/bson-value.js';
 import { getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
-import { mingoCall } from '../util/query-validation.js';
+import { kMingoOptions, mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
 import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
 import type { ColumnDecoder, FieldSelection, MeasurementDocument } from './bucket-unpacker.js';
 import { Cursor } from './cursor.js';
+import type { BatchGuard } from './cursor.js';
 import { filterDependencies, pipelineDependencies, unionDependencies } from './field-dependencies.js';
 import type { FieldDependencies } from './field-dependencies.js';
 import { applyPostProjection, planProjection } from './find-projection.js';
@@ -67,6 +68,13 @@ export interface ReaderContext {
    * @defaultValue `'detect'`
    */
   readonly idBounds?: IdBounds | 'detect';
+  /**
+   * Runs each batch a cursor pulls, and each `explain()`: the collection refuses them once it was
+   * dropped or its engine closed (see {@link BatchGuard}).
+   *
+   * @defaultValue none (every pull runs)
+   */
+  readonly guard?: BatchGuard;
 }
 
 /** Options of {@link find}. */
@@ -364,7 +372,7 @@ export class ReaderCursor<T extends object = MeasurementDocument> extends Cursor
    */
   constructor(ctx: ReaderContext, run: ReaderRun) {
     // `T` is the caller's claim about the documents (as the driver's `find<T>()`): not checked.
-    super(() => run(ctx, newExecutionState()) as AsyncIterable<ReadonlyArray<T>>, 'batches');
+    super(() => run(ctx, newExecutionState()) as AsyncIterable<ReadonlyArray<T>>, 'batches', ctx.guard);
     this.#ctx = ctx;
     this.#run = run;
   }
@@ -374,8 +382,14 @@ export class ReaderCursor<T extends object = MeasurementDocument> extends Cursor
    * used the buckets.
    *
    * @returns bucket and event filters and execution counters.
+   * @throws the guard's error (see {@link ReaderContext.guard}) when it refuses.
    */
   async explain(): Promise<ExplainResult> {
+    const guard = this.#ctx.guard;
+    return guard === undefined ? await this.#explain() : await guard(() => this.#explain());
+  }
+
+  async #explain(): Promise<ExplainResult> {
     const state = newExecutionState();
     for await (const _batch of this.#run(this.#ctx, state)) {
       // Drain: counters are recorded by the execution itself.
@@ -504,7 +518,7 @@ async function* executeAggregate(
   }
   // mingo runs the rest of the pipeline; its untyped errors become MongoDB's (query-validation).
   const aggregator = mingoCall(
-    () => new Aggregator(rest as Array<Record<string, unknown>>, { jsonSchemaValidator }),
+    () => new Aggregator(rest as Array<Record<string, unknown>>, { ...kMingoOptions, jsonSchemaValidator }),
   );
   const perDocument = rest.every((stage) => PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? ''));
   if (perDocument) {

@@ -13,6 +13,7 @@ import { Aggregator } from 'mingo';
 
 import type { Storage, StorageFindOptions } from '../storage/storage.js';
 import { cloneBsonValue, isPlainObject, ownValue } from '../util/bson-value.js';
+import { checkFilter, checkPipeline, kMingoOptions, mingoCall } from '../util/query-validation.js';
 import type { Clock } from '../util/clock.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { ResolvedRollupSpec } from './spec.js';
@@ -100,6 +101,8 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
     filter: Readonly<Record<string, unknown>> = {},
     options: RollupFindOptions = {},
   ): Promise<RollupDocument[]> => {
+    // Checked like every filter: mingo would otherwise parse a string or run a `$where`.
+    checkFilter(filter, 'find.filter');
     await ctx.settle();
     const findOptions: StorageFindOptions = {
       ...(options.sort === undefined ? {} : { sort: options.sort }),
@@ -119,12 +122,15 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
     aggregate: async (
       pipeline: ReadonlyArray<Readonly<Record<string, unknown>>>,
     ): Promise<RollupDocument[]> => {
+      checkPipeline(pipeline);
       const first = pipeline[0];
       const leading = first !== undefined && Object.keys(first).length === 1 && isPlainObject(first.$match);
       const docs = await find(leading ? (first.$match as Record<string, unknown>) : {});
       const rest = leading ? pipeline.slice(1) : pipeline;
       if (rest.length === 0) return docs;
-      return new Aggregator(rest as Array<Record<string, unknown>>).run<RollupDocument>(docs);
+      return mingoCall(() =>
+        new Aggregator(rest as Array<Record<string, unknown>>, kMingoOptions).run<RollupDocument>(docs),
+      );
     },
     explain: (filter: Readonly<Record<string, unknown>> = {}): Promise<RollupExplain> =>
       Promise.resolve({

@@ -23,9 +23,16 @@
  */
 import { Query } from 'mingo';
 
-import { BsonType, bsonTypeOf, canonicalTypeOf, compareBsonValues, isPlainObject } from './bson-value.js';
+import {
+  BSON_TYPE_ALIASES,
+  BsonType,
+  bsonTypeOf,
+  canonicalTypeOf,
+  compareBsonValues,
+  isPlainObject,
+} from './bson-value.js';
 import { jsonSchemaValidator } from './json-schema.js';
-import { mingoCall, toMongoError } from './query-validation.js';
+import { kMingoOptions, mingoCall, toMongoError } from './query-validation.js';
 import { getOwnField } from './safe-record.js';
 
 /** A MongoDB query filter. */
@@ -80,35 +87,9 @@ export type CompiledFilter =
 
 class Unsupported extends Error {}
 
-/** `$type` aliases (server `findBSONTypeAlias`), with `number` as the four numeric types. */
-const TYPE_ALIASES: Readonly<Record<string, ReadonlyArray<number>>> = {
-  double: [BsonType.double],
-  string: [BsonType.string],
-  object: [BsonType.object],
-  array: [BsonType.array],
-  binData: [BsonType.binData],
-  undefined: [BsonType.undefined],
-  objectId: [BsonType.objectId],
-  bool: [BsonType.bool],
-  date: [BsonType.date],
-  null: [BsonType.null],
-  regex: [BsonType.regex],
-  dbPointer: [BsonType.dbPointer],
-  javascript: [BsonType.javascript],
-  symbol: [BsonType.symbol],
-  javascriptWithScope: [BsonType.javascriptWithScope],
-  int: [BsonType.int],
-  timestamp: [BsonType.timestamp],
-  long: [BsonType.long],
-  decimal: [BsonType.decimal],
-  minKey: [BsonType.minKey],
-  maxKey: [BsonType.maxKey],
-  number: [BsonType.double, BsonType.int, BsonType.long, BsonType.decimal],
-};
-
 /** The aggregation `$type` name of each BSON type byte. */
 const TYPE_NAMES: ReadonlyMap<number, string> = new Map(
-  Object.entries(TYPE_ALIASES)
+  Object.entries(BSON_TYPE_ALIASES)
     .filter(([name]) => name !== 'number')
     .map(([name, [code]]) => [code as number, name]),
 );
@@ -347,7 +328,7 @@ function compileType(operand: unknown): LeafPredicate {
     if (typeof item === 'number') {
       types.push(item === -1 ? BsonType.minKey : item);
     } else if (typeof item === 'string') {
-      const codes = TYPE_ALIASES[item];
+      const codes = BSON_TYPE_ALIASES[item];
       if (codes === undefined) throw new Unsupported(`$type alias ${item}`);
       types.push(...codes);
     } else {
@@ -708,7 +689,7 @@ export class BsonQuery {
       this.mode = 'mingo';
       this.#compiled = undefined;
       // mingo evaluates $jsonSchema only through a validator; its untyped errors become MongoDB's.
-      this.#mingo = mingoCall(() => new Query(filter, { jsonSchemaValidator }));
+      this.#mingo = mingoCall(() => new Query(filter, { ...kMingoOptions, jsonSchemaValidator }));
     }
   }
 

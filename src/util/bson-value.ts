@@ -921,3 +921,32 @@ export function bsonElementSize(fieldName: string, v: unknown): number {
   if (v === undefined) return 0;
   return 2 + utf8ByteLength(fieldName) + bsonValueSize(v);
 }
+
+/**
+ * The BSON type aliases of `$type` and `$jsonSchema`'s `bsonType` (server `findBSONTypeAlias`), with `number`
+ * as the four numeric types.
+ */
+export const BSON_TYPE_ALIASES: Readonly<Record<string, ReadonlyArray<number>>> = {
+  double: [BsonType.double],
+  string: [BsonType.string],
+  object: [BsonType.object],
+  array: [BsonType.array],
+  binData: [BsonType.binData],
+  undefined: [BsonType.undefined],
+  objectId: [BsonType.objectId],
+  bool: [BsonType.bool],
+  date: [BsonType.date],
+  null: [BsonType.null],
+  regex: [BsonType.regex],
+  dbPointer: [BsonType.dbPointer],
+  javascript: [BsonType.javascript],
+  symbol: [BsonType.symbol],
+  javascriptWithScope: [BsonType.javascriptWithScope],
+  int: [BsonType.int],
+  timestamp: [BsonType.timestamp],
+  long: [BsonType.long],
+  decimal: [BsonType.decimal],
+  minKey: [BsonType.minKey],
+  maxKey: [BsonType.maxKey],
+  number: [BsonType.double, BsonType.int, BsonType.long, BsonType.decimal],
+};

@@ -14,36 +14,18 @@
  * @packageDocumentation
  */
 import { TimeseriesError } from '../errors.js';
-import { BsonType, bsonNumberValue, bsonTypeOf, compareBsonValues, isPlainObject } from './bson-value.js';
+import {
+  BSON_TYPE_ALIASES,
+  BsonType,
+  bsonNumberValue,
+  bsonTypeOf,
+  compareBsonValues,
+  isPlainObject,
+} from './bson-value.js';
 import { hasOwnField } from './safe-record.js';
 
 /** A compiled schema: whether a value satisfies it. */
 export type SchemaPredicate = (value: unknown) => boolean;
-
-const kBsonTypes: Readonly<Record<string, ReadonlyArray<number>>> = {
-  double: [BsonType.double],
-  string: [BsonType.string],
-  object: [BsonType.object],
-  array: [BsonType.array],
-  binData: [BsonType.binData],
-  undefined: [BsonType.undefined],
-  objectId: [BsonType.objectId],
-  bool: [BsonType.bool],
-  date: [BsonType.date],
-  null: [BsonType.null],
-  regex: [BsonType.regex],
-  dbPointer: [BsonType.dbPointer],
-  javascript: [BsonType.javascript],
-  symbol: [BsonType.symbol],
-  javascriptWithScope: [BsonType.javascriptWithScope],
-  int: [BsonType.int],
-  timestamp: [BsonType.timestamp],
-  long: [BsonType.long],
-  decimal: [BsonType.decimal],
-  minKey: [BsonType.minKey],
-  maxKey: [BsonType.maxKey],
-  number: [BsonType.double, BsonType.int, BsonType.long, BsonType.decimal],
-};
 
 const kJsonTypes: Readonly<Record<string, ReadonlyArray<number>>> = {
   object: [BsonType.object],
@@ -156,7 +138,7 @@ export function compileJsonSchema(schema: Readonly<Record<string, unknown>>): Sc
         if (keyword === 'type' && (spec === 'integer' || (Array.isArray(spec) && spec.includes('integer')))) {
           throw parseError("$jsonSchema type 'integer' is not currently supported.");
         }
-        const types = typeSet(keyword, spec, keyword === 'type' ? kJsonTypes : kBsonTypes);
+        const types = typeSet(keyword, spec, keyword === 'type' ? kJsonTypes : BSON_TYPE_ALIASES);
         checks.push((v) => types.has(typeOf(v)));
         break;
       }

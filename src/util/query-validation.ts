@@ -13,14 +13,67 @@
  * | circular value                                               | `BadValue`     |
  * | unknown operator, malformed `$and`/`$in`/`$not`...           | `BadValue`     |
  * | `$regex` pattern that does not compile                       | 51091          |
+ * | `$where` in a read filter or a `$match`                      | `BadValue`     |
+ * | `$where` in an update or delete filter                       | `InvalidOptions` |
  * | stage with more than one field / unknown stage name         | 40323 / 40324  |
+ * | malformed `$group`, `$sort`, `$count`, `$unwind` (pipeline-stages.ts) | the server's |
+ * | undefined `$$` variable in an expression (from mingo)        | 17276          |
+ *
+ * `$where` runs JavaScript, and tsbuckets runs none: MongoDB refuses it on a time-series collection
+ * (its reads are a `$match` over the buckets, where the parser allows no JavaScript), so tsbuckets refuses
+ * it in every filter, the buckets view's too, with MongoDB's answer for the context. mingo, which
+ * evaluates what tsbuckets does not compile itself, runs with scripts disabled ({@link kMingoOptions}), so
+ * a `$where`, `$function` or `$accumulator` that reaches it (in a `$facet` or `$lookup` sub-pipeline)
+ * is refused too.
  *
  * @packageDocumentation
  */
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { describe } from './bson-validation.js';
+import { checkStageSpec } from './pipeline-stages.js';
 import { bsonTypeOf, isPlainObject } from './bson-value.js';
 import { hasOwnField } from './safe-record.js';
+
+/**
+ * Options given to every mingo `Query` and `Aggregator`: no JavaScript (`$where`, `$function`,
+ * `$accumulator`), as tsbuckets runs no server-side script.
+ */
+export const kMingoOptions: Readonly<{ scriptEnabled: false }> = Object.freeze({ scriptEnabled: false });
+
+/** The operators that run JavaScript. */
+const kScriptOperators: ReadonlySet<string> = new Set(['$where', '$function', '$accumulator']);
+
+/**
+ * Refuse an argument that names an operator running JavaScript, for the arguments handed to a storage
+ * that may evaluate them with its own mingo (the buckets view's projection). Checks the nesting first.
+ *
+ * @param value - the argument.
+ * @throws {@link TimeseriesError} `BadValue` "<operator> is not allowed in this context", or what
+ *   {@link checkNesting} throws.
+ */
+export function checkNoScript(value: unknown): void {
+  checkNesting(value);
+  refuseScripts(value);
+}
+
+function refuseScripts(value: unknown): void {
+  if (Array.isArray(value)) {
+    for (const element of value as unknown[]) refuseScripts(element);
+    return;
+  }
+  if (!isPlainObject(value)) return;
+  for (const key in value) {
+    if (!hasOwnField(value, key)) continue;
+    if (kScriptOperators.has(key)) throw badValue(`${key} is not allowed in this context`);
+    refuseScripts(value[key]);
+  }
+}
+
+/**
+ * Where a filter is used, which decides MongoDB's answer to `$where`: `'read'` (find, count, `$match`,
+ * the buckets view) or `'write'` (the query of an update or a delete).
+ */
+export type FilterContext = 'read' | 'write';
 
 /** The deepest a BSON object may be nested in a command (`BSONDepth::kDefaultMaxAllowableDepth`). */
 export const kMaxAllowableDepth = 200;
@@ -203,19 +256,23 @@ export function checkNesting(value: unknown, depth = 1, path: object[] = []): vo
  *
  * @param filter - the filter as given.
  * @param field - the argument's name in messages (`find.filter`...).
+ * @param context - where the filter is used (MongoDB's answer to `$where` depends on it).
+ * @defaultValue context `'read'`
  * @throws {@link TimeseriesError} as listed in the module comment.
  * @example
  * ```ts
  * checkFilter({ v: { $foo: 1 } }, 'find.filter'); // BadValue "unknown operator: $foo"
+ * checkFilter({ $where: 'true' }, 'find.filter'); // BadValue "$where is not allowed in this context"
  * ```
  */
 export function checkFilter(
   filter: unknown,
   field: string,
+  context: FilterContext = 'read',
 ): asserts filter is Readonly<Record<string, unknown>> {
   if (!isPlainObject(filter)) throw wrongType(field, filter, 'object');
   checkNesting(filter);
-  checkExpression(filter, 0);
+  checkExpression(filter, 0, context);
 }
 
 function badValue(message: string): TimeseriesError {
@@ -227,16 +284,37 @@ function badValue(message: string): TimeseriesError {
  * own here: every level nests the filter two BSON levels deeper, so {@link checkNesting} stops a tree long
  * before the server's 100 levels of operators.
  */
-function checkExpression(filter: Readonly<Record<string, unknown>>, level: number): void {
+function checkExpression(
+  filter: Readonly<Record<string, unknown>>,
+  level: number,
+  context: FilterContext,
+): void {
   for (const name in filter) {
     if (!hasOwnField(filter, name)) continue;
     const value = filter[name];
-    if (name.startsWith('$')) checkTopLevelOperator(name, value, level);
-    else checkFieldValue(value, level);
+    if (name.startsWith('$')) checkTopLevelOperator(name, value, level, context);
+    else checkFieldValue(value, level, context);
   }
 }
 
-function checkTopLevelOperator(name: string, value: unknown, level: number): void {
+/** MongoDB's refusal of `$where` (see the module comment). */
+function whereRefusal(context: FilterContext): TimeseriesError {
+  switch (context) {
+    case 'read':
+      return badValue('$where is not allowed in this context');
+    case 'write':
+      return new TimeseriesError(
+        'InvalidOptions',
+        'Cannot use $where when performing an update or delete on a time-series collection',
+      );
+    default: {
+      const never: never = context;
+      return badValue(`unknown filter context ${String(never)}`);
+    }
+  }
+}
+
+function checkTopLevelOperator(name: string, value: unknown, level: number, context: FilterContext): void {
   if (!kTopLevelOperators.has(name) && !name.startsWith('$_internal')) {
     throw badValue(
       `unknown top level operator: ${name}. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.`,
@@ -249,10 +327,12 @@ function checkTopLevelOperator(name: string, value: unknown, level: number): voi
       if (!Array.isArray(value) || value.length === 0) throw badValue(`${name} must be a nonempty array`);
       for (const entry of value as unknown[]) {
         if (!isPlainObject(entry)) throw badValue(`${name} argument's entries must be objects`);
-        checkExpression(entry, level + 1);
+        checkExpression(entry, level + 1, context);
       }
       return;
     }
+    case '$where':
+      throw whereRefusal(context);
     case '$jsonSchema':
       if (!isPlainObject(value)) throw wrongType('$jsonSchema', value, 'object');
       return;
@@ -262,9 +342,9 @@ function checkTopLevelOperator(name: string, value: unknown, level: number): voi
 }
 
 /** The value of a field in a filter: an operator document, or a value to compare with. */
-function checkFieldValue(value: unknown, level: number): void {
+function checkFieldValue(value: unknown, level: number, context: FilterContext): void {
   if (!isOperatorDocument(value)) return;
-  checkOperators(value, level);
+  checkOperators(value, level, context);
 }
 
 /** Whether a document is read as operators: its first field is `$`-prefixed (as the server decides). */
@@ -274,7 +354,7 @@ function isOperatorDocument(value: unknown): value is Readonly<Record<string, un
   return false;
 }
 
-function checkOperators(ops: Readonly<Record<string, unknown>>, level: number): void {
+function checkOperators(ops: Readonly<Record<string, unknown>>, level: number, context: FilterContext): void {
   for (const op in ops) {
     if (!hasOwnField(ops, op)) continue;
     if (!kFieldOperators.has(op)) throw badValue(`unknown operator: ${op}`);
@@ -289,15 +369,15 @@ function checkOperators(ops: Readonly<Record<string, unknown>>, level: number): 
         if (isPlainObject(arg)) {
           if (Object.keys(arg).length === 0) throw badValue('$not cannot be empty');
           if (!isOperatorDocument(arg)) throw badValue('$not needs a regex or a document');
-          checkOperators(arg, level + 1);
+          checkOperators(arg, level + 1, context);
         } else if (!isRegex(arg)) {
           throw badValue('$not needs a regex or a document');
         }
         break;
       case '$elemMatch':
         if (!isPlainObject(arg)) throw badValue('$elemMatch needs an Object');
-        if (isOperatorDocument(arg) && !hasTopLevelOperator(arg)) checkOperators(arg, level + 1);
-        else checkExpression(arg, level + 1);
+        if (isOperatorDocument(arg) && !hasTopLevelOperator(arg)) checkOperators(arg, level + 1, context);
+        else checkExpression(arg, level + 1, context);
         break;
       case '$mod':
         if (!Array.isArray(arg)) throw badValue('malformed mod, needs to be an array');
@@ -346,8 +426,8 @@ function isRegex(v: unknown): boolean {
  * filters are checked like any filter.
  *
  * @param pipeline - the pipeline as given.
- * @throws {@link TimeseriesError} `TypeMismatch`, `Location40323`, `Location40324`, or what
- *   {@link checkFilter} throws.
+ * @throws {@link TimeseriesError} `TypeMismatch`, `Location40323`, `Location40324`, what
+ *   {@link checkStageSpec} throws for a stage's argument, or what {@link checkFilter} throws.
  */
 export function checkPipeline(
   pipeline: unknown,
@@ -369,12 +449,13 @@ export function checkPipeline(
     if (!kPipelineStages.has(name)) {
       throw new TimeseriesError('Location40324', `Unrecognized pipeline stage name: '${name}'`);
     }
+    checkStageSpec(name, stage[name]);
     if (name === '$match') {
       const filter = stage[name];
       if (!isPlainObject(filter)) {
         throw new TimeseriesError('Location15959', 'the match filter must be an expression in an object');
       }
-      checkExpression(filter, 0);
+      checkExpression(filter, 0, 'read');
     }
   }
 }
@@ -407,6 +488,18 @@ export function toMongoError(error: unknown): unknown {
   const unknownOperator = /^unknown (?:query )?operator:? (\$\S+)$/.exec(message);
   if (unknownOperator !== null) {
     return new TimeseriesError('BadValue', `unknown operator: ${unknownOperator[1] ?? ''}`, { cause: error });
+  }
+  const variable = /^Use of undefined variable: (\S+)$/.exec(message);
+  if (variable !== null) {
+    return new TimeseriesError('Location17276', `Use of undefined variable: ${variable[1] ?? ''}`, {
+      cause: error,
+    });
+  }
+  const script = /^(\$\w+) (?:operator )?requires 'scriptEnabled'/.exec(message);
+  if (script !== null) {
+    return new TimeseriesError('BadValue', `${script[1] ?? ''} is not allowed in this context`, {
+      cause: error,
+    });
   }
   const unknownStage = /^unregistered pipeline operator (\$[^\s.]+)\.?$/.exec(message);
   if (unknownStage !== null) {

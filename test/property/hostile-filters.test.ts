@@ -109,6 +109,11 @@ const pipeline = fc.oneof(
         { $foo: {} },
         { $group: { _id: '$m', n: { $sum: 1 } } },
         { $group: { _id: null, x: { $nope: 1 } } },
+        { $group: { n: { $sum: 1 } } },
+        { $group: { _id: null, x: { $sum: 1, $max: 1 } } },
+        { $count: '' },
+        { $facet: { a: [{ $match: { $where: 'true' } }] } },
+        { $project: { x: { $function: { body: () => 1, args: [], lang: 'js' } } } },
       ),
       fc.constantFrom(
         { $match: 'x' },
@@ -168,4 +173,46 @@ describe('hostile arguments', () => {
     );
     await engine.close();
   }, 120_000);
+
+  it('a pipeline is refused with the code of its first malformed stage, as the server parses stages in order', async () => {
+    // Each stage with the code the server answers for it alone ('ok': accepted).
+    const stages: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+      [{ $match: { m: 'a' } }, 'ok'],
+      [{ $group: { _id: '$m', n: { $sum: 1 } } }, 'ok'],
+      [{ $sort: { _id: 1 } }, 'ok'],
+      [{ $count: 'n' }, 'ok'],
+      [{ $limit: 2 }, 'ok'],
+      [{ $group: { _id: null, x: { $foo: 1 } } }, 'Location15952'],
+      [{ $group: { x: { $sum: 1 } } }, 'Location15955'],
+      [{ $group: 'x' }, 'Location15947'],
+      [{ $group: { _id: null, x: 1 } }, 'Location40234'],
+      [{ $group: { _id: null, x: { $sum: 1, $avg: 1 } } }, 'Location40238'],
+      [{ $sort: { v: 0 } }, 'Location15975'],
+      [{ $sort: {} }, 'Location15976'],
+      [{ $count: 1 }, 'Location40156'],
+      [{ $count: 'a.b' }, 'Location40160'],
+      [{ $unwind: 'arr' }, 'Location28818'],
+      [{ $unwind: '$arr' }, 'ok'],
+      [{ $match: { $where: 'true' } }, 'BadValue'],
+      [{ $match: 'x' }, 'Location15959'],
+      [{ $bogus: 1 }, 'Location40324'],
+      [{ $limit: 1, $skip: 1 }, 'Location40323'],
+    ];
+    const engine = new BucketEngine();
+    const coll = await engine.createCollection('c', { timeseries: { timeField: 't', metaField: 'm' } });
+    await coll.insertMany([{ t: new Date(0), m: 'a', v: 1 }]);
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom(...stages), { maxLength: 4 }), async (chosen) => {
+        // Arrange
+        const expected = chosen.find(([, code]) => code !== 'ok')?.[1] ?? 'ok';
+        // Act
+        const error = await outcome(() => coll.aggregate(chosen.map(([stage]) => stage)).toArray());
+        // Assert
+        expectTyped(error);
+        expect(error === undefined ? 'ok' : (error as TimeseriesError).codeName).toBe(expected);
+      }),
+      { numRuns: 100 },
+    );
+    await engine.close();
+  });
 });

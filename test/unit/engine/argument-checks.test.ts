@@ -51,7 +51,7 @@ const cases: ReadonlyArray<Case> = [
   [
     'aggregate([{ $group: unknown accumulator }])',
     (c) => c.aggregate([{ $group: { _id: null, x: { $nope: 1 } } }]).toArray(),
-    'BadValue',
+    'Location15952',
   ],
   ['deleteMany("x")', (c) => c.deleteMany('x' as never), 'TypeMismatch'],
   ['deleteMany({ v: { $foo: 1 } })', (c) => c.deleteMany({ v: { $foo: 1 } }), 'BadValue'],

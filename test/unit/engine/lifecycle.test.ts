@@ -201,3 +201,103 @@ describe('collMod', () => {
     await engine.close();
   });
 });
+
+/** A MemoryStorage that logs every bucket it reads, with whether a drop or close had resolved. */
+class ReadLoggingStorage extends MemoryStorage {
+  readonly reads: Array<'nothing' | 'drop' | 'close'> = [];
+  after: 'nothing' | 'drop' | 'close' = 'nothing';
+  override async *find(
+    ...args: Parameters<MemoryStorage['find']>
+  ): AsyncGenerator<StoredBucket, void, undefined> {
+    for await (const doc of super.find(...args)) {
+      this.reads.push(this.after);
+      yield doc;
+    }
+  }
+}
+
+/** Cursors of each kind over `coll`, each with the code its next batch gets once the collection is gone. */
+function everyCursor(coll: TimeseriesCollection): ReadonlyArray<{
+  readonly name: string;
+  readonly open: () => AsyncIterator<unknown>;
+}> {
+  return [
+    { name: 'find', open: () => coll.find({})[Symbol.asyncIterator]() },
+    { name: 'find sorted by time', open: () => coll.find({}, { sort: { t: 1 } })[Symbol.asyncIterator]() },
+    {
+      name: 'aggregate',
+      open: () => coll.aggregate([{ $match: { m: { $ne: 'z' } } }])[Symbol.asyncIterator](),
+    },
+    { name: 'buckets view', open: () => coll.buckets.find({})[Symbol.asyncIterator]() },
+  ];
+}
+
+describe('cursors of a dropped or closed collection', () => {
+  async function threeBuckets(storage: MemoryStorage) {
+    const engine = new BucketEngine({ storage });
+    const coll = await engine.createCollection('c', { timeseries: { timeField: 't', metaField: 'm' } });
+    await coll.insertMany([
+      { t: at(0), m: 'a' },
+      { t: at(1), m: 'b' },
+      { t: at(2), m: 'c' },
+    ]);
+    return { engine, coll };
+  }
+
+  it('a cursor started before drop() is killed (QueryPlanKilled) at its next batch and reads nothing after', async () => {
+    for (const kind of ['started', 'not started'] as const) {
+      // Arrange: one cursor of each kind, each bucket a batch; the started ones have read one batch.
+      const storage = new ReadLoggingStorage();
+      const { engine, coll } = await threeBuckets(storage);
+      const cursors = everyCursor(coll).map((c) => ({ name: c.name, it: c.open() }));
+      if (kind === 'started') for (const c of cursors) expect((await c.it.next()).done, c.name).toBe(false);
+      const explained = coll.find({});
+      // Act
+      await coll.drop();
+      storage.after = 'drop';
+      // Assert
+      for (const c of cursors)
+        expect(`${c.name}: ${await codeOf(() => c.it.next())}`).toBe(`${c.name}: QueryPlanKilled`);
+      expect(await codeOf(() => explained.explain())).toBe('QueryPlanKilled');
+      expect(storage.reads.filter((r) => r === 'drop')).toEqual([]);
+      await engine.close();
+    }
+  });
+
+  it('a cursor started before close() is refused (Interrupted) at its next batch and reads nothing after', async () => {
+    // Arrange
+    const storage = new ReadLoggingStorage();
+    const { engine, coll } = await threeBuckets(storage);
+    const cursors = everyCursor(coll).map((c) => ({ name: c.name, it: c.open() }));
+    for (const c of cursors) expect((await c.it.next()).done, c.name).toBe(false);
+    const unstarted = coll.aggregate([{ $group: { _id: '$m' } }]);
+    // Act
+    await engine.close();
+    storage.after = 'close';
+    // Assert
+    for (const c of cursors)
+      expect(`${c.name}: ${await codeOf(() => c.it.next())}`).toBe(`${c.name}: Interrupted`);
+    expect(await codeOf(() => unstarted.toArray())).toBe('Interrupted');
+    expect(storage.reads.filter((r) => r === 'close')).toEqual([]);
+  });
+
+  it('drop() waits for a batch being read, and the documents of a batch already read are still handed out', async () => {
+    // Arrange: a blocking sort reads every bucket in its first batch.
+    const storage = new ReadLoggingStorage();
+    const { engine, coll } = await threeBuckets(storage);
+    const it = coll.find({}, { sort: { m: -1 } })[Symbol.asyncIterator]();
+    // Act: the drop starts while the first batch is being read.
+    const first = it.next();
+    const dropped = coll.drop().then(() => {
+      storage.after = 'drop';
+    });
+    // Assert
+    expect(((await first).value as { m: string }).m).toBe('c');
+    expect(((await it.next()).value as { m: string }).m).toBe('b');
+    await dropped;
+    expect(storage.reads).toEqual(['nothing', 'nothing', 'nothing']);
+    expect(((await it.next()).value as { m: string }).m).toBe('a');
+    expect(await codeOf(() => it.next())).toBe('QueryPlanKilled');
+    await engine.close();
+  });
+});

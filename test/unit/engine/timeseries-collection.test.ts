@@ -106,3 +106,79 @@ describe('values are copied at the boundary', () => {
     expect(await coll.countDocuments({ 'm.site': 'north' })).toBe(1);
   });
 });
+
+describe('no JavaScript runs', () => {
+  it('$where and $function are refused by every call that takes a filter, a pipeline or a projection', async () => {
+    // Arrange
+    const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('c', { timeseries: { timeField: 't', metaField: 'm' } });
+    await coll.insertMany([
+      { t: iso('2024-01-01T00:00:00Z'), m: 'a', v: 1 },
+      { t: iso('2024-01-01T00:01:00Z'), m: 'b', v: 2 },
+    ]);
+    await coll.createRollup('r', { every: 'hour', groupBy: 'm', fields: { v: ['sum'] } });
+    let ran = 0;
+    const script = () => ++ran > 0;
+    const where = { $where: script };
+    const fn = { $function: { body: script, args: [], lang: 'js' } };
+    const calls: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [
+      ['find', () => coll.find(where).toArray()],
+      ['find $or', () => coll.find({ $or: [{ m: 'a' }, where] }).toArray()],
+      ['find projection', () => coll.find({}, { projection: { x: fn } }).toArray()],
+      ['countDocuments', () => coll.countDocuments(where)],
+      ['aggregate $match', () => coll.aggregate([{ $match: where }]).toArray()],
+      ['aggregate later $match', () => coll.aggregate([{ $limit: 5 }, { $match: where }]).toArray()],
+      ['aggregate $facet', () => coll.aggregate([{ $facet: { a: [{ $match: where }] } }]).toArray()],
+      ['aggregate $function', () => coll.aggregate([{ $project: { x: fn } }]).toArray()],
+      ['buckets.find', () => coll.buckets.find(where).toArray()],
+      ['buckets.find projection', () => coll.buckets.find({}, { projection: { x: fn } as never }).toArray()],
+      ['buckets.countDocuments', () => coll.buckets.countDocuments(where)],
+      ['updateMany', () => coll.updateMany(where, { $set: { m: 'z' } })],
+      ['deleteMany', () => coll.deleteMany(where)],
+      ['deleteMany $and', () => coll.deleteMany({ $and: [{ v: 1 }, where] })],
+      ['rollup find', () => coll.rollup('r').find(where)],
+      ['rollup aggregate', () => coll.rollup('r').aggregate([{ $match: where }])],
+      ['rollup aggregate $function', () => coll.rollup('r').aggregate([{ $project: { x: fn } }])],
+    ];
+    // Act
+    const outcomes: string[] = [];
+    for (const [name, call] of calls) {
+      // find() and aggregate() refuse synchronously, the other calls by rejecting.
+      const error: unknown = await Promise.resolve()
+        .then(call)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      outcomes.push(
+        `${name}: ${TimeseriesError.isTimeseriesError(error) ? `${error.codeName} ${error.message}` : String(error)}`,
+      );
+    }
+    // Assert
+    const read = 'BadValue $where is not allowed in this context';
+    const write =
+      'InvalidOptions Cannot use $where when performing an update or delete on a time-series collection';
+    expect(outcomes).toEqual([
+      `find: ${read}`,
+      `find $or: ${read}`,
+      'find projection: BadValue $function is not allowed in this context',
+      `countDocuments: ${read}`,
+      `aggregate $match: ${read}`,
+      `aggregate later $match: ${read}`,
+      `aggregate $facet: ${read}`,
+      'aggregate $function: BadValue $function is not allowed in this context',
+      `buckets.find: ${read}`,
+      'buckets.find projection: BadValue $function is not allowed in this context',
+      `buckets.countDocuments: ${read}`,
+      `updateMany: ${write}`,
+      `deleteMany: ${write}`,
+      `deleteMany $and: ${write}`,
+      `rollup find: ${read}`,
+      `rollup aggregate: ${read}`,
+      'rollup aggregate $function: BadValue $function is not allowed in this context',
+    ]);
+    expect(ran).toBe(0);
+    expect(await coll.countDocuments()).toBe(2);
+    await engine.close();
+  });
+});

@@ -90,4 +90,23 @@ describe('Cursor', () => {
     expect((error as Error).message).toBe('storage failed');
     await expect(new Cursor(failing, 'batches').toArray()).rejects.toThrow('storage failed');
   });
+
+  it('a guard runs once per batch, and its refusal closes the source and rejects the iteration', async () => {
+    // Arrange: the guard refuses from the third pull on.
+    const { log, source } = recordingBatches([[1, 2], [3], [4, 5], [6]]);
+    let pulls = 0;
+    const refusal = new TimeseriesError('QueryPlanKilled', 'collection dropped: db.c');
+    const guard = <R>(pull: () => Promise<R>): Promise<R> => (++pulls > 2 ? Promise.reject(refusal) : pull());
+    const seen: number[] = [];
+    // Act
+    const error: unknown = await (async () => {
+      for await (const n of new Cursor(source, 'batches', guard)) seen.push(n);
+    })().catch((e: unknown) => e);
+    // Assert
+    expect(seen).toEqual([1, 2, 3]);
+    expect(error).toBe(refusal);
+    expect(pulls).toBe(3);
+    expect(log).toEqual({ pulled: 2, closed: true });
+    await expect(new Cursor(source, 'batches', guard).toArray()).rejects.toBe(refusal);
+  });
 });

@@ -1,3 +1,4 @@
+import { Aggregator, Query } from 'mingo';
 import { describe, expect, it } from 'vitest';
 
 import { TimeseriesError } from '../../../src/errors.js';
@@ -5,6 +6,7 @@ import {
   checkFilter,
   checkNesting,
   checkPipeline,
+  kMingoOptions,
   mingoCall,
   toMongoError,
   wrongType,
@@ -124,6 +126,64 @@ describe('checkFilter', () => {
   });
 });
 
+describe('$where', () => {
+  const kRead = '$where is not allowed in this context';
+  const kWrite = 'Cannot use $where when performing an update or delete on a time-series collection';
+  const filters = [
+    { $where: 'true' },
+    { $where: () => true },
+    { v: 1, $or: [{ w: 2 }, { $where: 'this.v > 1' }] },
+    { $nor: [{ $and: [{ $where: 'x' }] }] },
+    { arr: { $elemMatch: { $where: 'x' } } },
+  ];
+
+  it.each(filters)(
+    'is refused in a read filter with BadValue, in an update or delete with InvalidOptions (%#)',
+    (filter) => {
+      expect(
+        refusal(() => {
+          checkFilter(filter, 'find.filter');
+        }),
+      ).toEqual({ codeName: 'BadValue', message: kRead });
+      expect(
+        refusal(() => {
+          checkFilter(filter, 'delete.q', 'write');
+        }),
+      ).toEqual({ codeName: 'InvalidOptions', message: kWrite });
+      expect(
+        refusal(() => {
+          checkPipeline([{ $match: filter }]);
+        }),
+      ).toEqual({ codeName: 'BadValue', message: kRead });
+    },
+  );
+
+  it('mingo runs no script: a $where, $function or $accumulator that reaches it is refused with BadValue', () => {
+    let ran = false;
+    const script = () => {
+      ran = true;
+      return true;
+    };
+    const docs = [{ v: 1 }];
+    const runs: ReadonlyArray<() => unknown> = [
+      () => new Query({ $where: script }, kMingoOptions).test({ v: 1 }),
+      () => new Aggregator([{ $facet: { a: [{ $match: { $where: script } }] } }], kMingoOptions).run(docs),
+      () =>
+        new Aggregator(
+          [{ $project: { x: { $function: { body: script, args: [], lang: 'js' } } } }],
+          kMingoOptions,
+        ).run(docs),
+    ];
+    const refusals = runs.map((run) => refusal(() => mingoCall(run)));
+    expect(refusals).toEqual([
+      { codeName: 'BadValue', message: '$where is not allowed in this context' },
+      { codeName: 'BadValue', message: '$where is not allowed in this context' },
+      { codeName: 'BadValue', message: '$function is not allowed in this context' },
+    ]);
+    expect(ran).toBe(false);
+  });
+});
+
 describe('checkNesting', () => {
   it('allows 200 levels', () => {
     let value: unknown = 1;
@@ -152,6 +212,16 @@ describe('checkPipeline', () => {
     [[{ $foo: {} }], 'Location40324', "Unrecognized pipeline stage name: '$foo'"],
     [[{ $match: 'x' }], 'Location15959', 'the match filter must be an expression in an object'],
     [[{ $match: { v: { $foo: 1 } } }], 'BadValue', 'unknown operator: $foo'],
+    [
+      [{ $match: {} }, { $group: { _id: null, x: { $foo: 1 } } }],
+      'Location15952',
+      "unknown group operator '$foo'",
+    ],
+    [
+      [{ $sort: { v: 3 } }],
+      'Location15975',
+      '$sort key ordering must be 1 (for ascending) or -1 (for descending)',
+    ],
   ])('refuses %j', (pipeline, codeName, message) => {
     expect(
       refusal(() => {
@@ -176,6 +246,10 @@ describe('mingo errors', () => {
     expect(toMongoError(new Error('unregistered pipeline operator $bar.'))).toMatchObject({
       codeName: 'Location40324',
       message: "Unrecognized pipeline stage name: '$bar'",
+    });
+    expect(toMongoError(new Error('Use of undefined variable: nope'))).toMatchObject({
+      codeName: 'Location17276',
+      message: 'Use of undefined variable: nope',
     });
     expect(toMongoError(new Error('other'))).toMatchObject({ codeName: 'BadValue', message: 'other' });
     const own = wrongType('x', 1, 'string');
