@@ -2,7 +2,8 @@
  * BSONColumn benchmark: storage per measurement (compressed bucket vs version-1 bucket vs one document
  * per measurement) and encode/decode throughput, on a TSBS cpu-only-like dataset and on integer counters.
  *
- * Run alone: `npx tsx bench/bson-column.bench.ts [--quick]`.
+ * Run alone: `npx tsx bench/bson-column.bench.ts [--quick]`; only the per-commit cost of a column:
+ * `npx tsx bench/bson-column.bench.ts --commit-cost`.
  */
 import { pathToFileURL } from 'node:url';
 
@@ -15,7 +16,8 @@ import {
 } from '../src/bucket-format/bson-column/bson-column.js';
 import { compressBucket } from '../src/bucket-format/bucket-compression.js';
 import { kCpuMetrics, prng } from './datasets.js';
-import { compare, rate } from './harness.js';
+import { collectGarbage, compare, rate } from './harness.js';
+import { Long } from 'bson';
 
 const kIntervalMs = 10_000;
 // Granularity "seconds": a bucket spans at most 3600 s, so 360 measurements at a 10 s interval.
@@ -234,6 +236,100 @@ async function measureIncremental(quick: boolean): Promise<void> {
   }
 }
 
+/** Series of the commit-cost case: one open bucket per series, as in the bulk-loader shape. */
+const kCommitSeries = 1000;
+/** Commits per series: one measurement per series per `insertMany`, 100 calls. */
+const kCommitsPerSeries = 100;
+
+/** One value kind of the commit-cost case: the value series `s` appends at commit `i`. */
+interface CommitKind {
+  readonly name: string;
+  readonly value: (s: number, i: number) => unknown;
+}
+
+function commitKinds(): ReadonlyArray<CommitKind> {
+  // Per series a 2-decimal random walk, as TSBS cpu-only fields: precomputed so the loop measures the builder.
+  const r = prng(5);
+  const walks = Array.from({ length: kCommitSeries }, () => {
+    let v = r() * 100;
+    return Array.from({ length: kCommitsPerSeries }, () => {
+      v = Math.min(100, Math.max(0, v + (r() - 0.5) * 10));
+      return Math.round(v * 100) / 100;
+    });
+  });
+  const dates = Array.from({ length: kCommitsPerSeries }, (_, i) => new Date(1_451_606_400_000 + i * 10_000));
+  const longs = Array.from({ length: kCommitsPerSeries }, (_, i) =>
+    Long.fromNumber(5_000_000_000 + i * 1013),
+  );
+  return [
+    { name: 'doubles (2-decimal walk)', value: (s, i) => walks[s]?.[i] },
+    { name: 'dates (10 s apart)', value: (_s, i) => dates[i] },
+    { name: 'int32 (counter)', value: (s, i) => s * 1000 + i * 7 + (i % 3) },
+    { name: 'int64 (Long counter)', value: (_s, i) => longs[i] },
+  ];
+}
+
+/**
+ * The cost a commit pays per column on MongoDB 8's write path: 1 000 open buckets (builders), each
+ * commit appends one value to a builder and takes its intermediate() diff, 100 commits per builder.
+ * Reports µs per column-commit, against append alone (the floor), and bytes allocated per column-commit
+ * (heap growth over one round of 1 000 commits with no collection in between; median of rounds).
+ */
+async function measureCommitCost(quick: boolean): Promise<void> {
+  console.log(
+    `  one append + intermediate() per commit, ${kCommitSeries} builders x ${kCommitsPerSeries} commits:`,
+  );
+  const commits = kCommitSeries * kCommitsPerSeries;
+  for (const kind of commitKinds()) {
+    const run = (withDiff: boolean) => (): number => {
+      const builders = Array.from({ length: kCommitSeries }, () => new BSONColumnBuilder());
+      for (let i = 0; i < kCommitsPerSeries; i++) {
+        for (let s = 0; s < kCommitSeries; s++) {
+          const b = builders[s] as BSONColumnBuilder;
+          b.append(kind.value(s, i));
+          if (withDiff) b.intermediate();
+        }
+      }
+      return commits;
+    };
+    const [both, appendOnly] = await compare(
+      [
+        { name: 'append + intermediate()', run: run(true) },
+        { name: 'append only', run: run(false) },
+      ],
+      quick ? 3 : 9,
+    );
+    if (both === undefined || appendOnly === undefined) throw new Error('missing bench result');
+    const us = (x: { perSecond: number }): string => `${(1e6 / x.perSecond).toFixed(3)} µs`;
+    console.log(
+      `    ${kind.name.padEnd(26)} append + intermediate() ${us(both)}, append only ${us(appendOnly)}; ` +
+        `${allocatedPerCommit(kind).toFixed(0)} B allocated per column-commit`,
+    );
+  }
+}
+
+/**
+ * Bytes allocated per column-commit: heap growth over one commit of every builder, after a collection,
+ * median over the commits (a round small enough that the young generation rarely fills; the median
+ * drops the rounds where it did).
+ */
+function allocatedPerCommit(kind: CommitKind): number {
+  const builders = Array.from({ length: kCommitSeries }, () => new BSONColumnBuilder());
+  const growth: number[] = [];
+  for (let i = 0; i < kCommitsPerSeries; i++) {
+    collectGarbage();
+    const before = process.memoryUsage().heapUsed;
+    for (let s = 0; s < kCommitSeries; s++) {
+      const b = builders[s] as BSONColumnBuilder;
+      b.append(kind.value(s, i));
+      b.intermediate();
+    }
+    growth.push((process.memoryUsage().heapUsed - before) / kCommitSeries);
+  }
+  growth.sort((a, b) => a - b);
+  return growth[growth.length >> 1] ?? 0;
+}
+
 /**
  * Print the BSONColumn storage and throughput figures.
  *
@@ -246,8 +342,10 @@ export async function runBsonColumnBench(quick: boolean): Promise<void> {
     measureThroughput(d, quick);
   }
   await measureIncremental(quick);
+  await measureCommitCost(quick);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  await runBsonColumnBench(process.argv.includes('--quick'));
+  if (process.argv.includes('--commit-cost')) await measureCommitCost(process.argv.includes('--quick'));
+  else await runBsonColumnBench(process.argv.includes('--quick'));
 }

@@ -1,3 +1,4 @@
+import { Long } from 'bson';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
@@ -54,6 +55,51 @@ describe('BSONColumnBuilder.intermediate', () => {
         expect(bsonOf(BSONColumn.decode(column))).toEqual(bsonOf(values));
       }),
       { numRuns: 600 },
+    );
+  }, 120_000);
+
+  it('an intermediate() after every append over long runs equals encoding at once (regular-mode tails)', () => {
+    // Runs of one repeated delta, long enough for RLE blocks and remainders of every size, with small
+    // repeated values (whose remainder blocks are cached) and large ones (never cached), doubles that
+    // change scale, int64 as Long (the builder's number path) mixed with bigint (the element path),
+    // missing entries and 16-block controls: intermediate() packs these tails straight from the encoder's
+    // pending values.
+    const segment = fc.tuple(
+      fc.constantFrom('int', 'bigStep', 'double', 'date', 'long', 'longOrBigint', 'missing'),
+      fc.integer({ min: -3, max: 3 }),
+      fc.nat({ max: 300 }),
+    );
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 5 }), (segments) => {
+        // Arrange
+        const values: unknown[] = [];
+        let x = 1000;
+        for (const [kind, step, n] of segments) {
+          for (let i = 0; i < n; i++) {
+            x += step;
+            if (kind === 'int') values.push(x);
+            else if (kind === 'bigStep') values.push(x * 2 ** 22);
+            else if (kind === 'double') values.push(x / (i % 50 === 49 ? 1000 : 10));
+            else if (kind === 'date') values.push(new Date(1_451_606_400_000 + x * 10_000));
+            else if (kind === 'long') values.push(Long.fromNumber(x * 2 ** 33));
+            else if (kind === 'longOrBigint')
+              values.push(i % 3 === 0 ? BigInt(x) * 2n ** 40n : Long.fromBigInt(BigInt(x) * 2n ** 40n));
+            else values.push(undefined);
+          }
+        }
+        const builder = new BSONColumnBuilder();
+        let column: Uint8Array = new Uint8Array(0);
+        // Act
+        for (const v of values) {
+          if (v === undefined) builder.skip();
+          else builder.append(v);
+          column = applyBinaryDiff(column, builder.intermediate());
+        }
+        column = applyBinaryDiff(column, builder.intermediate());
+        // Assert
+        expect(hex(column)).toBe(hex(BSONColumn.encode(values)));
+      }),
+      { numRuns: 150 },
     );
   }, 120_000);
 

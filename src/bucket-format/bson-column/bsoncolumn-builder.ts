@@ -11,12 +11,15 @@
  * | appending | append to streams, or end section and start determining | end section, append | skip every stream (same exception) |
  *
  * Intermediate binaries (MongoDB 8): {@link BSONColumnBuilder.intermediate} writes what finalizing now
- * would write, from copies of the encoding states, then takes it back out; the builder keeps only the
+ * would write (in regular mode straight from the encoding state's pending values, otherwise from copies of
+ * the encoding states), then takes it back out; the builder keeps only the
  * bytes that may still change (from the open Simple-8b control byte on, or nothing) and the offset where
  * they start in the column.
  *
  * @packageDocumentation
  */
+import { Long } from 'bson';
+
 import { InternalInvariantError } from '../../errors.js';
 import type { BinaryDiff } from './binary-diff.js';
 import { reopenPoint, resumeRegular64 } from './binary-reopen.js';
@@ -59,6 +62,20 @@ const kNoReference: RefObject = Object.freeze({ isArray: false, fields: Object.f
 const kNothingBuffered: Array<RefObject | undefined> = Object.freeze([]) as unknown as Array<
   RefObject | undefined
 >;
+
+const kBsonVersion = Symbol.for('@@mdb.bson.version');
+const kCurrentBsonVersion: unknown = (Long.ZERO as unknown as Record<symbol, unknown>)[kBsonVersion];
+
+/**
+ * Whether `value` is a `Long` that js-bson would serialize as it is, as an int64 (the version it was made
+ * by, no `toBSON`): those take the number path, other values go through the element writer, which
+ * serializes them (or throws) as js-bson does.
+ */
+function isCurrentLong(value: unknown): value is Long {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as { _bsontype?: unknown; toBSON?: unknown; [kBsonVersion]?: unknown };
+  return v._bsontype === 'Long' && v[kBsonVersion] === kCurrentBsonVersion && v.toBSON === undefined;
+}
 
 /** `#lastControl` when no control byte was recorded (the server's `kInvalidControlByte`). */
 const kNoControl = -1;
@@ -176,6 +193,10 @@ export class BSONColumnBuilder {
         this.#regular.appendDate(value.getTime());
         return;
       }
+      if (isCurrentLong(value)) {
+        this.#regular.appendInt64(value.getLowBits() >>> 0, value.getHighBits() >>> 0);
+        return;
+      }
     }
     if (value === undefined) {
       this.skip();
@@ -239,8 +260,9 @@ export class BSONColumnBuilder {
    * of appends and calls are those of encoding everything at once. Offsets follow MongoDB 8's
    * `BSONColumnBuilder::intermediate()`.
    *
-   * Cost: the pending Simple-8b values of each open stream are flushed into a copy; the column's earlier
-   * bytes are neither re-encoded nor copied. After the call, {@link finalize} may no longer be used (the
+   * Cost: the pending Simple-8b values are packed into blocks after the kept bytes (in regular mode
+   * without copying the encoding state; interleaved sections flush copies of their streams' states); the
+   * column's earlier bytes are neither re-encoded nor copied. After the call, {@link finalize} may no longer be used (the
    * builder drops the bytes that are final).
    *
    * @returns the changed tail: truncate the previous binary at `offset` and append `bytes`. `bytes` is the
@@ -373,6 +395,7 @@ export class BSONColumnBuilder {
         const control = this.#regular.controlPos;
         // The copy counts its blocks into the shared open control byte: keep the real one.
         scratch.controlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
+        if (this.#regular.writeFlushTail()) break;
         const state = (scratch.regular ??= new EncodingState(out));
         state.copyFrom(this.#regular);
         state.flush();

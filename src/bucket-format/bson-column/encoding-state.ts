@@ -94,6 +94,44 @@ class TrialSink implements Simple8bSink64 {
 const trialSink = new TrialSink();
 
 /**
+ * Idle 64-bit builders for reuse, shared by every state: restarting a double stream after a block and
+ * trying a re-scaling each need a fresh builder, and allocating one (64 pending slots and width tables) per
+ * block dominated the encoder's profile. Each operation takes as many as it gives back, so the pool stays
+ * at a few builders; per state, every double column of an open bucket kept an idle builder (about a third
+ * of its heap). A builder is released only once nothing reads it any more, and no state's method runs
+ * inside another state's.
+ */
+const spare64: Simple8bBuilder64[] = [];
+
+/**
+ * Sink of {@link EncodingState.writeFlushTail}: places blocks under control bytes as
+ * {@link EncodingState.writeBlock64} does, from a few fields set per call instead of a copy of the state.
+ */
+class TailSink implements Simple8bSink64 {
+  out: ByteWriter | undefined;
+  /** The control byte of the stream's scale (count bits 0). */
+  control = 0;
+  controlPos = -1;
+  controlBlocks = 0;
+  writeBlock64(lo: number, hi: number): void {
+    const out = this.out;
+    if (out === undefined) throw new InternalInvariantError(7003, 'tail sink used outside writeFlushTail');
+    const control = this.control;
+    if (this.controlPos >= 0 && ((out.buf[this.controlPos] ?? 0) & 0xf0) !== control) this.controlPos = -1;
+    if (this.controlPos < 0) {
+      this.controlPos = out.length;
+      this.controlBlocks = 0;
+      out.u8(control);
+    }
+    out.u64Halves(lo, hi);
+    out.buf[this.controlPos] = control | this.controlBlocks;
+    this.controlBlocks++;
+    if (this.controlBlocks === kMaxBlocksPerControl) this.controlPos = -1;
+  }
+}
+const tailSink = new TailSink();
+
+/**
  * Encoding state of one stream. Writes to `out`; when `items` is set (interleaved mode) it also records
  * every finished literal or control as `[start, end, entries]` so the section can be laid out in decoder
  * order.
@@ -159,20 +197,12 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#b64 = new Simple8bBuilder64(this);
   }
 
-  /**
-   * Idle 64-bit builders for reuse: restarting a double stream after a block and trying a re-scaling each
-   * need a fresh builder, and allocating one (64 pending slots and width tables) per block dominated the
-   * encoder's profile. A builder is released only once nothing reads it any more.
-   */
-  // Created by the first double that needs one: most states never do.
-  #spare64: Simple8bBuilder64[] | undefined;
-
   #builder128(): Simple8bBuilder {
     return (this.#b128 ??= new Simple8bBuilder(this, true));
   }
 
   #acquire64(sink: Simple8bSink64, trackSum: boolean, from: Simple8bBuilder64): Simple8bBuilder64 {
-    return (this.#spare64?.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
+    return (spare64.pop() ?? new Simple8bBuilder64(sink)).reset(sink, trackSum, from);
   }
 
   /**
@@ -236,6 +266,26 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#controlPos = other.#controlPos;
     this.#controlBlocks = other.#controlBlocks;
     this.#controlEntries = other.#controlEntries;
+  }
+
+  /**
+   * Append to the output what {@link EncodingState.flush} would write, leaving this state as it is (the
+   * open control byte excepted, which the caller saves and restores): the column builder's intermediate
+   * binaries, without copying the state.
+   *
+   * @returns `false`, having written nothing, when it cannot (128-bit streams, an RLE run whose remainder
+   *   is not cached): the caller flushes a copy made with {@link EncodingState.copyFrom}.
+   */
+  writeFlushTail(): boolean {
+    if (this.#wide) return false;
+    const sink = tailSink;
+    sink.out = this.#out;
+    sink.control = kControlByteForScaleIndex[this.#scaleIndex] ?? 0;
+    sink.controlPos = this.#controlPos;
+    sink.controlBlocks = this.#controlBlocks;
+    const done = this.#b64.writePendingTo(sink);
+    sink.out = undefined;
+    return done;
   }
 
   /** Offset in the output of the open Simple-8b control byte (one that may still change), or -1. */
@@ -473,6 +523,35 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     prev.setUint32(0, lo, true);
     prev.setUint32(4, hi, true);
     if (!compressed) this.#writeLiteral(BsonType.date, 8);
+  }
+
+  /**
+   * Append an int64 given as its two 32-bit halves (a js-bson `Long`), as {@link EncodingState.appendDouble}
+   * does for doubles.
+   *
+   * @param lo - bits 0..31, unsigned.
+   * @param hi - bits 32..63, unsigned.
+   */
+  appendInt64(lo: number, hi: number): void {
+    const prev = this.#prevView;
+    let compressed = false;
+    if (this.#prevType === BsonType.int64) {
+      const prevLo = prev.getUint32(0, true);
+      const prevHi = prev.getUint32(4, true);
+      if (lo === prevLo && hi === prevHi) {
+        // A zero delta, which always fits.
+        this.#b64.append(0, 0);
+        compressed = true;
+      } else {
+        const d = this.#delta;
+        sub64(lo, hi, prevLo, prevHi, d);
+        zigzagDelta64(d.lo, d.hi, 0, 0, d);
+        compressed = this.#b64.append(d.lo, d.hi);
+      }
+    }
+    prev.setUint32(0, lo, true);
+    prev.setUint32(4, hi, true);
+    if (!compressed) this.#writeLiteral(BsonType.int64, 8);
   }
 
   /**
@@ -750,7 +829,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       if (rescaled !== undefined) {
         rescaled.sink = this;
         rescaled.trackSum = true;
-        (this.#spare64 ??= []).push(this.#b64);
+        spare64.push(this.#b64);
         this.#b64 = rescaled;
         this.#prevEncodedLo = encLo;
         this.#prevEncodedHi = encHi;
@@ -841,7 +920,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       this.#appendDouble(val, prev);
       prev = val;
     }
-    (this.#spare64 ??= []).push(old);
+    spare64.push(old);
   }
 
   #tryRescalePending(encLo: number, encHi: number, newScale: number): Simple8bBuilder64 | undefined {
@@ -867,7 +946,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       )
     )
       return trial;
-    (this.#spare64 ??= []).push(trial);
+    spare64.push(trial);
     return undefined;
   }
 

@@ -35,6 +35,8 @@ export interface Simple8bSink {
 
 /** Largest number of pending values: 60 one-bit slots, plus the value being tested. */
 const kMaxPending = 64;
+/** Pending values a 64-bit builder has room for until it needs more: 64 bytes, kept on the heap. */
+const kInitialPending = 8;
 const kTypes = 4;
 const k2Pow64 = 1n << 64n;
 const kMax64 = k2Pow64 - 1n;
@@ -486,6 +488,88 @@ function valueWidths(lo: number, hi: number): number {
   return -1;
 }
 
+/** The last block {@link packBlock} packed: its halves and the halves of its delta sum. */
+const packed = { lo: 0, hi: 0, sumLo: 0, sumHi: 0 };
+
+/**
+ * Pack one block of `type` from the pending values (halves interleaved) at `from`, of which `count` are left: as many as the
+ * type's largest layout holding at most `count` allows. The block (and, when `trackSum` is set, the sum
+ * of its unzigzagged values) goes to {@link packed}.
+ *
+ * @returns the number of values the block holds.
+ */
+function packBlock(
+  pending: Uint32Array,
+  from: number,
+  count: number,
+  type: number,
+  trackSum: boolean,
+): number {
+  const layouts = kLayoutsByType[type] ?? [];
+  const li = kLayoutForCount[type * (kMaxPending + 1) + count] ?? 0;
+  const entries = layouts[li] ?? 0;
+  const selector = layouts[li + 1] ?? 0;
+  const nibble = layouts[li + 2] ?? 0;
+  const tzBits = kTrailingZeroBits[type] ?? 0;
+  const mult = kTrailingZeroMultiplier[type] ?? 0;
+  const tzMax = kTrailingZeroMax[type] ?? 0;
+  const width = (layouts[li + 3] ?? 0) + tzBits;
+  // The all-ones slot of this width (a skip), as halves; width is 2..60.
+  const onesLo = width >= 32 ? kMissingHalf : ((1 << width) - 1) >>> 0;
+  const onesHi = width > 32 ? (1 << (width - 32)) - 1 : 0;
+  let offset = selector === 7 || selector === 8 ? 8 : 4;
+  let wordLo = selector | (nibble << 4);
+  let wordHi = 0;
+  let sumLo = 0;
+  let sumHi = 0;
+  for (let i = from; i < from + entries; i++, offset += width) {
+    let slo = pending[2 * i] ?? 0;
+    let shi = pending[2 * i + 1] ?? 0;
+    if (isMissing(slo, shi)) {
+      slo = onesLo;
+      shi = onesHi;
+    } else {
+      if (trackSum) {
+        // sum += unzigzag(value), modulo 2^64.
+        const sign = -(slo & 1);
+        const dlo = (((slo >>> 1) | (shi << 31)) ^ sign) >>> 0;
+        const dhi = ((shi >>> 1) ^ sign) >>> 0;
+        const lo = (sumLo + dlo) >>> 0;
+        sumHi = (sumHi + dhi + (lo < sumLo ? 1 : 0)) >>> 0;
+        sumLo = lo;
+      }
+      if (type !== ExtensionType.base && (slo !== 0 || shi !== 0)) {
+        // slot = ((v >> (count * mult)) << tzBits) | count.
+        const tz = slo !== 0 ? ctz32(slo) : 32 + ctz32(shi);
+        const zeros = Math.floor(Math.min(tz, tzMax) / mult);
+        const k = zeros * mult;
+        if (k >= 32) {
+          slo = shi >>> (k - 32);
+          shi = 0;
+        } else if (k > 0) {
+          slo = ((slo >>> k) | (shi << (32 - k))) >>> 0;
+          shi >>>= k;
+        }
+        // tzBits is 4 or 5, and the shifted value has at most 56 - tzBits bits.
+        shi = ((shi << tzBits) | (slo >>> (32 - tzBits))) >>> 0;
+        slo = ((slo << tzBits) | zeros) >>> 0;
+      }
+    }
+    // word |= slot << offset; offset + width <= 64, so nothing of the slot falls off the top.
+    if (offset < 32) {
+      wordLo |= slo << offset;
+      wordHi |= (slo >>> (32 - offset)) | (shi << offset);
+    } else {
+      wordHi |= slo << (offset - 32);
+    }
+  }
+  packed.lo = wordLo >>> 0;
+  packed.hi = wordHi >>> 0;
+  packed.sumLo = sumLo;
+  packed.sumHi = sumHi;
+  return entries;
+}
+
 /**
  * The Simple-8b builder for 64-bit streams: the same selector choice and RLE rules as
  * {@link Simple8bBuilder}, with values held as two unsigned 32-bit halves in typed arrays instead of
@@ -505,12 +589,12 @@ export class Simple8bBuilder64 {
   /** Blocks written so far. */
   blocksWritten = 0;
 
-  // Pending values as halves; (kMissingHalf, kMissingHalf) is a skip.
-  // Pending values as halves, two views over one buffer (one buffer less per builder; a builder lives as
-  // long as its column's open bucket). Interleaving the halves in one small growable array saved more
-  // heap but cost about 5% of encoding time.
-  readonly #lo: Uint32Array;
-  readonly #hi: Uint32Array;
+  // Pending values as halves, value i at [2i] (low) and [2i + 1] (high); (kMissingHalf, kMissingHalf) is
+  // a skip. One typed array rather than a view per half: a builder lives as long as its column's open
+  // bucket, and each view costs about 150 bytes of heap.
+  // Room for kInitialPending values at first (small enough to live on the heap), grown to kMaxPending by
+  // the first stream that needs more: most streams' blocks hold a few wide values.
+  #pending = new Uint32Array(2 * kInitialPending);
   // Per extension type (packed), the largest width among the pending values.
   #maxWidths = kMinWidths;
   // Bit t set: type t can still hold all pending values.
@@ -528,12 +612,14 @@ export class Simple8bBuilder64 {
   /** @param sink - receives the blocks. */
   constructor(sink: Simple8bSink64) {
     this.sink = sink;
-    const pending = new ArrayBuffer(8 * kMaxPending);
-    this.#lo = new Uint32Array(pending, 0, kMaxPending);
-    this.#hi = new Uint32Array(pending, 4 * kMaxPending, kMaxPending);
   }
 
   /** Room for the most pending values there can be, once a stream needs more than the initial room. */
+  #grow(): void {
+    const grown = new Uint32Array(2 * kMaxPending);
+    grown.set(this.#pending);
+    this.#pending = grown;
+  }
 
   /**
    * Make this builder empty again, continuing the stream position of `from` (the encoder restarts a
@@ -589,10 +675,8 @@ export class Simple8bBuilder64 {
     this.lastWrittenHi = other.lastWrittenHi;
     this.blocksWritten = other.blocksWritten;
     const n = other.#count;
-    for (let i = 0; i < n; i++) {
-      this.#lo[i] = other.#lo[i] ?? 0;
-      this.#hi[i] = other.#hi[i] ?? 0;
-    }
+    if (n > kInitialPending && this.#pending.length < 2 * kMaxPending) this.#grow();
+    for (let i = 0; i < 2 * n; i++) this.#pending[i] = other.#pending[i] ?? 0;
     this.#maxWidths = other.#maxWidths;
     this.#possible = other.#possible;
     this.#fittingMaxWidths = other.#fittingMaxWidths;
@@ -623,8 +707,8 @@ export class Simple8bBuilder64 {
    */
   pendingAt(i: number, out: Int64Halves): boolean {
     if (i < this.#count) {
-      out.lo = this.#lo[i] ?? 0;
-      out.hi = this.#hi[i] ?? 0;
+      out.lo = this.#pending[2 * i] ?? 0;
+      out.hi = this.#pending[2 * i + 1] ?? 0;
     } else {
       out.lo = this.#rleLo;
       out.hi = this.#rleHi;
@@ -641,7 +725,7 @@ export class Simple8bBuilder64 {
    */
   get replaysUnchanged(): boolean {
     const last = this.#count - 1;
-    return last >= 0 && (this.#lo[last] !== 0 || this.#hi[last] !== 0);
+    return last >= 0 && (this.#pending[2 * last] !== 0 || this.#pending[2 * last + 1] !== 0);
   }
 
   /** Whether the value RLE repeats is a missing entry. */
@@ -701,6 +785,41 @@ export class Simple8bBuilder64 {
     this.#rleLo = 0;
     this.#rleHi = 0;
     this.#lastValidType = 0;
+  }
+
+  /**
+   * Write to `sink` the blocks {@link Simple8bBuilder64.flush} would write, without changing this builder
+   * (the column builder's intermediate binaries: no copy of the state to flush). Delta sums are not
+   * reported (0).
+   *
+   * @param sink - receives the blocks.
+   * @returns `false`, having written nothing, when an open RLE run's remainder blocks are not cached yet
+   *   (the caller then flushes a copy, which caches them).
+   */
+  writePendingTo(sink: Simple8bSink64): boolean {
+    if (this.#rleCount > 0) {
+      const remainder = this.#rleCount % kRleMultiplier;
+      const cached = remainderBlocks.get(remainderKey(this.#rleLo, this.#rleHi, remainder, this.trackSum));
+      // Nothing else is pending while a run is open.
+      if (cached === undefined || this.#count > 0) return false;
+      let groups = Math.floor(this.#rleCount / kRleMultiplier);
+      while (groups > 0) {
+        const k = Math.min(groups, 16);
+        groups -= k;
+        sink.writeBlock64(((k - 1) << 4) | kRleSelector, 0, k * kRleMultiplier, 0, 0);
+      }
+      for (let i = 0; i < cached.length; i += 5) {
+        sink.writeBlock64(cached[i] ?? 0, cached[i + 1] ?? 0, cached[i + 2] ?? 0, 0, 0);
+      }
+      return true;
+    }
+    const type = this.#lastValidType;
+    for (let from = 0; from < this.#count;) {
+      const entries = packBlock(this.#pending, from, this.#count - from, type, false);
+      sink.writeBlock64(packed.lo, packed.hi, entries, 0, 0);
+      from += entries;
+    }
+    return true;
   }
 
   /**
@@ -783,8 +902,9 @@ export class Simple8bBuilder64 {
       }
     }
     const p = this.#count++;
-    this.#lo[p] = lo;
-    this.#hi[p] = hi;
+    if (2 * p === this.#pending.length) this.#grow();
+    this.#pending[2 * p] = lo;
+    this.#pending[2 * p + 1] = hi;
     this.#maxWidths = this.#fittingMaxWidths;
     return true;
   }
@@ -810,78 +930,20 @@ export class Simple8bBuilder64 {
 
   /** Write one block of `type` holding as many pending values as its largest fitting layout allows. */
   #writeBlock(type: number): void {
-    const layouts = kLayoutsByType[type] ?? [];
-    const li = kLayoutForCount[type * (kMaxPending + 1) + this.#count] ?? 0;
-    const entries = layouts[li] ?? 0;
-    const selector = layouts[li + 1] ?? 0;
-    const nibble = layouts[li + 2] ?? 0;
-    const tzBits = kTrailingZeroBits[type] ?? 0;
-    const mult = kTrailingZeroMultiplier[type] ?? 0;
-    const tzMax = kTrailingZeroMax[type] ?? 0;
-    const width = (layouts[li + 3] ?? 0) + tzBits;
-    // The all-ones slot of this width (a skip), as halves; width is 2..60.
-    const onesLo = width >= 32 ? kMissingHalf : ((1 << width) - 1) >>> 0;
-    const onesHi = width > 32 ? (1 << (width - 32)) - 1 : 0;
-    const trackSum = this.trackSum;
-    const pendLo = this.#lo;
-    const pendHi = this.#hi;
-    let offset = selector === 7 || selector === 8 ? 8 : 4;
-    let wordLo = selector | (nibble << 4);
-    let wordHi = 0;
-    let sumLo = 0;
-    let sumHi = 0;
-    for (let i = 0; i < entries; i++, offset += width) {
-      let slo = pendLo[i] ?? 0;
-      let shi = pendHi[i] ?? 0;
-      if (isMissing(slo, shi)) {
-        slo = onesLo;
-        shi = onesHi;
-      } else {
-        if (trackSum) {
-          // sum += unzigzag(value), modulo 2^64.
-          const sign = -(slo & 1);
-          const dlo = (((slo >>> 1) | (shi << 31)) ^ sign) >>> 0;
-          const dhi = ((shi >>> 1) ^ sign) >>> 0;
-          const lo = (sumLo + dlo) >>> 0;
-          sumHi = (sumHi + dhi + (lo < sumLo ? 1 : 0)) >>> 0;
-          sumLo = lo;
-        }
-        if (type !== ExtensionType.base && (slo !== 0 || shi !== 0)) {
-          // slot = ((v >> (count * mult)) << tzBits) | count.
-          const tz = slo !== 0 ? ctz32(slo) : 32 + ctz32(shi);
-          const count = Math.floor(Math.min(tz, tzMax) / mult);
-          const k = count * mult;
-          if (k >= 32) {
-            slo = shi >>> (k - 32);
-            shi = 0;
-          } else if (k > 0) {
-            slo = ((slo >>> k) | (shi << (32 - k))) >>> 0;
-            shi >>>= k;
-          }
-          // tzBits is 4 or 5, and the shifted value has at most 56 - tzBits bits.
-          shi = ((shi << tzBits) | (slo >>> (32 - tzBits))) >>> 0;
-          slo = ((slo << tzBits) | count) >>> 0;
-        }
-      }
-      // word |= slot << offset; offset + width <= 64, so nothing of the slot falls off the top.
-      if (offset < 32) {
-        wordLo |= slo << offset;
-        wordHi |= (slo >>> (32 - offset)) | (shi << offset);
-      } else {
-        wordHi |= slo << (offset - 32);
-      }
-    }
-    const lastLo = pendLo[entries - 1] ?? 0;
-    const lastHi = pendHi[entries - 1] ?? 0;
+    const pending = this.#pending;
+    const entries = packBlock(pending, 0, this.#count, type, this.trackSum);
+    const { lo: wordLo, hi: wordHi, sumLo, sumHi } = packed;
+    const lastLo = pending[2 * entries - 2] ?? 0;
+    const lastHi = pending[2 * entries - 1] ?? 0;
     // Drop the written values from the front. Usually none or one remain: a plain loop is cheaper than
     // `copyWithin` builtin calls, and recomputing their widths cheaper than keeping every value's.
     const left = this.#count - entries;
     let max = kMinWidths;
     for (let j = 0; j < left; j++) {
-      const vlo = pendLo[entries + j] ?? 0;
-      const vhi = pendHi[entries + j] ?? 0;
-      pendLo[j] = vlo;
-      pendHi[j] = vhi;
+      const vlo = pending[2 * (entries + j)] ?? 0;
+      const vhi = pending[2 * (entries + j) + 1] ?? 0;
+      pending[2 * j] = vlo;
+      pending[2 * j + 1] = vhi;
       if (!isMissing(vlo, vhi)) max = maxWidths(max, valueWidths(vlo, vhi));
     }
     this.#maxWidths = max;
@@ -892,8 +954,8 @@ export class Simple8bBuilder64 {
     this.#rleLo = lastLo;
     this.#rleHi = lastHi;
     this.blocksWritten++;
-    this.#recording?.push(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
-    this.sink.writeBlock64(wordLo >>> 0, wordHi >>> 0, entries, sumLo, sumHi);
+    this.#recording?.push(wordLo, wordHi, entries, sumLo, sumHi);
+    this.sink.writeBlock64(wordLo, wordHi, entries, sumLo, sumHi);
   }
 
   #endRle(): void {
@@ -937,8 +999,9 @@ export class Simple8bBuilder64 {
     for (let k = 0; k < n; k++) {
       while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
       const p = this.#count++;
-      this.#lo[p] = lo;
-      this.#hi[p] = hi;
+      if (2 * p === this.#pending.length) this.#grow();
+      this.#pending[2 * p] = lo;
+      this.#pending[2 * p + 1] = hi;
       this.#maxWidths = this.#fittingMaxWidths;
     }
   }
