@@ -9,7 +9,7 @@
  *   npx tsx bench/archived-memory.ts 33554432   # another threshold, in bytes
  */
 import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { StoredBucket, StorageUpdateResult } from '../src/index.js';
+import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
 import { collectGarbage } from './harness.js';
 
 /** A storage that accepts every write and keeps nothing. */
@@ -20,6 +20,10 @@ class DiscardingStorage extends MemoryStorage {
 
   override applyCommit(): Promise<StorageUpdateResult> {
     return Promise.resolve({ kind: 'updated' });
+  }
+
+  override commitWrites(_ns: string, writes: ReadonlyArray<BucketWrite>): Promise<BucketWriteOutcome[]> {
+    return Promise.resolve(writes.map(() => ({ kind: 'applied' })));
   }
 }
 

@@ -8,7 +8,7 @@
  *   npx tsx bench/memory-calibration.ts 11
  */
 import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { StoredBucket, StorageUpdateResult } from '../src/index.js';
+import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
 import { collectGarbage } from './harness.js';
 
 /** A storage that accepts every write and keeps nothing. */
@@ -19,6 +19,10 @@ class DiscardingStorage extends MemoryStorage {
 
   override applyCommit(): Promise<StorageUpdateResult> {
     return Promise.resolve({ kind: 'updated' });
+  }
+
+  override commitWrites(_ns: string, writes: ReadonlyArray<BucketWrite>): Promise<BucketWriteOutcome[]> {
+    return Promise.resolve(writes.map(() => ({ kind: 'applied' })));
   }
 }
 

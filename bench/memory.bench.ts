@@ -21,7 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { calculateObjectSize } from 'bson';
 
 import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { StoredBucket, StorageUpdateResult } from '../src/index.js';
+import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
 import { tsbsCpuOnly } from './datasets.js';
 import { bucketFormats, engineOptions, heading, record } from './harness.js';
 
@@ -33,6 +33,10 @@ class DiscardingStorage extends MemoryStorage {
 
   override applyCommit(): Promise<StorageUpdateResult> {
     return Promise.resolve({ kind: 'updated' });
+  }
+
+  override commitWrites(_ns: string, writes: ReadonlyArray<BucketWrite>): Promise<BucketWriteOutcome[]> {
+    return Promise.resolve(writes.map(() => ({ kind: 'applied' })));
   }
 }
 

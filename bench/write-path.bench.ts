@@ -61,7 +61,7 @@ function countingDb(db: MongoDbLike): { db: MongoDbLike; sent: { calls: number; 
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver) as unknown;
         if (typeof value !== 'function') return value;
-        if (prop !== 'insertOne' && prop !== 'updateOne' && prop !== 'find')
+        if (prop !== 'insertOne' && prop !== 'updateOne' && prop !== 'bulkWrite' && prop !== 'find')
           return value.bind(target) as unknown;
         return (...args: unknown[]) => {
           sent.calls++;

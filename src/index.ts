@@ -64,6 +64,9 @@ export { MemoryStorage } from './storage/memory-storage.js';
 export type {
   BucketFilter,
   BucketUpdateDocument,
+  BucketWrite,
+  BucketWriteOutcome,
+  CommitWritesOptions,
   Storage,
   StorageFindOptions,
   StorageIndex,

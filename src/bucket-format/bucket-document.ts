@@ -209,14 +209,25 @@ export function commitGuardFilter(commit: BucketCommit): Readonly<Record<string,
  * @returns whether the guard held (and the commit was applied).
  */
 export function applyCommitToDocument(doc: Record<string, unknown>, commit: BucketCommit): boolean {
+  if (!commitMatchesDocument(doc, commit)) return false;
+  applyBucketDelta(doc, commit.update.delta);
+  return true;
+}
+
+/**
+ * Whether a commit's guard holds on a stored document (what {@link applyCommitToDocument} checks).
+ *
+ * @param doc - the stored document with the commit's `_id`.
+ * @param commit - the commit.
+ * @returns whether the document holds exactly the measurements the commit expects.
+ */
+export function commitMatchesDocument(doc: Readonly<Record<string, unknown>>, commit: BucketCommit): boolean {
   const data = getOwnField(doc, 'data');
   const times = typeof data === 'object' && data !== null ? getOwnField(data, commit.timeField) : undefined;
   if (typeof times !== 'object' || times === null || Array.isArray(times)) return false;
   const n = commit.numPreviouslyCommittedMeasurements;
   // Numeric keys: a plain object's integer-like keys are its elements; no index string is built.
-  if (!hasOwnField(times, n - 1) || hasOwnField(times, n)) return false;
-  applyBucketDelta(doc, commit.update.delta);
-  return true;
+  return hasOwnField(times, n - 1) && !hasOwnField(times, n);
 }
 
 /** Gather a commit's cells by column. */

@@ -11,13 +11,15 @@ import type {
   BucketCatalog,
   CombineWithInsertsFromOtherClients,
   InsertItem,
+  PreparedCommit,
   StageResult,
 } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, ReopeningSource, WriteBatch } from '../catalog/bucket-catalog.js';
 import { ErrorCodes, TimeseriesError } from '../errors.js';
 import { withRollupGate } from '../rollups/commit-hook.js';
 import type { CommitRollups } from '../rollups/commit-hook.js';
-import type { Storage } from '../storage/storage.js';
+import type { BucketWriteOutcome, Storage } from '../storage/storage.js';
+import { commitTogether, failedForGood, settleWrite } from './commit-together.js';
 
 /** Per-item outcome of {@link commitMeasurements}. */
 export type MeasurementOutcome =
@@ -102,7 +104,10 @@ export async function commitMeasurements(
       combine === 'disallow'
         ? [...batches.keys()].sort((a, b) => firstIndex(batches, a) - firstIndex(batches, b))
         : [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
-    if (combine === 'disallow') await commitInOrder(ctx, ordered, opId);
+    if (ctx.storage.commitWrites !== undefined) {
+      // One storage call for the whole round (one round trip across a network).
+      await withRollupGate(ctx.rollups, () => commitTogether(ctx, ordered, opId, combine === 'disallow'));
+    } else if (combine === 'disallow') await commitInOrder(ctx, ordered, opId);
     else await commitAll(ctx, ordered, opId, ctx.storage.writeConcurrency ?? 1);
     const retry: number[] = [];
     for (const batch of ordered) {
@@ -178,13 +183,7 @@ async function commitInOrder(
       continue;
     }
     if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) await commitBatch(ctx, batch);
-    const result = batch.result;
-    failed =
-      result.state === 'rejected' &&
-      !(
-        TimeseriesError.isTimeseriesError(result.error) &&
-        result.error.code === ErrorCodes.TimeseriesBucketCleared
-      );
+    failed = failedForGood(batch);
   }
 }
 
@@ -231,55 +230,26 @@ async function commitAll(
  * @param batch - a batch whose commit rights this writer holds.
  */
 export async function commitBatch(ctx: CommitContext, batch: WriteBatch): Promise<void> {
+  let prepared: PreparedCommit;
+  let outcome: BucketWriteOutcome;
   try {
     // Inside the try: a failure building the bucket document aborts this batch like a failed write.
-    const prepared = await ctx.catalog.prepareCommit(batch);
-    switch (prepared.kind) {
-      case 'aborted':
-        return;
-      case 'insert':
-        await ctx.storage.insertOne(ctx.bucketsNs, prepared.document as unknown as Record<string, unknown>);
-        break;
-      case 'update': {
-        const result = await ctx.storage.applyCommit(ctx.bucketsNs, prepared.commit);
-        if (result.kind === 'notMatched') {
-          // Someone else changed or removed the bucket: its measurements go to a new bucket.
-          await ctx.catalog.abort(
-            batch,
-            new TimeseriesError(
-              'TimeseriesBucketCleared',
-              `Time-series bucket ${prepared.bucketId.toHexString()} was changed by another writer`,
-              { bucketId: prepared.bucketId.toHexString() },
-            ),
-          );
-          return;
-        }
-        break;
-      }
-      default: {
-        const never: never = prepared;
-        throw new TypeError(`unknown prepared commit ${String(never)}`);
-      }
+    prepared = await ctx.catalog.prepareCommit(batch);
+    if (prepared.kind === 'aborted') return;
+    if (prepared.kind === 'insert') {
+      await ctx.storage.insertOne(ctx.bucketsNs, prepared.document as unknown as Record<string, unknown>);
+      outcome = kApplied;
+    } else {
+      const result = await ctx.storage.applyCommit(ctx.bucketsNs, prepared.commit);
+      outcome = result.kind === 'notMatched' ? kNotMatched : kApplied;
     }
   } catch (error) {
-    const duplicate = TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.DuplicateKey;
-    if (duplicate) ctx.catalog.reseedBucketIds();
-    // A duplicate bucket _id is retried with a new id, as the server does; other failures reject the batch.
-    await ctx.catalog.abort(
-      batch,
-      duplicate
-        ? new TimeseriesError(
-            'TimeseriesBucketCleared',
-            'bucket _id already exists; retrying with a new id',
-            {
-              cause: error,
-            },
-          )
-        : error,
-    );
+    await settleWrite(ctx, batch, undefined, { kind: 'failed', error });
     return;
   }
-  // Stored, not yet acknowledged: the rollups count the batch exactly once (src/rollups/rollup-set.ts).
-  await ctx.rollups?.fold(batch);
-  await ctx.catalog.finish(batch);
+  await settleWrite(ctx, batch, prepared, outcome);
 }
+
+/** Outcomes of a single write (shared: outcomes are read-only). */
+const kApplied: BucketWriteOutcome = Object.freeze({ kind: 'applied' });
+const kNotMatched: BucketWriteOutcome = Object.freeze({ kind: 'notMatched' });

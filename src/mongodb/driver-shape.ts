@@ -7,6 +7,9 @@
  */
 import type {
   AggregateOptions,
+  AnyBulkWriteOperation,
+  BulkWriteOptions,
+  BulkWriteResult,
   CollectionInfo,
   CreateCollectionOptions,
   CreateIndexesOptions,
@@ -59,6 +62,11 @@ export interface MongoCollectionLike {
   listIndexes(): MongoCursorLike<Document>;
   /** `Collection.dropIndex`. */
   dropIndex(indexName: string): Promise<Document>;
+  /**
+   * `Collection.bulkWrite`: the bucket writes of one insert call in one round trip. Optional: without it
+   * each bucket is written with its own `insertOne` or `updateOne`.
+   */
+  bulkWrite?(operations: AnyBulkWriteOperation[], options?: BulkWriteOptions): Promise<BulkWriteResult>;
 }
 
 /** The `Db` methods used by `MongoStorage`. A driver `Db` is one. */

@@ -15,6 +15,7 @@ export type MongoStorageOperation =
   | 'dropNamespace'
   | 'insertOne'
   | 'updateOne'
+  | 'bulkWrite'
   | 'upsertOne'
   | 'replaceOne'
   | 'updateMany'

@@ -24,6 +24,9 @@ import { TimeseriesError, TsBucketsError } from '../errors.js';
 import type {
   BucketFilter,
   BucketUpdateDocument,
+  BucketWrite,
+  BucketWriteOutcome,
+  CommitWritesOptions,
   NamespaceOptions,
   Storage,
   StorageFindOptions,
@@ -32,6 +35,7 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from '../storage/storage.js';
+import { bulkCommitWrites } from './bulk-commit.js';
 import { CompressedColumnCache, spliceColumns, storedColumns } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument } from './bson-values.js';
 import type { MongoCollectionLike, MongoDbLike } from './driver-shape.js';
@@ -259,6 +263,64 @@ export class MongoStorage implements Storage {
       }
     });
     this.#columns.remember(ns, doc);
+  }
+
+  /**
+   * {@inheritDoc Storage.commitWrites}
+   *
+   * One `bulkWrite` (ordered as the call), retried as single writes are, with each write's outcome read
+   * from the result (src/mongodb/bulk-commit.ts). One bucket at a time instead when the driver's
+   * collection has no `bulkWrite`, or for a rollup's collection.
+   */
+  async commitWrites(
+    ns: string,
+    writes: ReadonlyArray<BucketWrite>,
+    options: CommitWritesOptions,
+  ): Promise<BucketWriteOutcome[]> {
+    const { buckets, bucketsCollectionName, kind } = this.#target(ns);
+    if (kind === 'buckets' && buckets.bulkWrite !== undefined) {
+      return bulkCommitWrites(
+        {
+          ns,
+          buckets: buckets as typeof buckets & Required<Pick<typeof buckets, 'bulkWrite'>>,
+          collectionName: bucketsCollectionName,
+          columns: this.#columns,
+          run: (attempt) => this.#run('bulkWrite', bucketsCollectionName, attempt),
+        },
+        writes,
+        options.ordered,
+      );
+    }
+    return this.#commitOneByOne(ns, writes, options.ordered);
+  }
+
+  /** The writes of {@link MongoStorage.commitWrites} one at a time, stopping at a failure when ordered. */
+  async #commitOneByOne(
+    ns: string,
+    writes: ReadonlyArray<BucketWrite>,
+    ordered: boolean,
+  ): Promise<BucketWriteOutcome[]> {
+    const outcomes: BucketWriteOutcome[] = [];
+    let stopped = false;
+    for (const write of writes) {
+      if (stopped) {
+        outcomes.push({ kind: 'notApplied' });
+        continue;
+      }
+      try {
+        if (write.kind === 'insert') {
+          await this.insertOne(ns, write.document);
+          outcomes.push({ kind: 'applied' });
+        } else {
+          const result = await this.applyCommit(ns, write.commit);
+          outcomes.push({ kind: result.kind === 'updated' ? 'applied' : 'notMatched' });
+        }
+      } catch (error) {
+        outcomes.push({ kind: 'failed', error });
+        stopped = ordered;
+      }
+    }
+    return outcomes;
   }
 
   /**

@@ -42,6 +42,41 @@ export class LiveColumns {
   readonly #dirty = new Set<string>();
 
   /**
+   * Whether {@link LiveColumns.apply} would apply a compressed commit (nothing is changed).
+   *
+   * @param key - the bucket's key in `docs`.
+   * @param docs - the namespace's documents.
+   * @param commit - the commit.
+   * @returns whether the guard holds.
+   */
+  matches(key: string, docs: ReadonlyMap<string, StoredBucket>, commit: CompressedBucketCommit): boolean {
+    return this.#matching(key, docs, commit) !== undefined;
+  }
+
+  /** The bucket's live copy (made from its document on first use) if the commit's guard holds. */
+  #matching(
+    key: string,
+    docs: ReadonlyMap<string, StoredBucket>,
+    commit: CompressedBucketCommit,
+  ): LiveBucket | undefined {
+    let live = this.#buckets.get(key);
+    if (live === undefined) {
+      const doc = docs.get(key);
+      live = doc === undefined ? undefined : liveBucketOf(doc);
+      if (live === undefined) return undefined;
+      this.#buckets.set(key, live);
+    }
+    if (live.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
+    // Check every column before changing any: a commit applies whole or not at all.
+    for (const diff of commit.columns) {
+      if (diff.created) continue;
+      const column = live.columns.get(diff.field);
+      if (column === undefined || column.length < diff.offset) return undefined;
+    }
+    return live;
+  }
+
+  /**
    * Apply a compressed commit if the bucket holds exactly the measurements it expects.
    *
    * @param key - the bucket's key in `docs`.
@@ -50,20 +85,8 @@ export class LiveColumns {
    * @returns whether the guard held and the commit was applied.
    */
   apply(key: string, docs: ReadonlyMap<string, StoredBucket>, commit: CompressedBucketCommit): boolean {
-    let live = this.#buckets.get(key);
-    if (live === undefined) {
-      const doc = docs.get(key);
-      live = doc === undefined ? undefined : liveBucketOf(doc);
-      if (live === undefined) return false;
-      this.#buckets.set(key, live);
-    }
-    if (live.count !== commit.numPreviouslyCommittedMeasurements) return false;
-    // Check every column before changing any: a commit applies whole or not at all.
-    for (const diff of commit.columns) {
-      if (diff.created) continue;
-      const column = live.columns.get(diff.field);
-      if (column === undefined || column.length < diff.offset) return false;
-    }
+    const live = this.#matching(key, docs, commit);
+    if (live === undefined) return false;
     for (const diff of commit.columns) {
       const end = diff.offset + diff.bytes.length;
       let column = diff.created ? undefined : live.columns.get(diff.field);

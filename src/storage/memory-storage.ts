@@ -5,7 +5,7 @@ import { updateOne } from 'mingo';
 import { update as applyUpdate } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
-import { applyCommitToDocument } from '../bucket-format/bucket-document.js';
+import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/bucket-document.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
@@ -18,6 +18,9 @@ import { applySetUpdate, matchExistsFilter } from './set-update.js';
 import type {
   BucketFilter,
   BucketUpdateDocument,
+  BucketWrite,
+  BucketWriteOutcome,
+  CommitWritesOptions,
   NamespaceOptions,
   Storage,
   StorageFindOptions,
@@ -101,22 +104,89 @@ export class MemoryStorage implements Storage {
 
   /** {@inheritDoc Storage.insertOne} */
   insertOne(ns: string, doc: StoredBucket): Promise<void> {
-    const key = idKey(doc._id);
-    const { docs } = this.#ns(ns);
-    if (docs.has(key)) {
-      return Promise.reject(
-        new TimeseriesError(
-          'DuplicateKey',
-          `E11000 duplicate key error collection: ${ns} dup key: { _id: ${key} }`,
-        ),
-      );
-    }
-    // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
     return settle(() => {
-      indexMeta(this.#ns(ns), key, doc);
-      docs.set(key, doc);
-      this.#ns(ns).live.forget(key);
+      this.#insert(ns, doc);
     });
+  }
+
+  /** Insert a document, or throw (`DuplicateKey`, or a meta that cannot be indexed) having stored nothing. */
+  #insert(ns: string, doc: StoredBucket): void {
+    const key = idKey(doc._id);
+    const entry = this.#ns(ns);
+    if (entry.docs.has(key)) throw duplicateKey(ns, key);
+    // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
+    indexMeta(entry, key, doc);
+    entry.docs.set(key, doc);
+    entry.live.forget(key);
+  }
+
+  /**
+   * {@inheritDoc Storage.commitWrites}
+   *
+   * Synchronous underneath: one promise for the whole call. Ordered calls are atomic: every write's guard
+   * is checked first and nothing is written unless all of them hold.
+   */
+  commitWrites(
+    ns: string,
+    writes: ReadonlyArray<BucketWrite>,
+    options: CommitWritesOptions,
+  ): Promise<BucketWriteOutcome[]> {
+    const outcomes = new Array<BucketWriteOutcome>(writes.length);
+    if (options.ordered) {
+      const refused = this.#refusal(ns, writes);
+      if (refused !== undefined) {
+        outcomes.fill(kNotApplied);
+        outcomes[refused.index] = refused.outcome;
+        return Promise.resolve(outcomes);
+      }
+    }
+    for (let i = 0; i < writes.length; i++) {
+      const write = writes[i] as BucketWrite;
+      try {
+        if (write.kind === 'insert') {
+          this.#insert(ns, write.document);
+          outcomes[i] = kApplied;
+        } else {
+          outcomes[i] = this.#applyCommit(ns, write.commit) ? kApplied : kNotMatched;
+        }
+      } catch (error) {
+        outcomes[i] = { kind: 'failed', error };
+      }
+    }
+    return Promise.resolve(outcomes);
+  }
+
+  /** The first write that would not apply, and why (nothing is changed). */
+  #refusal(
+    ns: string,
+    writes: ReadonlyArray<BucketWrite>,
+  ): { readonly index: number; readonly outcome: BucketWriteOutcome } | undefined {
+    const entry = this.#ns(ns);
+    const inserted = new Set<string>();
+    for (let index = 0; index < writes.length; index++) {
+      const write = writes[index] as BucketWrite;
+      if (write.kind === 'insert') {
+        const key = idKey(write.document._id);
+        if (entry.docs.has(key) || inserted.has(key)) {
+          return { index, outcome: { kind: 'failed', error: duplicateKey(ns, key) } };
+        }
+        inserted.add(key);
+        try {
+          metaIndexKeys(write.document);
+        } catch (error) {
+          return { index, outcome: { kind: 'failed', error } };
+        }
+        continue;
+      }
+      const commit = write.commit;
+      const key = objectIdHex(commit.bucketId);
+      const matches =
+        commit.format === 'compressed'
+          ? entry.live.matches(key, entry.docs, commit)
+          : entry.docs.has(key) && commitMatchesDocument(entry.docs.get(key) as StoredBucket, commit);
+      if (!matches) return { index, outcome: kNotMatched };
+    }
+    return undefined;
   }
 
   /**
@@ -126,16 +196,17 @@ export class MemoryStorage implements Storage {
    * property store per value, whatever the size of the bucket.
    */
   applyCommit(ns: string, commit: StorageCommit): Promise<StorageUpdateResult> {
+    return Promise.resolve(this.#applyCommit(ns, commit) ? { kind: 'updated' } : { kind: 'notMatched' });
+  }
+
+  /** Apply a commit if its guard holds; returns whether it did. */
+  #applyCommit(ns: string, commit: StorageCommit): boolean {
     const entry = this.#ns(ns);
     const key = objectIdHex(commit.bucketId);
+    // Spliced into the bucket's live columns; its document is rebuilt when it is next read.
+    if (commit.format === 'compressed') return entry.live.apply(key, entry.docs, commit);
     const doc = entry.docs.get(key);
-    if (commit.format === 'compressed') {
-      // Spliced into the bucket's live columns; its document is rebuilt when it is next read.
-      const applied = entry.live.apply(key, entry.docs, commit);
-      return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
-    }
-    const applied = doc !== undefined && applyCommitToDocument(doc, commit);
-    return Promise.resolve(applied ? { kind: 'updated' } : { kind: 'notMatched' });
+    return doc !== undefined && applyCommitToDocument(doc, commit);
   }
 
   /** {@inheritDoc Storage.updateOne} */
@@ -484,6 +555,19 @@ function metaConditionKey(filter: BucketFilter): string | undefined {
 }
 
 /** The outcome of a synchronous step as a promise: what it throws becomes a rejection, as storages fail. */
+/** Outcomes shared by every write they describe (read-only). */
+const kApplied: BucketWriteOutcome = Object.freeze({ kind: 'applied' });
+const kNotMatched: BucketWriteOutcome = Object.freeze({ kind: 'notMatched' });
+const kNotApplied: BucketWriteOutcome = Object.freeze({ kind: 'notApplied' });
+
+/** MongoDB's duplicate `_id` error. */
+function duplicateKey(ns: string, key: string): TimeseriesError {
+  return new TimeseriesError(
+    'DuplicateKey',
+    `E11000 duplicate key error collection: ${ns} dup key: { _id: ${key} }`,
+  );
+}
+
 function settle<T>(step: () => T): Promise<T> {
   try {
     return Promise.resolve(step());

@@ -53,6 +53,33 @@ export type StorageUpdateResult =
   /** No document matched the guard filter (someone else changed or removed the bucket). */
   | { readonly kind: 'notMatched' };
 
+/** One bucket write of {@link Storage.commitWrites}. */
+export type BucketWrite =
+  /** A new bucket: insert the whole document (fails with `DuplicateKey` if its `_id` exists). */
+  | { readonly kind: 'insert'; readonly document: StoredBucket }
+  /** A later commit to an existing bucket, guarded as in {@link Storage.applyCommit}. */
+  | { readonly kind: 'update'; readonly commit: StorageCommit };
+
+/** What became of one write of {@link Storage.commitWrites}. */
+export type BucketWriteOutcome =
+  /** Written. */
+  | { readonly kind: 'applied' }
+  /** An update whose guard matched no document (someone else changed or removed the bucket). */
+  | { readonly kind: 'notMatched' }
+  /** The write failed (e.g. `DuplicateKey`, a storage error); nothing of it was written. */
+  | { readonly kind: 'failed'; readonly error: unknown }
+  /** Not written because an ordered call stopped at an earlier write (or, atomic, at any write). */
+  | { readonly kind: 'notApplied' };
+
+/** Options of {@link Storage.commitWrites}. */
+export interface CommitWritesOptions {
+  /**
+   * Apply the writes in order and stop at the first that fails: the writes after it are `notApplied`. A
+   * backend may be stronger: `MemoryStorage` applies all or none, and also stops at a guard miss.
+   */
+  readonly ordered: boolean;
+}
+
 /** An index on a buckets collection, in bucket-field terms. */
 export interface StorageIndex {
   /** Index name. */
@@ -119,6 +146,23 @@ export interface Storage {
    * @returns `updated`, or `notMatched` when another writer changed or removed the bucket.
    */
   applyCommit(ns: string, commit: StorageCommit): Promise<StorageUpdateResult>;
+  /**
+   * Write the buckets of one insert call at once: new buckets inserted and later commits applied, each as
+   * `insertOne` and `applyCommit` would, in one storage call (one round trip across a network).
+   * Optional: without it the engine writes one bucket at a time.
+   *
+   * @param ns - namespace.
+   * @param writes - the call's bucket writes, each to a different bucket; ownership of inserted documents
+   *   passes to the storage.
+   * @param options - `ordered`: stop at the first write that fails.
+   * @returns one outcome per write, in the same order. Rejects only when no outcome can be told apart
+   *   (the engine then fails every write).
+   */
+  commitWrites?(
+    ns: string,
+    writes: ReadonlyArray<BucketWrite>,
+    options: CommitWritesOptions,
+  ): Promise<BucketWriteOutcome[]>;
   /**
    * Apply an update to the single document matching `filter` (which always pins `_id`).
    *

@@ -436,8 +436,10 @@ describe('MongoStorage errors and retries', () => {
 });
 
 describe('BucketEngine over MongoStorage with injected faults', () => {
-  async function engineSetup(maxRetries = 5) {
+  async function engineSetup(maxRetries = 5, bulkWrite = false) {
     const db = new FakeDb('metrics');
+    // Without bulkWrite each bucket is written with its own insertOne or updateOne.
+    db.bulkWrite = bulkWrite;
     const storage = new MongoStorage(db, { mode: 'timeseries', retry: { ...kInstantRetry, maxRetries } });
     const engine = new BucketEngine({ storage, parameters: { ...kParameters, timeseriesBucketMaxCount: 5 } });
     const coll = await engine.createCollection('weather', {
@@ -467,6 +469,52 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     expect(counts.size).toBe(30);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
     expect(db.rawDocuments(name).length).toBe(6);
+    await engine.close();
+  });
+
+  it('with bulkWrite, stores every measurement exactly once through transient errors and lost replies', async () => {
+    const { db, storage, engine, coll } = await engineSetup(5, true);
+    const name = 'system.buckets.weather';
+    db.faults.push(
+      { op: 'bulkWrite', when: 'before', error: network() },
+      { op: 'bulkWrite', when: 'after', error: network() },
+      { op: 'bulkWrite', when: 'before', error: notPrimary() },
+      { op: 'bulkWrite', when: 'after', error: network() },
+      { op: 'bulkWrite', when: 'after', error: notPrimary() },
+    );
+    for (let i = 0; i < 6; i++)
+      await coll.insertMany(rows(30, `b${i}-`).slice(i * 5, i * 5 + 5), { ordered: i % 2 === 0 });
+    expect(db.faults).toEqual([]);
+    // One round trip per call and attempt: no single-document write was sent.
+    expect(db.calls.filter((c) => c.startsWith('insertOne:') || c.startsWith('updateOne:'))).toEqual([]);
+    const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+    const counts = multiplicity(stored, 'mid');
+    expect(counts.size).toBe(30);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expect(db.rawDocuments(name).length).toBe(6);
+    await engine.close();
+  });
+
+  it("with bulkWrite, a guard miss sends only that bucket's measurements to a new bucket", async () => {
+    const { db, storage, engine, coll } = await engineSetup(5, true);
+    await coll.insertMany([
+      { ts: at(0), sensor: 'a', mid: 'a0' },
+      { ts: at(0), sensor: 'b', mid: 'b0' },
+    ]);
+    // Someone else changes series a's bucket: the catalog's next commit to it no longer matches.
+    const buckets = db.collection('system.buckets.weather');
+    await buckets.updateMany({ meta: 'a' }, { $set: { 'control.min.v': 0 } });
+    await buckets.deleteMany({ meta: 'a' });
+    await coll.insertMany(
+      [
+        { ts: at(1), sensor: 'a', mid: 'a1' },
+        { ts: at(1), sensor: 'b', mid: 'b1' },
+      ],
+      { ordered: false },
+    );
+    const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+    expect(stored.map((r) => r.mid).sort()).toEqual(['a1', 'b0', 'b1']);
+    expect(db.calls.filter((c) => c.startsWith('bulkWrite:'))).toHaveLength(3);
     await engine.close();
   });
 

@@ -14,7 +14,8 @@ import { decompressBucket } from '../../src/bucket-format/bucket-compression.js'
 import { defaultBucketIdGenerator } from '../../src/bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../../src/bucket-format/measurement-map.js';
 import { BucketEngine, MemoryStorage, TimeseriesError } from '../../src/index.js';
-import type { Storage, StoredBucket } from '../../src/index.js';
+import type { BucketWrite, Storage, StoredBucket } from '../../src/index.js';
+import { makeBucketUpdate } from '../../src/bucket-format/bucket-document.js';
 import { unpackV1 } from '../support/unpack-v1.js';
 
 /** A storage backend under test. */
@@ -159,6 +160,50 @@ export function describeStorageSuite(label: string, factory: BackendFactory): vo
       expect(await storage.updateOne(ns, { _id: new ObjectId() }, update)).toEqual({ kind: 'notMatched' });
       const [read] = await allBuckets(storage, ns);
       expect(read).toStrictEqual(bucketDoc(id, 'a', 3));
+    });
+
+    it('commits the writes of one call together, with one outcome per write', async () => {
+      const { storage, ns } = await setup();
+      const [kept, changed, taken] = [new ObjectId(), new ObjectId(), new ObjectId()];
+      await storage.insertOne(ns, bucketDoc(kept, 'a', 2));
+      // Another writer appended its own third measurement to `changed` (not the one committed below).
+      const other = bucketDoc(changed, 'b', 3);
+      (other.data as { v: Record<string, number> }).v['2'] = 99;
+      await storage.insertOne(ns, structuredCloneBson(other));
+      await storage.insertOne(ns, bucketDoc(taken, 'c', 1));
+      // The third measurement of a two-measurement bucket: `changed` holds three already (guard miss).
+      const third = (bucketId: ObjectId) => ({
+        bucketId,
+        timeField: 'ts',
+        numPreviouslyCommittedMeasurements: 2,
+        update: makeBucketUpdate({
+          measurements: [{ ts: at(2), v: 2 }],
+          numPreviouslyCommittedMeasurements: 2,
+          existingColumns: new Set(['ts', 'v']),
+          minUpdates: [],
+          maxUpdates: [
+            { path: ['ts'], value: at(2) },
+            { path: ['v'], value: 2 },
+          ],
+          metaField: 'sensor',
+        }),
+      });
+      const fresh = new ObjectId();
+      const writes: BucketWrite[] = [
+        { kind: 'update', commit: third(kept) },
+        { kind: 'update', commit: third(changed) },
+        { kind: 'insert', document: bucketDoc(taken, 'x', 1) },
+        { kind: 'insert', document: bucketDoc(fresh, 'd', 1) },
+      ];
+      const outcomes = await storage.commitWrites?.(ns, writes, { ordered: false });
+      expect(outcomes?.map((o) => o.kind)).toEqual(['applied', 'notMatched', 'failed', 'applied']);
+      const failed = outcomes?.[2] as { error: unknown };
+      expect(TimeseriesError.isTimeseriesError(failed.error) && failed.error.codeName).toBe('DuplicateKey');
+      expect(await allBuckets(storage, ns)).toStrictEqual(
+        [bucketDoc(kept, 'a', 3), other, bucketDoc(taken, 'c', 1), bucketDoc(fresh, 'd', 1)].sort((x, y) =>
+          (x._id as ObjectId).toHexString() < (y._id as ObjectId).toHexString() ? -1 : 1,
+        ),
+      );
     });
 
     it('applies pipeline updates that set dotted and $-prefixed field names', async () => {

@@ -37,6 +37,8 @@ interface Real {
   readonly engine: BucketEngine;
   readonly coll: TimeseriesCollection;
   readonly storage: FaultyStorage;
+  /** Whether each call's buckets are written in one atomic storage call (`commitWrites`). */
+  readonly together: boolean;
 }
 
 /** A generated measurement: series, time offset (seconds) and value. */
@@ -103,10 +105,12 @@ class ConcurrentInserts implements fc.AsyncCommand<Model, Real> {
           expect(outcome.insertedCount).toBe(Math.min(docs.length, notAttemptedFrom) - failedIndexes.size);
         }
       }
-      // A measurement after an ordered call's failure may be stored only when its series also has one
-      // before the failure: the batches of such a series are committed whole, before the failed one
-      // (ordered calls write bucket by bucket, not measurement by measurement).
-      const seriesBefore = new Set(docs.slice(0, notAttemptedFrom - 1).map((d) => d.tag));
+      // Written one bucket at a time, a measurement after an ordered call's failure may be stored only
+      // when its series also has one before the failure: the batches of such a series are committed
+      // whole, before the failed one. Written together (atomically), nothing after the failure is stored.
+      const seriesBefore = new Set(
+        real.together ? [] : docs.slice(0, notAttemptedFrom - 1).map((d) => d.tag),
+      );
       docs.forEach((d, i) => {
         if (failedIndexes.has(i)) model.failed.add(d.id);
         else if (i < notAttemptedFrom) model.acknowledged.add(d.id);
@@ -185,12 +189,14 @@ describe('engine write path against a model', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.commands([commandArb], { maxCommands: 12 }),
-        fc.constantFrom(1, 3),
+        fc.constantFrom<1 | 3 | 'together'>(1, 3, 'together'),
         fc.boolean(),
-        async (cmds, writeConcurrency, alwaysCompressed) => {
-          // writeConcurrency 3: each call commits up to three batches at once, as over a network. Either
-          // bucket format: 8.0+ (compressed from the first commit) or 5.x–7.x (compressed on close).
-          const storage = new FaultyStorage(writeConcurrency);
+        async (cmds, writes, alwaysCompressed) => {
+          // writeConcurrency 3: each call commits up to three batches at once, as over a network;
+          // 'together': each call's batches in one commitWrites. Either bucket format: 8.0+ (compressed
+          // from the first commit) or 5.x–7.x (compressed on close).
+          const together = writes === 'together';
+          const storage = new FaultyStorage(together ? 1 : writes, { commitWrites: together });
           const engine = new BucketEngine({
             storage,
             parameters: {
@@ -216,7 +222,7 @@ describe('engine write path against a model', () => {
             unreported: new Set(),
             nextId: 0,
           };
-          await fc.asyncModelRun(() => ({ model, real: { engine, coll, storage } }), cmds);
+          await fc.asyncModelRun(() => ({ model, real: { engine, coll, storage, together } }), cmds);
         },
       ),
       { numRuns: 150 },
@@ -225,7 +231,7 @@ describe('engine write path against a model', () => {
 
   it("commits up to the storage's writeConcurrency batches of one call at once, and one at a time by default", async () => {
     for (const writeConcurrency of [1, 4]) {
-      const storage = new FaultyStorage(writeConcurrency);
+      const storage = new FaultyStorage(writeConcurrency, { commitWrites: false });
       const engine = new BucketEngine({ storage });
       const coll = await engine.createCollection('c', { timeseries: { timeField: 'ts', metaField: 'tag' } });
       const docs = Array.from({ length: 30 }, (_, i) => ({ ts: new Date(base + i * 1000), tag: i % 10, i }));

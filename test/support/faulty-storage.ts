@@ -3,6 +3,9 @@ import { MemoryStorage } from '../../src/storage/memory-storage.js';
 import type {
   BucketFilter,
   BucketUpdateDocument,
+  BucketWrite,
+  BucketWriteOutcome,
+  CommitWritesOptions,
   StorageFindOptions,
   StorageUpdateResult,
   StoredBucket,
@@ -13,8 +16,8 @@ export type WriteFault =
   { readonly kind: 'fail'; readonly error: Error } | { readonly kind: 'block'; readonly gate: Promise<void> };
 
 /**
- * A MemoryStorage whose writes (insertOne, applyCommit, updateOne, upsertOne) can be made to fail or to wait on a
- * gate, in the order faults are queued, and whose reads (find) can be made to fail. Deterministic: no timers.
+ * A MemoryStorage whose writes (insertOne, applyCommit, updateOne, upsertOne, and each write of commitWrites) can be
+ * made to fail or to wait on a gate, in the order faults are queued, and whose reads (find) can be made to fail. Deterministic: no timers.
  */
 export class FaultyStorage extends MemoryStorage {
   readonly faults: WriteFault[] = [];
@@ -31,9 +34,40 @@ export class FaultyStorage extends MemoryStorage {
   /**
    * @param writeConcurrency - what the storage tells the engine (1: one write at a time).
    */
-  constructor(writeConcurrency = 1) {
+  constructor(writeConcurrency = 1, options: { readonly commitWrites?: boolean } = {}) {
     super();
     this.writeConcurrency = writeConcurrency;
+    // Without commitWrites the engine writes one bucket at a time (as for a backend that lacks it).
+    if (options.commitWrites === false) Object.defineProperty(this, 'commitWrites', { value: undefined });
+  }
+
+  /** Each write meets the next queued fault in turn; an ordered call that meets a failure writes nothing. */
+  override async commitWrites(
+    ns: string,
+    writes: ReadonlyArray<BucketWrite>,
+    options: CommitWritesOptions,
+  ): Promise<BucketWriteOutcome[]> {
+    const outcomes = new Array<BucketWriteOutcome>(writes.length);
+    const passed: number[] = [];
+    for (let i = 0; i < writes.length; i++) {
+      try {
+        await this.#intercept();
+        passed.push(i);
+      } catch (error) {
+        outcomes[i] = { kind: 'failed', error };
+        if (options.ordered) {
+          for (let j = 0; j < writes.length; j++) if (j !== i) outcomes[j] = { kind: 'notApplied' };
+          return outcomes;
+        }
+      }
+    }
+    const written = await super.commitWrites(
+      ns,
+      passed.map((i) => writes[i] as BucketWrite),
+      options,
+    );
+    passed.forEach((i, j) => (outcomes[i] = written[j] as BucketWriteOutcome));
+    return outcomes;
   }
 
   async #intercept(): Promise<void> {

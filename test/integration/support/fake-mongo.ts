@@ -23,6 +23,9 @@ import { evalExpr } from 'mingo/core';
 import type { PipelineStage } from 'mingo/updater';
 import type {
   AggregateOptions,
+  AnyBulkWriteOperation,
+  BulkWriteOptions,
+  BulkWriteResult,
   CollectionInfo,
   CreateCollectionOptions,
   CreateIndexesOptions,
@@ -48,6 +51,7 @@ type DeserializeOptions = BSON.DeserializeOptions;
 /** Operations that can be made to fail. */
 export type FakeOperation =
   | 'insertOne'
+  | 'bulkWrite'
   | 'updateOne'
   | 'replaceOne'
   | 'updateMany'
@@ -108,6 +112,9 @@ export class FakeDb implements MongoDbLike {
   readonly calls: string[] = [];
   readonly #collections = new Map<string, CollectionState>();
   readonly #views = new Map<string, ViewState>();
+
+  /** Whether collections have `bulkWrite` (false: a driver shape without it, one write per bucket). */
+  bulkWrite = true;
 
   constructor(databaseName = 'fakedb') {
     this.databaseName = databaseName;
@@ -242,9 +249,16 @@ export class FakeCollection implements MongoCollectionLike {
   readonly collectionName: string;
   readonly #db: FakeDb;
 
+  /** {@inheritDoc MongoCollectionLike.bulkWrite} (absent when the database's `bulkWrite` is off). */
+  readonly bulkWrite?: (
+    operations: AnyBulkWriteOperation[],
+    options?: BulkWriteOptions,
+  ) => Promise<BulkWriteResult>;
+
   constructor(db: FakeDb, name: string) {
     this.#db = db;
     this.collectionName = name;
+    if (db.bulkWrite) this.bulkWrite = (operations, options) => this.#bulkWrite(operations, options);
   }
 
   get #ns(): string {
@@ -253,6 +267,65 @@ export class FakeCollection implements MongoCollectionLike {
 
   async insertOne(doc: Document): Promise<InsertOneResult> {
     await this.#db.fault('insertOne', this.collectionName, 'before');
+    this.#insert(doc);
+    await this.#db.fault('insertOne', this.collectionName, 'after');
+    return { acknowledged: true, insertedId: doc._id as BSON.ObjectId };
+  }
+
+  /**
+   * The driver's `bulkWrite` for `insertOne` and `updateOne` operations: one round trip (one fault point
+   * before, one after). Per-operation failures are thrown as the driver's `MongoBulkWriteError` is: its
+   * `writeErrors` (`index`, `code`, `errmsg`) and `result` (counts of what was done); ordered stops at the
+   * first.
+   */
+  async #bulkWrite(
+    operations: AnyBulkWriteOperation[],
+    options: BulkWriteOptions = {},
+  ): Promise<BulkWriteResult> {
+    await this.#db.fault('bulkWrite', this.collectionName, 'before');
+    const ordered = options.ordered ?? true;
+    const counts = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0 };
+    const writeErrors: Array<{ index: number; code: unknown; errmsg: string }> = [];
+    for (let index = 0; index < operations.length; index++) {
+      const op = operations[index] as Document;
+      try {
+        if (op.insertOne !== undefined) {
+          this.#insert((op.insertOne as { document: Document }).document);
+          counts.insertedCount++;
+        } else if (op.updateOne !== undefined) {
+          const { filter, update } = op.updateOne as {
+            filter: Filter<Document>;
+            update: Document | Document[];
+          };
+          checkUpdate(update);
+          const result = this.#update(filter, update, 'one');
+          counts.matchedCount += result.matchedCount;
+          counts.modifiedCount += result.modifiedCount;
+        } else {
+          throw new MongoInvalidArgumentError(
+            `fake bulkWrite supports insertOne and updateOne, got ${Object.keys(op).join()}`,
+          );
+        }
+      } catch (error) {
+        if (!(error instanceof MongoServerError)) throw error;
+        writeErrors.push({ index, code: error.code, errmsg: error.errmsg });
+        if (ordered) break;
+      }
+    }
+    await this.#db.fault('bulkWrite', this.collectionName, 'after');
+    const result = { ok: 1, ...counts, insertedIds: {}, upsertedIds: {} };
+    if (writeErrors.length > 0) {
+      throw Object.assign(new Error(writeErrors[0]!.errmsg), {
+        name: 'MongoBulkWriteError',
+        code: writeErrors[0]!.code,
+        writeErrors,
+        result,
+      });
+    }
+    return result as unknown as BulkWriteResult;
+  }
+
+  #insert(doc: Document): void {
     // The driver adds an _id to the caller's document when it has none.
     if (!('_id' in doc)) doc._id = new ObjectId();
     const state = this.#db.state(this.collectionName, 'create')!;
@@ -269,8 +342,6 @@ export class FakeCollection implements MongoCollectionLike {
       );
     }
     state.docs.set(key, serialize(doc, kSerializeOptions));
-    await this.#db.fault('insertOne', this.collectionName, 'after');
-    return { acknowledged: true, insertedId: doc._id as BSON.ObjectId };
   }
 
   async updateOne(

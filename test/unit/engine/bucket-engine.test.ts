@@ -2,7 +2,13 @@ import { calculateObjectSize, Decimal128, Double, Int32, Long, ObjectId, seriali
 import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, BulkWriteError, MemoryStorage, TimeseriesError } from '../../../src/index.js';
-import type { ServerParameters, StoredBucket } from '../../../src/index.js';
+import type {
+  BucketWrite,
+  BucketWriteOutcome,
+  CommitWritesOptions,
+  ServerParameters,
+  StoredBucket,
+} from '../../../src/index.js';
 import type { NamespaceOptions } from '../../../src/storage/storage.js';
 import { decompressBucket } from '../../../src/bucket-format/bucket-compression.js';
 import { Deferred } from '../../../src/util/deferred.js';
@@ -504,6 +510,16 @@ describe('drop while a commit is in flight', () => {
         reached.resolve();
         await gate.promise;
         return super.insertOne(ns, doc);
+      }
+
+      override async commitWrites(
+        ns: string,
+        writes: ReadonlyArray<BucketWrite>,
+        options: CommitWritesOptions,
+      ): Promise<BucketWriteOutcome[]> {
+        reached.resolve();
+        await gate.promise;
+        return super.commitWrites(ns, writes, options);
       }
     }
     const engine = new BucketEngine({ storage: new GatedStorage() });

@@ -12,8 +12,8 @@ import { FaultyStorage } from '../../support/faulty-storage.js';
 const base = Date.UTC(2024, 0, 1);
 const at = (minute: number) => new Date(base + minute * 60_000);
 
-async function setup(parameters: Record<string, number | boolean> = {}) {
-  const storage = new FaultyStorage();
+async function setup(parameters: Record<string, number | boolean> = {}, commitWrites = true) {
+  const storage = new FaultyStorage(1, { commitWrites });
   const engine = new BucketEngine({
     storage,
     ttlMonitor: 'disabled',
@@ -133,52 +133,59 @@ describe('staging failures belong to their measurement', () => {
 });
 
 describe('an ordered call stops at its first failed measurement', () => {
-  it('a storage failure stops the call: nothing after it is written, the error names its index', async () => {
-    // Arrange: two series in input order; the second series' bucket write fails.
-    const { coll, storage } = await setup();
-    const docs = [
-      { t: at(0), m: 'a', v: 0 },
-      { t: at(1), m: 'a', v: 1 },
-      { t: at(0), m: 'b', v: 2 },
-      { t: at(1), m: 'b', v: 3 },
-      { t: at(0), m: 'c', v: 4 },
-    ];
-    const original = storage.insertOne.bind(storage);
-    let writes = 0;
-    storage.insertOne = async (ns, doc) => {
-      if (++writes === 2) throw new Error('disk full');
-      await original(ns, doc);
-    };
-    // Act
-    const error = await rejection(coll.insertMany(docs, { ordered: true }));
-    // Assert
-    expect(error.insertedCount).toBe(2);
-    expect(error.writeErrors.map((e) => [e.index, e.errmsg])).toEqual([[2, 'disk full']]);
-    expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([0, 1]);
-  });
+  it.each([true, false])(
+    'a storage failure stops the call: nothing after it is written, the error names its index (buckets written together: %s)',
+    async (together) => {
+      // Arrange: two series in input order; the second series' bucket write fails.
+      const { coll, storage } = await setup({}, together);
+      const docs = [
+        { t: at(0), m: 'a', v: 0 },
+        { t: at(1), m: 'a', v: 1 },
+        { t: at(0), m: 'b', v: 2 },
+        { t: at(1), m: 'b', v: 3 },
+        { t: at(0), m: 'c', v: 4 },
+      ];
+      storage.faults.push(
+        { kind: 'block', gate: Promise.resolve() },
+        { kind: 'fail', error: new Error('disk full') },
+      );
+      // Act
+      const error = await rejection(coll.insertMany(docs, { ordered: true }));
+      // Assert
+      expect(error.insertedCount).toBe(2);
+      expect(error.writeErrors.map((e) => [e.index, e.errmsg])).toEqual([[2, 'disk full']]);
+      expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([
+        0, 1,
+      ]);
+    },
+  );
 
-  it('the same call unordered stores every other measurement and reports the failed series', async () => {
-    // Arrange
-    const { coll, storage } = await setup();
-    const original = storage.insertOne.bind(storage);
-    storage.insertOne = async (ns, doc) => {
-      if ((doc.meta as string) === 'b') throw new Error('disk full');
-      await original(ns, doc);
-    };
-    // Act
-    const error = await rejection(
-      coll.insertMany(
-        [
-          { t: at(0), m: 'a', v: 0 },
-          { t: at(0), m: 'b', v: 1 },
-          { t: at(0), m: 'c', v: 2 },
-        ],
-        { ordered: false },
-      ),
-    );
-    // Assert
-    expect(error.insertedCount).toBe(2);
-    expect(error.writeErrors.map((e) => e.index)).toEqual([1]);
-    expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([0, 2]);
-  });
+  it.each([true, false])(
+    'the same call unordered stores every other measurement and reports the failed series (buckets written together: %s)',
+    async (together) => {
+      // Arrange: buckets are written in bucket-id order, which is the series' order here: 'b' is second.
+      const { coll, storage } = await setup({}, together);
+      storage.faults.push(
+        { kind: 'block', gate: Promise.resolve() },
+        { kind: 'fail', error: new Error('disk full') },
+      );
+      // Act
+      const error = await rejection(
+        coll.insertMany(
+          [
+            { t: at(0), m: 'a', v: 0 },
+            { t: at(0), m: 'b', v: 1 },
+            { t: at(0), m: 'c', v: 2 },
+          ],
+          { ordered: false },
+        ),
+      );
+      // Assert
+      expect(error.insertedCount).toBe(2);
+      expect(error.writeErrors.map((e) => e.index)).toEqual([1]);
+      expect((await coll.find({}, { projection: { _id: 0, v: 1 } }).toArray()).map((d) => d.v)).toEqual([
+        0, 2,
+      ]);
+    },
+  );
 });

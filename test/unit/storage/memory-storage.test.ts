@@ -123,3 +123,70 @@ describe('MemoryStorage', () => {
     expect((await all(storage, { meta: 'z' })).length).toBe(0);
   });
 });
+
+describe('MemoryStorage.commitWrites', () => {
+  const ns = 'db.system.buckets.c';
+  const bucket = (id: ObjectId, meta: string): StoredBucket => ({
+    _id: id,
+    control: { version: 1, min: { t: new Date(0) }, max: { t: new Date(0) } },
+    meta,
+    data: { t: { '0': new Date(0) } },
+  });
+
+  it('ordered: writes nothing when any write would not apply, and names the first that would not', async () => {
+    const storage = new MemoryStorage();
+    await storage.createNamespace(ns);
+    const existing = new ObjectId();
+    await storage.insertOne(ns, bucket(existing, 'e'));
+    const [a, b] = [new ObjectId(), new ObjectId()];
+    const outcomes = await storage.commitWrites(
+      ns,
+      [
+        { kind: 'insert', document: bucket(a, 'a') },
+        { kind: 'insert', document: bucket(existing, 'dup') },
+        { kind: 'insert', document: bucket(b, 'b') },
+      ],
+      { ordered: true },
+    );
+    expect(outcomes.map((o) => o.kind)).toEqual(['notApplied', 'failed', 'notApplied']);
+    expect(await storage.countDocuments(ns)).toBe(1);
+    // The same writes unordered: each on its own.
+    const unordered = await storage.commitWrites(
+      ns,
+      [
+        { kind: 'insert', document: bucket(a, 'a') },
+        { kind: 'insert', document: bucket(existing, 'dup') },
+        { kind: 'insert', document: bucket(b, 'b') },
+      ],
+      { ordered: false },
+    );
+    expect(unordered.map((o) => o.kind)).toEqual(['applied', 'failed', 'applied']);
+    expect(await storage.countDocuments(ns)).toBe(3);
+  });
+
+  it('ordered: applies every write when all apply, and refuses two inserts of one _id in a call', async () => {
+    const storage = new MemoryStorage();
+    await storage.createNamespace(ns);
+    const [a, b] = [new ObjectId(), new ObjectId()];
+    const twice = await storage.commitWrites(
+      ns,
+      [
+        { kind: 'insert', document: bucket(a, 'a') },
+        { kind: 'insert', document: bucket(a, 'again') },
+      ],
+      { ordered: true },
+    );
+    expect(twice.map((o) => o.kind)).toEqual(['notApplied', 'failed']);
+    expect(await storage.countDocuments(ns)).toBe(0);
+    const all = await storage.commitWrites(
+      ns,
+      [
+        { kind: 'insert', document: bucket(a, 'a') },
+        { kind: 'insert', document: bucket(b, 'b') },
+      ],
+      { ordered: true },
+    );
+    expect(all.map((o) => o.kind)).toEqual(['applied', 'applied']);
+    expect(await storage.countDocuments(ns)).toBe(2);
+  });
+});

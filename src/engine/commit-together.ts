@@ -1,0 +1,182 @@
+/**
+ * The commits of one insert call in one storage call (`Storage.commitWrites`), as the server writes the
+ * batches of one insert command together: prepare every batch this writer claims, write them all, then
+ * settle each batch by its own outcome (a guard miss or a failure affects that bucket's batch only).
+ *
+ * @packageDocumentation
+ */
+import type { BucketCatalog, PreparedCommit } from '../catalog/bucket-catalog.js';
+import type { WriteBatch } from '../catalog/write-batch.js';
+import { ErrorCodes, TimeseriesError } from '../errors.js';
+import type { CommitRollups } from '../rollups/commit-hook.js';
+import type { BucketWrite, BucketWriteOutcome, Storage } from '../storage/storage.js';
+
+/** Where the batches go. */
+export interface SettleContext {
+  readonly catalog: BucketCatalog;
+  readonly storage: Storage;
+  readonly bucketsNs: string;
+  /** The collection's rollups, folded in each commit (absent: none). */
+  readonly rollups?: CommitRollups;
+}
+
+/** A batch prepared for writing, with its write. */
+type Prepared = Exclude<PreparedCommit, { kind: 'aborted' }>;
+
+/** Whether a batch's published result is a failure that stops an ordered call (not a cleared bucket). */
+export function failedForGood(batch: WriteBatch): boolean {
+  const result = batch.result;
+  return (
+    result.state === 'rejected' &&
+    !(
+      TimeseriesError.isTimeseriesError(result.error) &&
+      result.error.code === ErrorCodes.TimeseriesBucketCleared
+    )
+  );
+}
+
+/**
+ * Commit the claimable batches of one call in one `commitWrites` call. Never throws: each batch's outcome
+ * is published through its result.
+ *
+ * Batches are prepared in bucket-id order whatever `batches`' order, so that writers holding several
+ * prepared buckets at once never wait for each other in a cycle.
+ *
+ * @param ctx - catalog, storage (with `commitWrites`) and buckets namespace.
+ * @param batches - the call's batches: in input order (by first measurement) when ordered.
+ * @param opId - this writer's opId.
+ * @param ordered - an ordered call: the writes go in input order and the call stops at the first failed
+ *   batch (the batches after it are aborted as cleared, so that their measurements before the failure
+ *   are staged again).
+ */
+export async function commitTogether(
+  ctx: SettleContext,
+  batches: ReadonlyArray<WriteBatch>,
+  opId: number,
+  ordered: boolean,
+): Promise<void> {
+  const commitWrites = ctx.storage.commitWrites?.bind(ctx.storage);
+  if (commitWrites === undefined) throw new TypeError('commitTogether needs Storage.commitWrites');
+  const byId = ordered ? [...batches].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1)) : batches;
+  const prepared = new Map<WriteBatch, Prepared>();
+  for (const batch of byId) {
+    if (!ctx.catalog.claimWriteBatchCommitRights(batch, opId)) continue;
+    try {
+      const step = await ctx.catalog.prepareCommit(batch);
+      if (step.kind !== 'aborted') prepared.set(batch, step);
+    } catch (error) {
+      // A failure building the bucket document aborts this batch like a failed write.
+      await settleWrite(ctx, batch, undefined, { kind: 'failed', error });
+    }
+  }
+  // What is sent: every prepared batch; ordered, only those before the first batch that failed already.
+  const sent: WriteBatch[] = [];
+  const writes: BucketWrite[] = [];
+  let stopped = false;
+  for (const batch of batches) {
+    const step = prepared.get(batch);
+    if (stopped || (ordered && step === undefined && failedForGood(batch))) {
+      stopped = true;
+      if (step !== undefined || batch.result.state === 'pending') await abortStopped(ctx, batch);
+      continue;
+    }
+    if (step === undefined) continue;
+    sent.push(batch);
+    writes.push(
+      step.kind === 'insert'
+        ? { kind: 'insert', document: step.document as unknown as Record<string, unknown> }
+        : { kind: 'update', commit: step.commit },
+    );
+  }
+  if (writes.length === 0) return;
+  let outcomes: ReadonlyArray<BucketWriteOutcome>;
+  try {
+    outcomes = await commitWrites(ctx.bucketsNs, writes, { ordered });
+  } catch (error) {
+    const failed: BucketWriteOutcome = { kind: 'failed', error };
+    outcomes = writes.map(() => failed);
+  }
+  stopped = false;
+  for (let i = 0; i < sent.length; i++) {
+    const batch = sent[i] as WriteBatch;
+    if (stopped) {
+      await abortStopped(ctx, batch);
+      continue;
+    }
+    await settleWrite(ctx, batch, prepared.get(batch), outcomes[i] ?? { kind: 'notApplied' });
+    stopped = ordered && failedForGood(batch);
+  }
+}
+
+/** Abort a batch of an ordered call that stopped before it (its measurements may be staged again). */
+async function abortStopped(ctx: SettleContext, batch: WriteBatch): Promise<void> {
+  await ctx.catalog.abort(
+    batch,
+    new TimeseriesError('TimeseriesBucketCleared', 'ordered insert stopped at a failed measurement'),
+  );
+}
+
+/**
+ * Publish the outcome of a prepared batch's write: finish it when written, otherwise abort it (a guard
+ * miss, a duplicate `_id` or a write not applied are retried on a new bucket; other failures reject it).
+ *
+ * @param ctx - catalog and rollups.
+ * @param batch - the prepared batch (or one whose preparation failed, with a `failed` outcome).
+ * @param prepared - what was written (absent when preparation failed).
+ * @param outcome - what became of the write.
+ */
+export async function settleWrite(
+  ctx: SettleContext,
+  batch: WriteBatch,
+  prepared: Prepared | undefined,
+  outcome: BucketWriteOutcome,
+): Promise<void> {
+  switch (outcome.kind) {
+    case 'applied':
+      // Stored, not yet acknowledged: the rollups count the batch exactly once (src/rollups/rollup-set.ts).
+      await ctx.rollups?.fold(batch);
+      await ctx.catalog.finish(batch);
+      return;
+    case 'notMatched': {
+      // Someone else changed or removed the bucket: its measurements go to a new bucket.
+      const id = (prepared as Prepared).bucketId.toHexString();
+      await ctx.catalog.abort(
+        batch,
+        new TimeseriesError(
+          'TimeseriesBucketCleared',
+          `Time-series bucket ${id} was changed by another writer`,
+          {
+            bucketId: id,
+          },
+        ),
+      );
+      return;
+    }
+    case 'notApplied':
+      await abortStopped(ctx, batch);
+      return;
+    case 'failed': {
+      const error = outcome.error;
+      const duplicate = TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.DuplicateKey;
+      if (duplicate) ctx.catalog.reseedBucketIds();
+      // A duplicate bucket _id is retried with a new id, as the server does; other failures reject the batch.
+      await ctx.catalog.abort(
+        batch,
+        duplicate
+          ? new TimeseriesError(
+              'TimeseriesBucketCleared',
+              'bucket _id already exists; retrying with a new id',
+              {
+                cause: error,
+              },
+            )
+          : error,
+      );
+      return;
+    }
+    default: {
+      const never: never = outcome;
+      throw new TypeError(`unknown write outcome ${String(never)}`);
+    }
+  }
+}
