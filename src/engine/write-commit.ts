@@ -73,13 +73,9 @@ export async function commitMeasurements(
     // `remaining` is ascending, so all of it is `items` itself.
     const part = take.length === items.length ? items : take.map((i) => items[i] as InsertItem);
     const round = await commitRound(ctx, ns, options, part, combine, true);
-    let failed = false;
     // Holes (not attempted after a failure, or deferred) stay holes.
-    round.outcomes.forEach((outcome, j) => {
-      outcomes[take[j] as number] = outcome;
-      failed ||= outcome.kind === 'failed';
-    });
-    if (failed) break;
+    round.outcomes.forEach((outcome, j) => (outcomes[take[j] as number] = outcome));
+    if (round.outcomes.some((outcome) => outcome.kind === 'failed')) break;
     remaining = [...round.deferred.map((j) => take[j] as number), ...remaining.slice(end)];
   }
   return outcomes;

@@ -495,6 +495,33 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     await engine.close();
   });
 
+  it('with bulkWrite, an ordered call interleaving series stores and acknowledges exactly what precedes its failed index', async () => {
+    // Series a, b, a, b, ...: one bulkWrite per round (a, b), so the k-th operation sent is measurement k.
+    const docs = Array.from({ length: 8 }, (_, i) => ({ ts: at(i), sensor: `s${i % 2}`, mid: `m${i}` }));
+    for (let k = 0; k < docs.length; k++) {
+      const { db, storage, engine, coll } = await engineSetup(5, true);
+      db.operationFaults.push({ skip: k, error: serverError(2, 'BadValue', `injected at ${k}`) });
+      const error: unknown = await coll.insertMany(docs, { ordered: true }).catch((e: unknown) => e);
+      expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+      if (!BulkWriteError.isBulkWriteError(error)) continue;
+      expect(error.writeErrors.map((w) => w.index)).toEqual([k]);
+      expect(error.insertedCount).toBe(k);
+      const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+      expect(stored.map((r) => r.mid).sort()).toEqual(docs.slice(0, k).map((d) => d.mid));
+      expect(db.calls.filter((c) => c.startsWith('bulkWrite:'))).toHaveLength(Math.floor(k / 2) + 1);
+      await engine.close();
+    }
+  });
+
+  it('with bulkWrite, an ordered call with each series contiguous is one bulkWrite', async () => {
+    const { db, engine, coll } = await engineSetup(5, true);
+    const docs = Array.from({ length: 8 }, (_, i) => ({ ts: at(i % 4), sensor: `s${i >> 2}`, mid: `m${i}` }));
+    await coll.insertMany(docs, { ordered: true });
+    expect(db.calls.filter((c) => c.startsWith('bulkWrite:'))).toHaveLength(1);
+    expect(await coll.countDocuments()).toBe(8);
+    await engine.close();
+  });
+
   it("with bulkWrite, a guard miss sends only that bucket's measurements to a new bucket", async () => {
     const { db, storage, engine, coll } = await engineSetup(5, true);
     await coll.insertMany([
