@@ -11,6 +11,7 @@ import {
   MongoTopologyClosedError,
 } from 'mongodb';
 import type { Db } from 'mongodb';
+import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 
 import { BucketEngine, BulkWriteError, TimeseriesError } from '../../src/index.js';
@@ -511,6 +512,48 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
       expect(db.calls.filter((c) => c.startsWith('bulkWrite:'))).toHaveLength(Math.floor(k / 2) + 1);
       await engine.close();
     }
+  });
+
+  it('with bulkWrite, any ordered call stores and acknowledges exactly the measurements before its failed index', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 20 }) }),
+          {
+            minLength: 1,
+            maxLength: 12,
+          },
+        ),
+        fc.nat({ max: 12 }),
+        async (points, skip) => {
+          const { db, storage, engine, coll } = await engineSetup(5, true);
+          db.operationFaults.push({ skip, error: serverError(2, 'BadValue', 'injected') });
+          const docs = points.map((p, i) => ({ ts: at(p.offset), sensor: `s${p.series}`, mid: `m${i}` }));
+          const error: unknown = await coll.insertMany(docs, { ordered: true }).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          let written = docs.length;
+          if (error !== undefined) {
+            expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+            if (BulkWriteError.isBulkWriteError(error)) {
+              expect(error.writeErrors).toHaveLength(1);
+              written = error.writeErrors[0]?.index ?? -1;
+              expect(error.insertedCount).toBe(written);
+            }
+          }
+          const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+          expect(stored.map((r) => r.mid).sort()).toEqual(
+            docs
+              .slice(0, written)
+              .map((d) => d.mid)
+              .sort(),
+          );
+          await engine.close();
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 
   it('with bulkWrite, an ordered call with each series contiguous is one bulkWrite', async () => {
