@@ -3,9 +3,10 @@
  * measured, next to the estimate. Open buckets of one measurement each are made in an engine whose storage
  * keeps nothing, so the heap growth is the catalog's.
  *
- * One field count per process (a finished run's heap is not reliably gone before the next one starts):
- *   npx tsx bench/memory-calibration.ts 3
- *   npx tsx bench/memory-calibration.ts 11
+ * One field count and bucket format per process (a finished run's heap is not reliably gone before the
+ * next one starts); the second argument `v1` writes the 5.x–7.x format instead of the compressed one:
+ *   node --expose-gc --import tsx bench/memory-calibration.ts 3
+ *   node --expose-gc --import tsx bench/memory-calibration.ts 11 v1
  */
 import { BucketEngine, MemoryStorage } from '../src/index.js';
 import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
@@ -37,7 +38,10 @@ collectGarbage();
 const before = process.memoryUsage().heapUsed;
 const engine = new BucketEngine({
   storage: new DiscardingStorage(),
-  parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
+  parameters: {
+    timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+    timeseriesAlwaysUseCompressedBuckets: process.argv[3] !== 'v1',
+  },
 });
 const coll = await engine.createCollection('calibration', {
   timeseries: { timeField: 'ts', metaField: 'sensor' },
@@ -47,6 +51,6 @@ collectGarbage();
 const heap = process.memoryUsage().heapUsed - before;
 const status = engine.serverStatus().bucketCatalog;
 console.log(
-  `${fields} fields: heap ${(heap / status.numOpenBuckets).toFixed(0)} B per open bucket, estimate ${(status.memoryUsage / status.numOpenBuckets).toFixed(0)} B`,
+  `${fields} fields, ${process.argv[3] === 'v1' ? '5.x–7.x' : '8.0'} format: heap ${(heap / status.numOpenBuckets).toFixed(0)} B per open bucket, estimate ${(status.memoryUsage / status.numOpenBuckets).toFixed(0)} B`,
 );
 await engine.close();

@@ -9,7 +9,10 @@
  * The constants were calibrated on Node 20 with `bench/memory-calibration.ts`: 50 000 one-measurement
  * series ingested into an engine whose storage keeps nothing, the growth of `heapUsed` (after a full GC)
  * divided by the number of open buckets. Measured 2026-11-22: 2 084 bytes per bucket with 3 fields and
- * 3 838 with 11, i.e. about 220 bytes per field and about 1 360 per bucket besides its key.
+ * 3 838 with 11, i.e. about 220 bytes per field and about 1 360 per bucket besides its key. A bucket of
+ * the compressed format (MongoDB 8.0's) also holds one incremental column builder per field and its column
+ * map: measured 2026-11-25, 7 392 bytes with 3 fields and 21 209 with 11, i.e. about 1 500 bytes more per
+ * field and 790 more per bucket.
  *
  * @packageDocumentation
  */
@@ -34,6 +37,12 @@ export const kArchivedBucketOverheadBytes = 370;
  */
 const kPerFieldBytes = 220;
 
+/** Extra bytes per open bucket of the compressed format: its column map and builders' shared parts. */
+const kCompressedBucketExtraBytes = 790;
+
+/** Extra bytes per field of a compressed bucket: its incremental column builder (encoder state, tail). */
+const kPerColumnBuilderBytes = 1500;
+
 /**
  * Estimated bytes held by an open bucket.
  *
@@ -42,7 +51,10 @@ const kPerFieldBytes = 220;
  */
 export function bucketMemoryUsage(bucket: Bucket): number {
   const fields = bucket.fieldNames.size + (bucket.uncommittedFieldNames?.size ?? 0);
-  return kBucketOverheadBytes + 2 * bucket.key.signature.length + fields * kPerFieldBytes;
+  const base = kBucketOverheadBytes + 2 * bucket.key.signature.length + fields * kPerFieldBytes;
+  return bucket.measurementMap === undefined
+    ? base
+    : base + kCompressedBucketExtraBytes + fields * kPerColumnBuilderBytes;
 }
 
 /**

@@ -73,12 +73,22 @@ describe('docs/stats.md', () => {
     // The formula, with the example's series (31-character signature, 4 columns), gives its memoryUsage.
     const formula = section(markdown, 'formula');
     const open = /open bucket\s*=\s*(\d+) \+ 2 × len\(signature\) \+ (\d+) ×/.exec(formula);
+    const compressed = /\+ (\d+) \+ (\d+) × \(the same column count\)\s+only in the compressed format/.exec(
+      formula,
+    );
     const archived = /archived record =\s*(\d+) \+ 2 × len\(signature\)/.exec(formula);
     expect(open).not.toBeNull();
+    expect(compressed).not.toBeNull();
     expect(archived).not.toBeNull();
     const signature = 'tsbuckets.weather'.length + 1 + calculateObjectSize({ '': 'a' });
     expect(signature).toBe(31);
-    const openBytes = Number(open![1]) + 2 * signature + Number(open![2]) * 4;
+    // The example writes the default (compressed) format: the builders' terms apply.
+    const openBytes =
+      Number(open![1]) +
+      2 * signature +
+      Number(open![2]) * 4 +
+      Number(compressed![1]) +
+      Number(compressed![2]) * 4;
     const archivedBytes = Number(archived![1]) + 2 * signature;
     const memory = rows.map((row) => row[7]);
     expect(memory).toStrictEqual([

@@ -20,9 +20,13 @@ function sameStripeMetas(ns: string, count: number): string[] {
 
 describe('idle bucket expiry under memory pressure (docs/mongodb-behaviour.md §5.7)', () => {
   it('archives least recently idle buckets of the stripe, then drops archived records', async () => {
-    // One bucket's estimated memory, measured on a separate engine (same collection, same key length).
+    // One bucket's estimated memory, measured on a separate engine (same collection, same key length,
+    // same bucket format).
     const probe = new BucketEngine({
-      parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
+      parameters: {
+        timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+        timeseriesAlwaysUseCompressedBuckets: false,
+      },
     });
     const probeColl = await probe.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
     await probeColl.insertOne({ t: new Date(0), m: 's0' });
