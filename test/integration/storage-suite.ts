@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decompressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { defaultBucketIdGenerator } from '../../src/bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../../src/bucket-format/measurement-map.js';
-import { BucketEngine, MemoryStorage, TimeseriesError } from '../../src/index.js';
+import { BucketEngine, TimeseriesError } from '../../src/index.js';
 import type { BucketWrite, Storage, StoredBucket } from '../../src/index.js';
 import { makeBucketUpdate } from '../../src/bucket-format/bucket-document.js';
 import { FaultyStorage } from '../support/faulty-storage.js';
