@@ -8,24 +8,9 @@
  *   npx tsx bench/archived-memory.ts            # threshold 16 MiB
  *   npx tsx bench/archived-memory.ts 33554432   # another threshold, in bytes
  */
-import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
+import { BucketEngine } from '../src/index.js';
+import { DiscardingStorage } from './discarding-storage.js';
 import { collectGarbage } from './harness.js';
-
-/** A storage that accepts every write and keeps nothing. */
-class DiscardingStorage extends MemoryStorage {
-  override insertOne(_ns: string, _doc: StoredBucket): Promise<void> {
-    return Promise.resolve();
-  }
-
-  override applyCommit(): Promise<StorageUpdateResult> {
-    return Promise.resolve({ kind: 'updated' });
-  }
-
-  override commitWrites(_ns: string, writes: ReadonlyArray<BucketWrite>): Promise<BucketWriteOutcome[]> {
-    return Promise.resolve(writes.map(() => ({ kind: 'applied' })));
-  }
-}
 
 const series = 100_000;
 const threshold = Number(process.argv[2] ?? 16 * 1024 * 1024);

@@ -8,24 +8,9 @@
  *   node --expose-gc --import tsx bench/memory-calibration.ts 3
  *   node --expose-gc --import tsx bench/memory-calibration.ts 11 v1
  */
-import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
+import { BucketEngine } from '../src/index.js';
+import { DiscardingStorage } from './discarding-storage.js';
 import { collectGarbage } from './harness.js';
-
-/** A storage that accepts every write and keeps nothing. */
-class DiscardingStorage extends MemoryStorage {
-  override insertOne(_ns: string, _doc: StoredBucket): Promise<void> {
-    return Promise.resolve();
-  }
-
-  override applyCommit(): Promise<StorageUpdateResult> {
-    return Promise.resolve({ kind: 'updated' });
-  }
-
-  override commitWrites(_ns: string, writes: ReadonlyArray<BucketWrite>): Promise<BucketWriteOutcome[]> {
-    return Promise.resolve(writes.map(() => ({ kind: 'applied' })));
-  }
-}
 
 const series = 50_000;
 const fields = Number(process.argv[2] ?? 3);

@@ -21,24 +21,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { calculateObjectSize } from 'bson';
 
 import { BucketEngine, MemoryStorage } from '../src/index.js';
-import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
+import { DiscardingStorage } from './discarding-storage.js';
 import { tsbsCpuOnly } from './datasets.js';
 import { bucketFormats, engineOptions, heading, record } from './harness.js';
-
-/** A storage that accepts every bucket write and keeps nothing. */
-class DiscardingStorage extends MemoryStorage {
-  override insertOne(_ns: string, _doc: StoredBucket): Promise<void> {
-    return Promise.resolve();
-  }
-
-  override applyCommit(): Promise<StorageUpdateResult> {
-    return Promise.resolve({ kind: 'updated' });
-  }
-
-  override commitWrites(_ns: string, writes: ReadonlyArray<BucketWrite>): Promise<BucketWriteOutcome[]> {
-    return Promise.resolve(writes.map(() => ({ kind: 'applied' })));
-  }
-}
 
 type MemoryCase = 'open-buckets' | 'measurements';
 
