@@ -20,6 +20,7 @@ import { withRollupGate } from '../rollups/commit-hook.js';
 import type { CommitRollups } from '../rollups/commit-hook.js';
 import type { BucketWriteOutcome, Storage } from '../storage/storage.js';
 import { commitTogether, failedForGood, settleWrite } from './commit-together.js';
+import { firstInterleaved, orderedRoundEnd } from './ordered-rounds.js';
 
 /** Per-item outcome of {@link commitMeasurements}. */
 export type MeasurementOutcome =
@@ -59,7 +60,43 @@ export async function commitMeasurements(
   items: ReadonlyArray<InsertItem>,
   combine: CombineWithInsertsFromOtherClients,
 ): Promise<MeasurementOutcome[]> {
+  const rounds =
+    combine === 'disallow' &&
+    (ctx.storage.atomicOrderedCommits !== true || ctx.storage.commitWrites === undefined);
+  if (!rounds) return (await commitRound(ctx, ns, options, items, combine, false)).outcomes;
+  // An ordered call on a storage without atomic ordered commits: one round at a time (see ordered-rounds).
   const outcomes = new Array<MeasurementOutcome>(items.length);
+  let remaining: number[] = items.map((_, i) => i);
+  while (remaining.length > 0) {
+    const end = orderedRoundEnd(items, remaining, 0);
+    const take = remaining.slice(0, end);
+    // `remaining` is ascending, so all of it is `items` itself.
+    const part = take.length === items.length ? items : take.map((i) => items[i] as InsertItem);
+    const round = await commitRound(ctx, ns, options, part, combine, true);
+    // Holes (not attempted after a failure, or deferred) stay holes.
+    round.outcomes.forEach((outcome, j) => (outcomes[take[j] as number] = outcome));
+    if (round.outcomes.some((outcome) => outcome.kind === 'failed')) break;
+    remaining = [...round.deferred.map((j) => take[j] as number), ...remaining.slice(end)];
+  }
+  return outcomes;
+}
+
+/**
+ * {@link commitMeasurements} of measurements written together (an ordered call's round).
+ *
+ * @param consecutive - every batch must hold consecutive measurements: from the first that breaks it
+ *   (see {@link firstInterleaved}), the measurements are not written but returned as `deferred`.
+ */
+async function commitRound(
+  ctx: CommitContext,
+  ns: string,
+  options: BucketingOptions,
+  items: ReadonlyArray<InsertItem>,
+  combine: CombineWithInsertsFromOtherClients,
+  consecutive: boolean,
+): Promise<{ readonly outcomes: MeasurementOutcome[]; readonly deferred: ReadonlyArray<number> }> {
+  const outcomes = new Array<MeasurementOutcome>(items.length);
+  const deferred: number[] = [];
   let pending: number[] = items.map((_, i) => i);
   const opId = ctx.catalog.newOpId();
   for (let attempt = 0; pending.length > 0; attempt++) {
@@ -73,17 +110,18 @@ export async function commitMeasurements(
       const failure = staged[stop] as Extract<StageResult, { kind: 'error' }>;
       outcomes[pending[stop] as number] = { kind: 'failed', error: failure.error };
       if (staged.some((r, j) => j > stop && r.kind === 'staged')) {
-        const abandoned = new Set<WriteBatch>();
-        for (const r of staged) if (r.kind === 'staged') abandoned.add(r.batch);
-        for (const batch of abandoned) {
-          await ctx.catalog.abort(
-            batch,
-            new TimeseriesError('TimeseriesBucketCleared', 'ordered insert stopped at a failed measurement'),
-          );
-        }
+        await abandon(ctx, staged);
         pending = pending.slice(0, stop);
         continue;
       }
+    }
+    const cut = consecutive ? firstInterleaved(staged) : -1;
+    if (cut > 0) {
+      await abandon(ctx, staged);
+      for (const i of pending.slice(cut)) Reflect.deleteProperty(outcomes, i);
+      deferred.push(...pending.slice(cut));
+      pending = pending.slice(0, cut);
+      continue;
     }
     const batches = new Map<WriteBatch, number[]>();
     staged.forEach((result, j) => {
@@ -130,7 +168,19 @@ export async function commitMeasurements(
     pending = retry.sort((a, b) => a - b);
     if (combine === 'disallow') pending = stopAtFirstFailure(outcomes, pending);
   }
-  return outcomes;
+  return { outcomes, deferred };
+}
+
+/** Abort this ordered call's staged batches (its own, keyed by its opId), so that it can stage again. */
+async function abandon(ctx: CommitContext, staged: ReadonlyArray<StageResult>): Promise<void> {
+  const abandoned = new Set<WriteBatch>();
+  for (const r of staged) if (r.kind === 'staged') abandoned.add(r.batch);
+  for (const batch of abandoned) {
+    await ctx.catalog.abort(
+      batch,
+      new TimeseriesError('TimeseriesBucketCleared', 'ordered insert stopped at a failed measurement'),
+    );
+  }
 }
 
 /** The input index of a batch's first measurement in this call. */

@@ -127,6 +127,12 @@ export class MongoStorage implements Storage {
     this.config = resolveMongoStorageOptions(options);
   }
 
+  /**
+   * {@inheritDoc Storage.atomicOrderedCommits} False: an ordered `bulkWrite` keeps the writes before its
+   * first failed operation, so the engine writes an ordered call whose series interleave in rounds.
+   */
+  readonly atomicOrderedCommits = false;
+
   /** {@inheritDoc Storage.writeConcurrency} */
   get writeConcurrency(): number {
     return this.config.writeConcurrency;

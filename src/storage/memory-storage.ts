@@ -68,6 +68,8 @@ interface MemoryNamespace {
  * ```
  */
 export class MemoryStorage implements Storage {
+  /** {@inheritDoc Storage.atomicOrderedCommits} An ordered `commitWrites` writes all or nothing. */
+  readonly atomicOrderedCommits: boolean = true;
   readonly #namespaces = new Map<string, MemoryNamespace>();
 
   #ns(ns: string): MemoryNamespace {

@@ -106,6 +106,16 @@ export interface Storage {
    */
   readonly writeConcurrency?: number;
   /**
+   * Whether an ordered `commitWrites` is all or nothing (a failed write leaves every write of the call
+   * unapplied). When it is not (or `commitWrites` is absent), the engine cuts an ordered call whose series
+   * interleave into rounds, each series contiguous within a round, written one round at a time: a write
+   * applied before a failure then never holds a measurement after the failed index. A call with each
+   * series contiguous is one round either way.
+   *
+   * @defaultValue false
+   */
+  readonly atomicOrderedCommits?: boolean;
+  /**
    * Prepare a buckets collection (idempotent).
    *
    * @param ns - namespace of the buckets collection (`<db>.system.buckets.<name>`).

@@ -11,6 +11,7 @@ import {
   MongoTopologyClosedError,
 } from 'mongodb';
 import type { Db } from 'mongodb';
+import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 
 import { BucketEngine, BulkWriteError, TimeseriesError } from '../../src/index.js';
@@ -492,6 +493,75 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     expect(counts.size).toBe(30);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
     expect(db.rawDocuments(name).length).toBe(6);
+    await engine.close();
+  });
+
+  it('with bulkWrite, an ordered call interleaving series stores and acknowledges exactly what precedes its failed index', async () => {
+    // Series a, b, a, b, ...: one bulkWrite per round (a, b), so the k-th operation sent is measurement k.
+    const docs = Array.from({ length: 8 }, (_, i) => ({ ts: at(i), sensor: `s${i % 2}`, mid: `m${i}` }));
+    for (let k = 0; k < docs.length; k++) {
+      const { db, storage, engine, coll } = await engineSetup(5, true);
+      db.operationFaults.push({ skip: k, error: serverError(2, 'BadValue', `injected at ${k}`) });
+      const error: unknown = await coll.insertMany(docs, { ordered: true }).catch((e: unknown) => e);
+      expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+      if (!BulkWriteError.isBulkWriteError(error)) continue;
+      expect(error.writeErrors.map((w) => w.index)).toEqual([k]);
+      expect(error.insertedCount).toBe(k);
+      const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+      expect(stored.map((r) => r.mid).sort()).toEqual(docs.slice(0, k).map((d) => d.mid));
+      expect(db.calls.filter((c) => c.startsWith('bulkWrite:'))).toHaveLength(Math.floor(k / 2) + 1);
+      await engine.close();
+    }
+  });
+
+  it('with bulkWrite, any ordered call stores and acknowledges exactly the measurements before its failed index', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 20 }) }),
+          {
+            minLength: 1,
+            maxLength: 12,
+          },
+        ),
+        fc.nat({ max: 12 }),
+        async (points, skip) => {
+          const { db, storage, engine, coll } = await engineSetup(5, true);
+          db.operationFaults.push({ skip, error: serverError(2, 'BadValue', 'injected') });
+          const docs = points.map((p, i) => ({ ts: at(p.offset), sensor: `s${p.series}`, mid: `m${i}` }));
+          const error: unknown = await coll.insertMany(docs, { ordered: true }).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          let written = docs.length;
+          if (error !== undefined) {
+            expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+            if (BulkWriteError.isBulkWriteError(error)) {
+              expect(error.writeErrors).toHaveLength(1);
+              written = error.writeErrors[0]?.index ?? -1;
+              expect(error.insertedCount).toBe(written);
+            }
+          }
+          const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+          expect(stored.map((r) => r.mid).sort()).toEqual(
+            docs
+              .slice(0, written)
+              .map((d) => d.mid)
+              .sort(),
+          );
+          await engine.close();
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('with bulkWrite, an ordered call with each series contiguous is one bulkWrite', async () => {
+    const { db, engine, coll } = await engineSetup(5, true);
+    const docs = Array.from({ length: 8 }, (_, i) => ({ ts: at(i % 4), sensor: `s${i >> 2}`, mid: `m${i}` }));
+    await coll.insertMany(docs, { ordered: true });
+    expect(db.calls.filter((c) => c.startsWith('bulkWrite:'))).toHaveLength(1);
+    expect(await coll.countDocuments()).toBe(8);
     await engine.close();
   });
 

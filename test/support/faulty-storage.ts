@@ -31,17 +31,29 @@ export class FaultyStorage extends MemoryStorage {
   /** {@inheritDoc Storage.writeConcurrency} */
   readonly writeConcurrency: number;
 
+  /** {@inheritDoc Storage.atomicOrderedCommits} */
+  override readonly atomicOrderedCommits: boolean;
+
   /**
    * @param writeConcurrency - what the storage tells the engine (1: one write at a time).
+   * @param options - `commitWrites: false`: without `commitWrites`; `atomicOrderedCommits: false`: an
+   *   ordered `commitWrites` keeps the writes before a failed one, as MongoDB's ordered `bulkWrite` does.
    */
-  constructor(writeConcurrency = 1, options: { readonly commitWrites?: boolean } = {}) {
+  constructor(
+    writeConcurrency = 1,
+    options: { readonly commitWrites?: boolean; readonly atomicOrderedCommits?: boolean } = {},
+  ) {
     super();
     this.writeConcurrency = writeConcurrency;
     // Without commitWrites the engine writes one bucket at a time (as for a backend that lacks it).
     if (options.commitWrites === false) Object.defineProperty(this, 'commitWrites', { value: undefined });
+    this.atomicOrderedCommits = options.atomicOrderedCommits ?? true;
   }
 
-  /** Each write meets the next queued fault in turn; an ordered call that meets a failure writes nothing. */
+  /**
+   * Each write meets the next queued fault in turn. An ordered call that meets a failure writes nothing
+   * when atomic; otherwise the writes before the failed one are applied and those after it are not.
+   */
   override async commitWrites(
     ns: string,
     writes: ReadonlyArray<BucketWrite>,
@@ -55,8 +67,19 @@ export class FaultyStorage extends MemoryStorage {
         passed.push(i);
       } catch (error) {
         outcomes[i] = { kind: 'failed', error };
-        if (options.ordered) {
+        if (options.ordered && this.atomicOrderedCommits) {
           for (let j = 0; j < writes.length; j++) if (j !== i) outcomes[j] = { kind: 'notApplied' };
+          return outcomes;
+        }
+        if (options.ordered) {
+          // As an ordered bulkWrite: what came before the failure is applied (a guard miss is no error).
+          for (let j = i + 1; j < writes.length; j++) outcomes[j] = { kind: 'notApplied' };
+          const applied = await super.commitWrites(
+            ns,
+            passed.map((k) => writes[k] as BucketWrite),
+            { ordered: false },
+          );
+          passed.forEach((k, j) => (outcomes[k] = applied[j] as BucketWriteOutcome));
           return outcomes;
         }
       }

@@ -108,6 +108,11 @@ export class FakeDb implements MongoDbLike {
   readonly databaseName: string;
   /** Faults consumed in order by the first matching operation. */
   readonly faults: FakeFault[] = [];
+  /**
+   * Write errors of single `bulkWrite` operations, in order: the first lets `skip` operations (counted
+   * across calls) succeed, then fails the next one with `error` (a write error at its index).
+   */
+  readonly operationFaults: Array<{ skip: number; readonly error: MongoServerError }> = [];
   /** Every operation as `op:collection`, in call order. */
   readonly calls: string[] = [];
   readonly #collections = new Map<string, CollectionState>();
@@ -148,6 +153,18 @@ export class FakeDb implements MongoDbLike {
       this.#collections.set(name, s);
     }
     return s;
+  }
+
+  /** @internal meet the next operation fault at a `bulkWrite` operation (throws when it fails it). */
+  operationFault(): void {
+    const f = this.operationFaults[0];
+    if (f === undefined) return;
+    if (f.skip > 0) {
+      f.skip--;
+      return;
+    }
+    this.operationFaults.shift();
+    throw f.error;
   }
 
   /** @internal consume a matching fault at a point of an operation. */
@@ -289,6 +306,7 @@ export class FakeCollection implements MongoCollectionLike {
     for (let index = 0; index < operations.length; index++) {
       const op = operations[index] as Document;
       try {
+        this.#db.operationFault();
         if (op.insertOne !== undefined) {
           this.#insert((op.insertOne as { document: Document }).document);
           counts.insertedCount++;
