@@ -73,6 +73,7 @@ export type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage/storage.js';
+export type { CounterOperator, CounterUpdate, FieldPath } from './storage/counter-update.js';
 export {
   BulkWriteError,
   ErrorCodes,

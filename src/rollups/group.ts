@@ -19,9 +19,13 @@ export interface RollupGroup {
   readonly value: unknown;
   /** Hex of the BSON of `{"": value}` (`''` for a rollup without grouping). */
   readonly key: string;
+  /**
+   * The last document id built for the group (see `slotDocumentId`) and the slot or period start it is
+   * for: a series' commits write the same document for a whole slot, so its id is built once.
+   */
+  lastId: string | undefined;
+  lastIdStart: number;
 }
-
-const kNoGroup: RollupGroup = Object.freeze({ value: null, key: '' });
 
 /** Cached groups per series are dropped past this many (a cache, not a registry). */
 const kMaxCachedGroups = 100_000;
@@ -34,7 +38,7 @@ const kMaxCachedGroups = 100_000;
  * @returns the group.
  */
 export function groupOf(spec: ResolvedRollupSpec, meta: unknown): RollupGroup {
-  if (spec.groupBy.length === 0) return kNoGroup;
+  if (spec.groupBy.length === 0) return { value: null, key: '', lastId: undefined, lastIdStart: NaN };
   let value: unknown;
   if (!spec.groupIsDocument) {
     value = valueAt(meta, (spec.groupBy[0] as { inMeta: ReadonlyArray<string> }).inMeta);
@@ -45,7 +49,7 @@ export function groupOf(spec: ResolvedRollupSpec, meta: unknown): RollupGroup {
   }
   const holder: Record<string, unknown> = {};
   defineField(holder, '', value);
-  return { value, key: Buffer.from(serialize(holder)).toString('hex') };
+  return { value, key: Buffer.from(serialize(holder)).toString('hex'), lastId: undefined, lastIdStart: NaN };
 }
 
 /** A per-rollup cache of groups by series key (the catalog's binary meta key). */

@@ -8,13 +8,14 @@
  *
  * @packageDocumentation
  */
-import type { Storage } from '../storage/storage.js';
 import { defineField } from '../util/safe-record.js';
 import { foldMeasurement, makeSlotAcc } from './accumulator.js';
 import type { SlotAcc } from './accumulator.js';
+import type { RollupTarget } from './counter-writes.js';
 import { groupOf } from './group.js';
 import type { RollupGroup } from './group.js';
 import { recomputeRange, rewriteGroup, unitSlot } from './rollup-writer.js';
+import type { RollupPlan } from './rollup-writer.js';
 import type { ResolvedRollupSpec } from './spec.js';
 
 /** A series whose measurements in `[from, to]` may have changed (a bucket's meta and time range). */
@@ -31,7 +32,6 @@ export type RawSource = (filter: Readonly<Record<string, unknown>>) => AsyncIter
 
 /** What a recomputation needs to know about the collection. */
 export interface RecomputeContext {
-  readonly storage: Storage;
   readonly timeField: string;
   readonly metaField: string | undefined;
   readonly raw: RawSource;
@@ -50,19 +50,20 @@ export interface RecomputeCounts {
 /**
  * Recompute the given series' slots (or, with `'all'`, every document) of one rollup.
  *
- * @param ctx - storage, fields and raw reader.
- * @param spec - the rollup.
- * @param ns - its namespace.
+ * @param ctx - fields and raw reader.
+ * @param plan - the rollup's plan.
+ * @param target - where the rollup writes.
  * @param affected - the affected series, or `'all'`.
  * @returns the counts.
  */
 export async function recomputeRollup(
   ctx: RecomputeContext,
-  spec: ResolvedRollupSpec,
-  ns: string,
+  plan: RollupPlan,
+  target: RollupTarget,
   affected: ReadonlyArray<AffectedSeries> | 'all',
 ): Promise<RecomputeCounts> {
-  if (affected === 'all') return await recomputeAll(ctx, spec, ns);
+  if (affected === 'all') return await recomputeAll(ctx, plan, target);
+  const spec = plan.spec;
   // Ranges per group, widened to whole slots (periods, windows) and merged.
   const byGroup = new Map<string, { group: RollupGroup; ranges: Array<[number, number]> }>();
   for (const series of affected) {
@@ -84,7 +85,7 @@ export async function recomputeRollup(
         measurements++;
         foldInto(accs, spec, doc, ctx.timeField);
       }
-      documents += await rewriteGroup(ctx.storage, ns, spec, group, range, [...accs.values()]);
+      documents += await rewriteGroup(target, plan, group, range, [...accs.values()]);
     }
   }
   return { measurements, documents };
@@ -92,9 +93,11 @@ export async function recomputeRollup(
 
 async function recomputeAll(
   ctx: RecomputeContext,
-  spec: ResolvedRollupSpec,
-  ns: string,
+  plan: RollupPlan,
+  target: RollupTarget,
 ): Promise<RecomputeCounts> {
+  const { spec } = plan;
+  const { storage, ns } = target;
   const groups = new Map<string, { group: RollupGroup; accs: Map<number, SlotAcc> }>();
   let measurements = 0;
   for await (const doc of ctx.raw({})) {
@@ -109,14 +112,14 @@ async function recomputeAll(
   }
   ctx.onMeasurements?.(measurements);
   if (spec.layout === 'rolling') {
-    await ctx.storage.updateMany(ns, { totals: { $exists: true } }, { $set: { totals: [] } });
+    await storage.updateMany(ns, { totals: { $exists: true } }, { $set: { totals: [] } });
   } else {
-    await ctx.storage.deleteMany(ns, {});
+    await storage.deleteMany(ns, {});
   }
   let documents = 0;
   const all: [number, number] = [-Infinity, Infinity];
   for (const { group, accs } of groups.values()) {
-    documents += await rewriteGroup(ctx.storage, ns, spec, group, all, [...accs.values()]);
+    documents += await rewriteGroup(target, plan, group, all, [...accs.values()]);
   }
   return { measurements, documents };
 }

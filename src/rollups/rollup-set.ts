@@ -12,14 +12,17 @@
  *
  * @packageDocumentation
  */
+import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { WriteBatch } from '../catalog/write-batch.js';
 import { ErrorCodes, TimeseriesError } from '../errors.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { isPlainObject } from '../util/bson-value.js';
 import type { Clock } from '../util/clock.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
-import { foldMeasurement, makeSlotAcc } from './accumulator.js';
 import type { SlotAcc } from './accumulator.js';
+import { counterWritesOf } from './counter-writes.js';
+import type { CounterWrites, RollupTarget } from './counter-writes.js';
+import { batchTimes, foldBatch } from './fold-batch.js';
 import { GroupCache } from './group.js';
 import { makeRollupHandle } from './handle.js';
 import type { RollupHandle } from './handle.js';
@@ -27,7 +30,8 @@ import { recomputeRollup } from './recompute.js';
 import type { AffectedSeries, RawSource } from './recompute.js';
 import { RollupGate } from './rollup-gate.js';
 import type { GateToken } from './rollup-gate.js';
-import { unitSlot, writeGroup } from './rollup-writer.js';
+import { rollupPlan, writeGroup } from './rollup-writer.js';
+import type { RollupPlan } from './rollup-writer.js';
 import { resolveRollupSpec } from './spec.js';
 import type { ResolvedRollupSpec, RollupSpec } from './spec.js';
 
@@ -91,6 +95,10 @@ type MutableStats = { -readonly [K in keyof RollupStats]: number };
 interface RollupState {
   readonly spec: ResolvedRollupSpec;
   readonly ns: string;
+  /** Where its writes go (`target.ns` is `ns`). */
+  readonly target: RollupTarget;
+  /** What its writes reuse from one commit to the next. */
+  readonly plan: RollupPlan;
   readonly groups: GroupCache;
   readonly stats: MutableStats;
 }
@@ -108,8 +116,12 @@ export function rollupDefinitionsNamespace(dbName: string): string {
 /** The rollups of one collection. */
 export class RollupSet {
   readonly #ctx: RollupSetContext;
+  /** How counters reach the storage, chosen once (structured when the storage applies them itself). */
+  readonly #counters: CounterWrites;
   readonly #gate = new RollupGate();
   readonly #rollups = new Map<string, RollupState>();
+  /** The rollups as an array, for the fold (rebuilt when a rollup is added or removed). */
+  #folded: ReadonlyArray<RollupState> = [];
   #loaded: Promise<void> | undefined;
   #isLoaded = false;
   /** Series whose slots must be recomputed (a rollup write failed). */
@@ -118,6 +130,7 @@ export class RollupSet {
   /** @param ctx - storage, clock, names and fields of the collection. */
   constructor(ctx: RollupSetContext) {
     this.#ctx = ctx;
+    this.#counters = counterWritesOf(ctx.storage);
   }
 
   /**
@@ -147,6 +160,7 @@ export class RollupSet {
       const name = def.name as string;
       this.#rollups.set(name, this.#stateOf(resolveRollupSpec(name, def.spec, this.#ctx)));
     }
+    this.#folded = [...this.#rollups.values()];
   }
 
   #stateOf(spec: ResolvedRollupSpec): RollupState {
@@ -158,6 +172,8 @@ export class RollupSet {
     return {
       spec,
       ns,
+      target: { storage: this.#ctx.storage, counters: this.#counters, ns },
+      plan: rollupPlan(spec),
       groups: new GroupCache(spec),
       stats: {
         measurementsFolded: 0,
@@ -197,48 +213,29 @@ export class RollupSet {
    * @param batch - a batch whose bucket write succeeded (the caller holds the gate).
    */
   async fold(batch: WriteBatch): Promise<void> {
-    if (this.#rollups.size === 0) return;
+    const rollups = this.#folded;
+    if (rollups.length === 0) return;
     const { measurements, bucket } = batch;
-    const timeField = this.#ctx.timeField;
-    for (const r of this.#rollups.values()) {
-      const spec = r.spec;
-      const nFields = spec.fields.length;
-      const accs: SlotAcc[] = [];
-      let last: SlotAcc | undefined;
-      for (let i = 0; i < measurements.length; i++) {
-        const m = measurements[i] as Readonly<Record<string, unknown>>;
-        const t = (m[timeField] as Date).getTime();
-        const slot = unitSlot(spec, t);
-        if (last === undefined || last.start !== slot) {
-          // A batch touches one slot or a few: a linear search, no map and no closure.
-          last = undefined;
-          for (let j = 0; j < accs.length; j++) {
-            if ((accs[j] as SlotAcc).start === slot) last = accs[j];
-          }
-          if (last === undefined) {
-            last = makeSlotAcc(slot, nFields);
-            accs.push(last);
-          }
-        }
-        foldMeasurement(last, m, t, spec.fields);
-      }
+    // Every rollup's accumulators first, synchronously (the times are read once, into a shared buffer),
+    // then the writes.
+    const times = batchTimes(measurements, this.#ctx.timeField);
+    const accsOf: SlotAcc[][] = [];
+    for (const r of rollups) accsOf.push(foldBatch(r.spec, measurements, times));
+    for (let k = 0; k < rollups.length; k++) {
+      const r = rollups[k] as RollupState;
+      // A rollup dropped meanwhile (dropAll does not wait for commits in flight) is not written.
+      if (this.#rollups.get(r.spec.name) !== r) continue;
+      const accs = accsOf[k] as SlotAcc[];
       const group = r.groups.get(bucket.key.metaKey, bucket.normalizedMeta);
       r.stats.measurementsFolded += measurements.length;
       r.stats.slotsUpdated += accs.length;
       try {
-        const counts = await writeGroup(this.#ctx.storage, r.ns, spec, group, accs);
+        const counts = await writeGroup(r.target, r.plan, group, accs);
         r.stats.documentsWritten += counts.documents;
         r.stats.documentsInitialized += counts.initialised;
       } catch {
         r.stats.writeFailures++;
-        let from = Infinity;
-        let to = -Infinity;
-        for (const m of measurements) {
-          const t = (m[timeField] as Date).getTime();
-          if (t < from) from = t;
-          if (t > to) to = t;
-        }
-        this.#dirty.push({ meta: bucket.normalizedMeta, from, to });
+        this.#dirty.push({ meta: bucket.normalizedMeta, ...timeSpan(measurements, this.#ctx.timeField) });
       }
     }
   }
@@ -268,7 +265,7 @@ export class RollupSet {
 
   async #recompute(affected: ReadonlyArray<AffectedSeries>): Promise<void> {
     for (const r of this.#rollups.values()) {
-      const counts = await recomputeRollup(this.#recomputeContext(), r.spec, r.ns, affected);
+      const counts = await recomputeRollup(this.#recomputeContext(), r.plan, r.target, affected);
       r.stats.recomputations++;
       r.stats.documentsWritten += counts.documents;
       r.stats.measurementsRecomputed += counts.measurements;
@@ -276,9 +273,8 @@ export class RollupSet {
   }
 
   #recomputeContext(onMeasurements?: (n: number) => void): Parameters<typeof recomputeRollup>[0] {
-    const { storage, timeField, metaField, raw } = this.#ctx;
+    const { timeField, metaField, raw } = this.#ctx;
     return {
-      storage,
       timeField,
       metaField,
       raw,
@@ -387,8 +383,8 @@ export class RollupSet {
                   report({ measurements: n, done: false });
                 },
           ),
-          spec,
-          state.ns,
+          state.plan,
+          state.target,
           'all',
         );
         state.stats.documentsWritten += counts.documents;
@@ -399,6 +395,7 @@ export class RollupSet {
         throw error;
       }
       this.#rollups.set(name, state);
+      this.#folded = [...this.#rollups.values()];
     });
   }
 
@@ -440,6 +437,7 @@ export class RollupSet {
     await this.ready();
     const all = [...this.#rollups.values()];
     this.#rollups.clear();
+    this.#folded = [];
     this.#dirty = [];
     for (const r of all) await this.#dropState(r);
   }
@@ -453,6 +451,7 @@ export class RollupSet {
       await storage.dropNamespace(r.ns);
     }
     this.#rollups.delete(r.spec.name);
+    this.#folded = [...this.#rollups.values()];
   }
 
   /**
@@ -490,6 +489,18 @@ export class RollupSet {
     for (const [name, r] of this.#rollups) out[name] = Object.freeze({ ...r.stats });
     return Object.freeze(out);
   }
+}
+
+/** Earliest and latest time of a batch's measurements. */
+function timeSpan(measurements: ReadonlyArray<Measurement>, timeField: string): { from: number; to: number } {
+  let from = Infinity;
+  let to = -Infinity;
+  for (const m of measurements) {
+    const t = (m[timeField] as Date).getTime();
+    if (t < from) from = t;
+    if (t > to) to = t;
+  }
+  return { from, to };
 }
 
 function timeRange(doc: StoredBucket, timeField: string): { from: number; to: number } {

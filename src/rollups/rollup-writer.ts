@@ -4,21 +4,49 @@
  *
  * @packageDocumentation
  */
-import type { Storage } from '../storage/storage.js';
 import type { SlotAcc } from './accumulator.js';
-import { calendarRange, calendarUnitSlot, rewriteCalendar, writeCalendar } from './calendar-writer.js';
+import {
+  calendarPaths,
+  calendarRange,
+  calendarUnitSlot,
+  rewriteCalendar,
+  writeCalendar,
+} from './calendar-writer.js';
+import type { CalendarPaths } from './calendar-writer.js';
+import type { RollupTarget, WriteCounts } from './counter-writes.js';
 import type { RollupGroup } from './group.js';
 import { rewriteRolling, rollingUnitSlot, writeRolling } from './rolling-writer.js';
-import { slotStart } from './slot-math.js';
-import { rewriteSlots, slotRange, writeSlots } from './slots-writer.js';
-import type { ResolvedRollupSpec } from './spec.js';
+import { kLevelMs, nextSlotStart, slotStart } from './slot-math.js';
+import { rewriteSlots, slotRange, slotsPaths, writeSlots } from './slots-writer.js';
+import type { SlotsPaths } from './slots-writer.js';
+import type { ResolvedRollingSpec, ResolvedRollupSpec } from './spec.js';
 
-/** What one commit-time write did. */
-export interface WriteCounts {
-  /** Documents updated or inserted. */
-  readonly documents: number;
-  /** Calendar documents this writer initialised (three-step, step 2 succeeded). */
-  readonly initialised: number;
+/**
+ * What a rollup's writes reuse from one commit to the next, built once per rollup: the spec and, for the
+ * counter layouts, the split paths of their counters (a rolling rollup writes update pipelines).
+ */
+export type RollupPlan =
+  SlotsPaths | CalendarPaths | { readonly layout: 'rolling'; readonly spec: ResolvedRollingSpec };
+
+/**
+ * The write plan of a rollup.
+ *
+ * @param spec - the rollup.
+ * @returns its plan.
+ */
+export function rollupPlan(spec: ResolvedRollupSpec): RollupPlan {
+  switch (spec.layout) {
+    case 'slots':
+      return slotsPaths(spec);
+    case 'calendar':
+      return calendarPaths(spec);
+    case 'rolling':
+      return { layout: 'rolling', spec };
+    default: {
+      const never: never = spec;
+      throw new TypeError(`unknown layout ${String(never)}`);
+    }
+  }
 }
 
 /**
@@ -44,33 +72,54 @@ export function unitSlot(spec: ResolvedRollupSpec, ms: number): number {
 }
 
 /**
+ * The end (exclusive) of the finest slot starting at `start`.
+ *
+ * @param spec - the rollup.
+ * @param start - a slot start from {@link unitSlot}.
+ * @returns the next slot's start.
+ */
+export function unitSlotEnd(spec: ResolvedRollupSpec, start: number): number {
+  switch (spec.layout) {
+    case 'slots':
+      return nextSlotStart(start, spec.every);
+    case 'calendar':
+      return start + kLevelMs[spec.levels[spec.levels.length - 1] as 'day' | 'hour' | 'minute'];
+    case 'rolling':
+      return start + spec.stepMs;
+    default: {
+      const never: never = spec;
+      throw new TypeError(`unknown layout ${String(never)}`);
+    }
+  }
+}
+
+/**
  * Add one group's accumulators of a commit.
  *
- * @param storage - the storage.
- * @param ns - the rollup's namespace.
- * @param spec - the rollup.
+ * @param target - storage, counter writes and namespace.
+ * @param plan - the rollup's plan.
  * @param group - the group.
  * @param accs - the touched slots.
  * @returns what was written.
  */
 export async function writeGroup(
-  storage: Storage,
-  ns: string,
-  spec: ResolvedRollupSpec,
+  target: RollupTarget,
+  plan: RollupPlan,
   group: RollupGroup,
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<WriteCounts> {
-  switch (spec.layout) {
+  switch (plan.layout) {
     case 'slots':
-      return { documents: await writeSlots(storage, ns, spec, group, accs), initialised: 0 };
-    case 'calendar': {
-      const outcomes = await writeCalendar(storage, ns, spec, group, accs);
-      return { documents: outcomes.length, initialised: outcomes.filter((o) => o === 'initialised').length };
-    }
+      return { documents: await writeSlots(target, plan, group, accs), initialised: 0 };
+    case 'calendar':
+      return await writeCalendar(target, plan, group, accs);
     case 'rolling':
-      return { documents: await writeRolling(storage, ns, spec, group, accs), initialised: 0 };
+      return {
+        documents: await writeRolling(target.storage, target.ns, plan.spec, group, accs),
+        initialised: 0,
+      };
     default: {
-      const never: never = spec;
+      const never: never = plan;
       throw new TypeError(`unknown layout ${String(never)}`);
     }
   }
@@ -103,31 +152,29 @@ export function recomputeRange(spec: ResolvedRollupSpec, from: number, to: numbe
 /**
  * Replace one group's documents in a recomputed range.
  *
- * @param storage - the storage.
- * @param ns - the rollup's namespace.
- * @param spec - the rollup.
+ * @param target - storage, counter writes and namespace.
+ * @param plan - the rollup's plan.
  * @param group - the group.
  * @param range - from {@link recomputeRange}.
  * @param accs - the slots recomputed from the buckets in that range.
  * @returns documents written.
  */
 export async function rewriteGroup(
-  storage: Storage,
-  ns: string,
-  spec: ResolvedRollupSpec,
+  target: RollupTarget,
+  plan: RollupPlan,
   group: RollupGroup,
   range: readonly [number, number],
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<number> {
-  switch (spec.layout) {
+  switch (plan.layout) {
     case 'slots':
-      return await rewriteSlots(storage, ns, spec, group, range[0], range[1], accs);
+      return await rewriteSlots(target, plan, group, range[0], range[1], accs);
     case 'calendar':
-      return await rewriteCalendar(storage, ns, spec, group, range[0], range[1], accs);
+      return await rewriteCalendar(target, plan, group, range[0], range[1], accs);
     case 'rolling':
-      return await rewriteRolling(storage, ns, spec, group, accs);
+      return await rewriteRolling(target.storage, target.ns, plan.spec, group, accs);
     default: {
-      const never: never = spec;
+      const never: never = plan;
       throw new TypeError(`unknown layout ${String(never)}`);
     }
   }

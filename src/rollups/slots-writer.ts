@@ -8,117 +8,139 @@
  *
  * @packageDocumentation
  */
+import type { CounterOperator, CounterUpdate, FieldPath } from '../storage/counter-update.js';
 import type { Storage } from '../storage/storage.js';
-import { defineField } from '../util/safe-record.js';
 import type { FieldAcc, SlotAcc } from './accumulator.js';
+import type { RollupTarget } from './counter-writes.js';
 import type { RollupGroup } from './group.js';
 import { nextSlotStart, slotStart } from './slot-math.js';
 import type { ResolvedField, ResolvedSlotsSpec } from './spec.js';
 
 /**
  * The `_id` of a slot document: the group key and the slot start (no hashing: the key is the group's
- * cached hex).
+ * cached hex). The group keeps the last id it built (most commits of a series write the same slot).
  *
  * @param group - the group.
  * @param start - slot start, epoch ms.
  * @returns the id.
  */
 export function slotDocumentId(group: RollupGroup, start: number): string {
-  return `${group.key}:${start}`;
+  if (group.lastIdStart === start) return group.lastId as string;
+  const id = `${group.key}:${start}`;
+  group.lastId = id;
+  group.lastIdStart = start;
+  return id;
 }
 
 /**
- * The upsert that adds one slot accumulator to its document.
+ * The counter paths of a slots rollup, built once per rollup: `count`, then for each field `count`,
+ * `sum` and the kept `min`, `max`, `first`, `last`.
+ */
+export interface SlotsPaths {
+  readonly layout: 'slots';
+  readonly spec: ResolvedSlotsSpec;
+  readonly paths: ReadonlyArray<FieldPath>;
+  readonly operators: ReadonlyArray<CounterOperator>;
+}
+
+/**
+ * The counter paths of a slots rollup.
  *
  * @param spec - the rollup.
+ * @returns its paths.
+ */
+export function slotsPaths(spec: ResolvedSlotsSpec): SlotsPaths {
+  const paths: FieldPath[] = [['count']];
+  const operators: CounterOperator[] = ['$inc'];
+  for (const f of spec.fields) {
+    paths.push([f.name, 'count'], [f.name, 'sum']);
+    operators.push('$inc', '$inc');
+    if (f.min) {
+      paths.push([f.name, 'min']);
+      operators.push('$min');
+    }
+    if (f.max) {
+      paths.push([f.name, 'max']);
+      operators.push('$max');
+    }
+    if (f.first) {
+      paths.push([f.name, 'first']);
+      operators.push('$min');
+    }
+    if (f.last) {
+      paths.push([f.name, 'last']);
+      operators.push('$max');
+    }
+  }
+  return Object.freeze({ layout: 'slots', spec, paths, operators });
+}
+
+/**
+ * The upsert that adds one slot accumulator to its document: `$setOnInsert` of the group and start,
+ * `$inc` of the counts and sums, `$min`/`$max` of the kept extremes (left out for a field without a
+ * numeric value in the slot). Its update document (`counterUpdateDocument`) is the documented one, below.
+ *
+ * @param paths - the rollup's paths.
  * @param group - the group.
  * @param acc - the slot's accumulator.
- * @returns a MongoDB update document (`$setOnInsert`, `$inc`, and `$min`/`$max` where kept).
+ * @returns the counter update (its paths are the rollup's, shared).
  * @example
  * ```ts
  * // { $setOnInsert: { group: 'a', start: ISODate(...) }, $inc: { count: 3, 'temp.count': 3, 'temp.sum': 64.5 },
  * //   $min: { 'temp.min': 21, 'temp.first': { t: ISODate(...), v: 21.5 } }, $max: { ... } }
  * ```
  */
-export function slotUpdate(
-  spec: ResolvedSlotsSpec,
-  group: RollupGroup,
-  acc: SlotAcc,
-): Record<string, unknown> {
-  const inc: Record<string, unknown> = { count: acc.count };
-  const min: Record<string, unknown> = {};
-  const max: Record<string, unknown> = {};
-  fieldOperators(spec.fields, acc.fields, '', inc, min, max);
-  const update: Record<string, unknown> = {
-    $setOnInsert: { group: group.value, start: new Date(acc.start) },
-    $inc: inc,
-  };
-  if (Object.keys(min).length > 0) update.$min = min;
-  if (Object.keys(max).length > 0) update.$max = max;
-  return update;
-}
-
-/**
- * Fill `$inc`, `$min` and `$max` with the fields' paths under `prefix`.
- *
- * @param fields - the resolved fields.
- * @param accs - their accumulators.
- * @param prefix - `''` or a positional prefix ending in a dot.
- * @param inc - `$inc` document to fill.
- * @param min - `$min` document to fill.
- * @param max - `$max` document to fill.
- */
-export function fieldOperators(
-  fields: ReadonlyArray<ResolvedField>,
-  accs: ReadonlyArray<FieldAcc>,
-  prefix: string,
-  inc: Record<string, unknown>,
-  min: Record<string, unknown>,
-  max: Record<string, unknown>,
-): void {
+export function slotCounters(paths: SlotsPaths, group: RollupGroup, acc: SlotAcc): CounterUpdate {
+  const fields = paths.spec.fields;
+  const values: unknown[] = [acc.count];
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i] as ResolvedField;
-    const a = accs[i] as FieldAcc;
-    const p = `${prefix}${f.name}.`;
-    defineField(inc, `${p}count`, a.count);
-    defineField(inc, `${p}sum`, a.sum);
-    if (a.count === 0) continue;
-    if (f.min) defineField(min, `${p}min`, a.min);
-    if (f.max) defineField(max, `${p}max`, a.max);
-    if (f.first) defineField(min, `${p}first`, { t: new Date(a.firstT), v: a.firstV });
-    if (f.last) defineField(max, `${p}last`, { t: new Date(a.lastT), v: a.lastV });
+    const a = acc.fields[i] as FieldAcc;
+    values.push(a.count, a.sum);
+    const some = a.count > 0;
+    if (f.min) values.push(some ? a.min : undefined);
+    if (f.max) values.push(some ? a.max : undefined);
+    if (f.first) values.push(some ? { t: new Date(a.firstT), v: a.firstV } : undefined);
+    if (f.last) values.push(some ? { t: new Date(a.lastT), v: a.lastV } : undefined);
   }
+  return {
+    setOnInsert: { group: group.value, start: new Date(acc.start) },
+    paths: paths.paths,
+    operators: paths.operators,
+    values,
+  };
 }
 
 /**
  * Add a group's slot accumulators of one commit: one upsert per slot.
  *
- * @param storage - the storage (with `upsertOne`).
- * @param ns - the rollup's namespace.
- * @param spec - the rollup.
+ * @param target - storage, counter writes and namespace.
+ * @param paths - the rollup's paths.
  * @param group - the group.
  * @param accs - the touched slots.
  * @returns the number of documents written.
  */
 export async function writeSlots(
-  storage: Storage,
-  ns: string,
-  spec: ResolvedSlotsSpec,
+  target: RollupTarget,
+  paths: SlotsPaths,
   group: RollupGroup,
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<number> {
-  const upsert = requireUpsert(storage);
-  for (const acc of accs)
-    await upsert(ns, { _id: slotDocumentId(group, acc.start) }, slotUpdate(spec, group, acc));
+  for (const acc of accs) {
+    await target.counters.upsert(
+      target.ns,
+      slotDocumentId(group, acc.start),
+      slotCounters(paths, group, acc),
+    );
+  }
   return accs.length;
 }
 
 /**
  * Replace a group's slot documents in `[from, to)` (slot-aligned) by the given accumulators.
  *
- * @param storage - the storage.
- * @param ns - the rollup's namespace.
- * @param spec - the rollup.
+ * @param target - storage, counter writes and namespace.
+ * @param paths - the rollup's paths.
  * @param group - the group.
  * @param from - first slot start.
  * @param to - end (a slot start, exclusive).
@@ -126,16 +148,15 @@ export async function writeSlots(
  * @returns the number of documents written.
  */
 export async function rewriteSlots(
-  storage: Storage,
-  ns: string,
-  spec: ResolvedSlotsSpec,
+  target: RollupTarget,
+  paths: SlotsPaths,
   group: RollupGroup,
   from: number,
   to: number,
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<number> {
-  await storage.deleteMany(ns, groupRangeFilter(group, from, to));
-  return await writeSlots(storage, ns, spec, group, accs);
+  await target.storage.deleteMany(target.ns, groupRangeFilter(group, from, to));
+  return await writeSlots(target, paths, group, accs);
 }
 
 /**

@@ -12,7 +12,9 @@
  * @packageDocumentation
  */
 import { ErrorCodes, TimeseriesError } from '../errors.js';
-import type { Storage, StoredBucket } from '../storage/storage.js';
+import type { CounterUpdate } from '../storage/counter-update.js';
+import type { StoredBucket } from '../storage/storage.js';
+import type { RollupTarget } from './counter-writes.js';
 
 /** How a three-step write went (for stats). */
 export type ThreeStepOutcome = 'updated' | 'initialised' | 'initialisedByOther';
@@ -20,23 +22,22 @@ export type ThreeStepOutcome = 'updated' | 'initialised' | 'initialisedByOther';
 /**
  * Apply `update` to the document `_id`, creating it from `skeleton()` first when missing.
  *
- * @param storage - the storage.
- * @param ns - namespace.
+ * @param target - storage, counter writes and namespace.
  * @param id - the document `_id`.
- * @param update - the `$inc` update.
+ * @param update - the `$inc` counter update.
  * @param skeleton - builds the zero-filled document (only called when it is missing).
  * @returns which path was taken.
  * @throws the storage's error; {@link TimeseriesError} `WriteConflict` if the document was removed between
  *   steps 2 and 3.
  */
 export async function threeStepWrite(
-  storage: Storage,
-  ns: string,
+  target: RollupTarget,
   id: string,
-  update: Readonly<Record<string, unknown>>,
+  update: CounterUpdate,
   skeleton: () => StoredBucket,
 ): Promise<ThreeStepOutcome> {
-  if ((await storage.updateOne(ns, { _id: id }, update)).kind === 'updated') return 'updated';
+  const { storage, counters, ns } = target;
+  if ((await counters.update(ns, id, update)) === 'updated') return 'updated';
   let outcome: ThreeStepOutcome = 'initialised';
   try {
     await storage.insertOne(ns, skeleton());
@@ -44,6 +45,6 @@ export async function threeStepWrite(
     if (!TimeseriesError.isTimeseriesError(error) || error.code !== ErrorCodes.DuplicateKey) throw error;
     outcome = 'initialisedByOther';
   }
-  if ((await storage.updateOne(ns, { _id: id }, update)).kind === 'updated') return outcome;
+  if ((await counters.update(ns, id, update)) === 'updated') return outcome;
   throw new TimeseriesError('WriteConflict', `calendar document ${id} was removed during its initialisation`);
 }

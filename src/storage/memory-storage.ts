@@ -12,6 +12,8 @@ import { defineField } from '../util/safe-record.js';
 import { handOut, handOutIndexes } from './hand-out.js';
 import { LiveColumns } from './live-columns.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
+import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
+import type { CounterUpdate } from './counter-update.js';
 import { applyOperatorUpdate } from './operator-update.js';
 import { applyPipelineUpdate } from './pipeline-update.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
@@ -71,6 +73,8 @@ export class MemoryStorage implements Storage {
   /** {@inheritDoc Storage.atomicOrderedCommits} An ordered `commitWrites` writes all or nothing. */
   readonly atomicOrderedCommits: boolean = true;
   readonly #namespaces = new Map<string, MemoryNamespace>();
+  /** Keys of counter documents' ids (see `#counterKey`). */
+  readonly #counterKeys = new Map<string, string>();
 
   #ns(ns: string): MemoryNamespace {
     let entry = this.#namespaces.get(ns);
@@ -213,10 +217,15 @@ export class MemoryStorage implements Storage {
 
   /** {@inheritDoc Storage.updateOne} */
   updateOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<StorageUpdateResult> {
+    return Promise.resolve(this.#updateOne(ns, filter, update) ? kUpdated : kNotMatchedUpdate);
+  }
+
+  /** Update the document matching `filter`; returns whether one matched. */
+  #updateOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): boolean {
     const doc = this.#findOne(ns, filter);
-    if (doc === undefined) return Promise.resolve({ kind: 'notMatched' });
+    if (doc === undefined) return false;
     this.#apply(ns, doc, update, 'none');
-    return Promise.resolve({ kind: 'updated' });
+    return true;
   }
 
   /**
@@ -227,6 +236,55 @@ export class MemoryStorage implements Storage {
    * to this storage and to MongoDB.
    */
   upsertOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<'updated' | 'inserted'> {
+    return Promise.resolve(this.#upsertOne(ns, filter, update));
+  }
+
+  /**
+   * {@inheritDoc Storage.applyCounters}
+   *
+   * The rollups' counters: a map lookup and a walk of each (already split) path in the stored document.
+   * A shape the in-place path refuses goes through the general update path as its update document.
+   */
+  applyCounters(
+    ns: string,
+    id: string,
+    update: CounterUpdate,
+    upsert: 'upsert' | 'noUpsert',
+  ): Promise<'updated' | 'inserted' | 'notMatched'> {
+    const entry = this.#ns(ns);
+    entry.live.materialize(entry.docs);
+    const key = this.#counterKey(id);
+    const existing = entry.docs.get(key);
+    if (existing === undefined && upsert === 'noUpsert') return kCountersNotMatched;
+    const target: StoredBucket = existing ?? { _id: id };
+    if (applyCounterUpdate(target, update, existing === undefined ? 'inserting' : 'updating') === 'applied') {
+      entry.live.forget(key);
+      if (existing === undefined) entry.docs.set(key, target);
+      // Rollup documents have no meta: filed once, on insert.
+      if (existing === undefined || Object.hasOwn(target, 'meta')) indexMeta(entry, key, target);
+      return existing === undefined ? kCountersInserted : kCountersUpdated;
+    }
+    const document = counterUpdateDocument(update);
+    if (upsert === 'upsert') return Promise.resolve(this.#upsertOne(ns, { _id: id }, document));
+    return this.#updateOne(ns, { _id: id }, document) ? kCountersUpdated : kCountersNotMatched;
+  }
+
+  /**
+   * The map key of a counter document's string `_id`, memoised: a rollup passes the same id string for
+   * every commit to a slot, so its key is built (and hashed) once instead of once per commit.
+   */
+  #counterKey(id: string): string {
+    let key = this.#counterKeys.get(id);
+    if (key === undefined) {
+      if (this.#counterKeys.size >= kMaxCounterKeys) this.#counterKeys.clear();
+      key = idKey(id);
+      this.#counterKeys.set(id, key);
+    }
+    return key;
+  }
+
+  /** Upsert (see {@link MemoryStorage.upsertOne}). */
+  #upsertOne(ns: string, filter: BucketFilter, update: BucketUpdateDocument): 'updated' | 'inserted' {
     const existing = this.#findOne(ns, filter);
     const entry = this.#ns(ns);
     if (!isPipeline(update)) {
@@ -240,12 +298,12 @@ export class MemoryStorage implements Storage {
         if (existing === undefined) entry.docs.set(key, target);
         // Rollup and entity documents have no meta: filed once, on insert.
         if (existing === undefined || Object.hasOwn(target, 'meta')) indexMeta(entry, key, target);
-        return Promise.resolve(existing === undefined ? 'inserted' : 'updated');
+        return existing === undefined ? 'inserted' : 'updated';
       }
     }
     if (existing !== undefined) {
       this.#apply(ns, existing, withoutSetOnInsert(update), 'copy');
-      return Promise.resolve('updated');
+      return 'updated';
     }
     const doc: StoredBucket = {};
     defineField(doc, '_id', filter._id);
@@ -253,7 +311,7 @@ export class MemoryStorage implements Storage {
     entry.docs.set(key, doc);
     this.#apply(ns, doc, setOnInsertAsSet(update), 'copy');
     indexMeta(entry, key, entry.docs.get(key) as StoredBucket);
-    return Promise.resolve('inserted');
+    return 'inserted';
   }
 
   /** {@inheritDoc Storage.replaceOne} */
@@ -561,6 +619,14 @@ function metaConditionKey(filter: BucketFilter): string | undefined {
 const kApplied: BucketWriteOutcome = Object.freeze({ kind: 'applied' });
 const kNotMatched: BucketWriteOutcome = Object.freeze({ kind: 'notMatched' });
 const kNotApplied: BucketWriteOutcome = Object.freeze({ kind: 'notApplied' });
+/** Counter document keys memoised (about the documents written per slot across every rollup). */
+const kMaxCounterKeys = 16_384;
+/** Results of updateOne and applyCounters, shared (a settled promise is immutable). */
+const kUpdated: StorageUpdateResult = Object.freeze({ kind: 'updated' });
+const kNotMatchedUpdate: StorageUpdateResult = Object.freeze({ kind: 'notMatched' });
+const kCountersUpdated: Promise<'updated'> = Promise.resolve('updated');
+const kCountersInserted: Promise<'inserted'> = Promise.resolve('inserted');
+const kCountersNotMatched: Promise<'notMatched'> = Promise.resolve('notMatched');
 
 /** MongoDB's duplicate `_id` error. */
 function duplicateKey(ns: string, key: string): TimeseriesError {

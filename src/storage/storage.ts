@@ -8,6 +8,7 @@
 
 import type { BucketCommit } from '../bucket-format/bucket-document.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import type { CounterUpdate } from './counter-update.js';
 
 /**
  * A later commit of the catalog to one bucket: cells appended to a version-1 bucket, or bytes appended
@@ -194,6 +195,25 @@ export interface Storage {
    * @returns whether a document was updated or inserted.
    */
   upsertOne?(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<'updated' | 'inserted'>;
+  /**
+   * Apply a counter update (structured `$setOnInsert`/`$inc`/`$min`/`$max`, see `counter-update.ts`) to
+   * the document with the given `_id`, inserting it first when missing and `upsert` is `'upsert'`.
+   * Optional, for storages that apply documents in place: the rollups use it when present, and otherwise
+   * send `counterUpdateDocument(update)` through {@link Storage.upsertOne} or {@link Storage.updateOne},
+   * which must give the same document.
+   *
+   * @param ns - namespace.
+   * @param id - the document `_id`.
+   * @param update - the counter update.
+   * @param upsert - `'upsert'`: insert `{ _id, ...setOnInsert }` when missing; `'noUpsert'`: only update.
+   * @returns whether a document was updated, inserted, or (without upsert) not found.
+   */
+  applyCounters?(
+    ns: string,
+    id: string,
+    update: CounterUpdate,
+    upsert: 'upsert' | 'noUpsert',
+  ): Promise<'updated' | 'inserted' | 'notMatched'>;
   /**
    * Replace the document with the given `_id` (used by deletes that repack a bucket, and compression).
    *

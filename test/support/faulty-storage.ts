@@ -1,4 +1,5 @@
 import type { BucketCommit } from '../../src/bucket-format/bucket-document.js';
+import type { CounterUpdate } from '../../src/storage/counter-update.js';
 import { MemoryStorage } from '../../src/storage/memory-storage.js';
 import type {
   BucketFilter,
@@ -16,7 +17,7 @@ export type WriteFault =
   { readonly kind: 'fail'; readonly error: Error } | { readonly kind: 'block'; readonly gate: Promise<void> };
 
 /**
- * A MemoryStorage whose writes (insertOne, applyCommit, updateOne, upsertOne, and each write of commitWrites) can be
+ * A MemoryStorage whose writes (insertOne, applyCommit, updateOne, upsertOne, applyCounters, and each write of commitWrites) can be
  * made to fail or to wait on a gate, in the order faults are queued, and whose reads (find) can be made to fail. Deterministic: no timers.
  */
 export class FaultyStorage extends MemoryStorage {
@@ -135,6 +136,16 @@ export class FaultyStorage extends MemoryStorage {
   ): Promise<StorageUpdateResult> {
     await this.#intercept();
     return super.updateOne(ns, filter, update);
+  }
+
+  override async applyCounters(
+    ns: string,
+    id: string,
+    update: CounterUpdate,
+    upsert: 'upsert' | 'noUpsert',
+  ): Promise<'updated' | 'inserted' | 'notMatched'> {
+    await this.#intercept();
+    return super.applyCounters(ns, id, update, upsert);
   }
 
   override async *find(

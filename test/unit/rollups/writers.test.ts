@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
 import { foldMeasurement, makeSlotAcc } from '../../../src/rollups/accumulator.js';
-import { calendarSkeleton, calendarUpdate } from '../../../src/rollups/calendar-writer.js';
+import { calendarCounters, calendarPaths, calendarSkeleton } from '../../../src/rollups/calendar-writer.js';
+import { counterWritesOf } from '../../../src/rollups/counter-writes.js';
 import { groupOf } from '../../../src/rollups/group.js';
 import { rollingTotals, rollingUpdate } from '../../../src/rollups/rolling-writer.js';
-import { slotDocumentId, slotUpdate } from '../../../src/rollups/slots-writer.js';
+import { slotCounters, slotDocumentId, slotsPaths } from '../../../src/rollups/slots-writer.js';
 import { resolveRollupSpec } from '../../../src/rollups/spec.js';
 import type {
   ResolvedCalendarSpec,
@@ -12,6 +13,8 @@ import type {
   ResolvedSlotsSpec,
 } from '../../../src/rollups/spec.js';
 import { threeStepWrite } from '../../../src/rollups/three-step-write.js';
+import { counterUpdateDocument } from '../../../src/storage/counter-update.js';
+import type { CounterUpdate } from '../../../src/storage/counter-update.js';
 import { MemoryStorage } from '../../../src/storage/memory-storage.js';
 
 const fields = { timeField: 'ts', metaField: 'sensor' };
@@ -36,7 +39,9 @@ describe('slot documents', () => {
     foldMeasurement(acc, { temp: 23 }, at('2024-10-04T10:35:00Z'), spec.fields);
     foldMeasurement(acc, { temp: 'n/a' }, at('2024-10-04T10:45:00Z'), spec.fields);
     expect(slotDocumentId(group, acc.start)).toBe('0d000000020002000000610000:1728036000000');
-    expect(slotUpdate(spec, group, acc)).toEqual({
+    const update = counterUpdateDocument(slotCounters(slotsPaths(spec), group, acc));
+    expect(Object.keys(update)).toEqual(['$setOnInsert', '$inc', '$min', '$max']);
+    expect(update).toEqual({
       $setOnInsert: { group: 'a', start: new Date('2024-10-04T10:00:00Z') },
       $inc: { count: 3, 'temp.count': 2, 'temp.sum': 44.5 },
       $min: { 'temp.min': 21.5, 'temp.first': { t: new Date('2024-10-04T10:05:00Z'), v: 21.5 } },
@@ -72,7 +77,9 @@ describe('calendar documents', () => {
     foldMeasurement(acc, { temp: 2 }, at('2015-08-01T00:06:00Z'), spec.fields);
     const later = makeSlotAcc(at('2015-08-02T01:00:00Z'), 1);
     foldMeasurement(later, { temp: 3 }, at('2015-08-02T01:00:30Z'), spec.fields);
-    expect(calendarUpdate(spec, at('2015-08-01T00:00:00Z'), [acc, later])).toEqual({
+    const paths = calendarPaths(spec);
+    const update = counterUpdateDocument(calendarCounters(paths, at('2015-08-01T00:00:00Z'), [acc, later]));
+    expect(update).toEqual({
       $inc: {
         count: 2,
         'temp.count': 2,
@@ -97,6 +104,16 @@ describe('calendar documents', () => {
         'days.1.hours.1.minutes.0.temp.sum': 3,
       },
     });
+    // In the order of the documented example: each slot's top, then its path down the levels.
+    expect(Object.keys(update.$inc as object).slice(0, 7)).toEqual([
+      'count',
+      'temp.count',
+      'temp.sum',
+      'days.0.count',
+      'days.0.temp.count',
+      'days.0.temp.sum',
+      'days.0.hours.0.count',
+    ]);
   });
 
   it('have a zero-filled skeleton with one slot per day of the month, hour and minute', () => {
@@ -121,34 +138,48 @@ describe('calendar documents', () => {
   });
 });
 
-describe('threeStepWrite', () => {
-  const inc = { $inc: { count: 1 } };
+/** A MemoryStorage without `applyCounters`: counters reach it as update documents, as they reach MongoDB. */
+class DocumentsOnly extends MemoryStorage {
+  constructor() {
+    super();
+    Object.defineProperty(this, 'applyCounters', { value: undefined });
+  }
+}
+
+describe.each([
+  ['structured (applyCounters)', () => new MemoryStorage()],
+  ['as update documents (updateOne)', () => new DocumentsOnly()],
+])('threeStepWrite, counters %s', (_label, makeStorage) => {
+  const inc: CounterUpdate = { paths: [['count']], operators: ['$inc'], values: [1] };
   const skeleton = () => ({ _id: 'k', count: 0 });
+  const targetOf = (storage: MemoryStorage) => ({ storage, counters: counterWritesOf(storage), ns: 'db.c' });
 
   it('initialises a missing document, then updates it in place', async () => {
-    const storage = new MemoryStorage();
-    expect(await threeStepWrite(storage, 'db.c', 'k', inc, skeleton)).toBe('initialised');
-    expect(await threeStepWrite(storage, 'db.c', 'k', inc, skeleton)).toBe('updated');
+    const storage = makeStorage();
+    expect(await threeStepWrite(targetOf(storage), 'k', inc, skeleton)).toBe('initialised');
+    expect(await threeStepWrite(targetOf(storage), 'k', inc, skeleton)).toBe('updated');
     const [doc] = await all(storage.find('db.c', {}));
     expect(doc).toEqual({ _id: 'k', count: 2 });
   });
 
   it('tolerates another writer inserting the skeleton between its first two steps', async () => {
     // Arrange: the first $inc finds nothing, then another writer inserts the skeleton.
-    class Racing extends MemoryStorage {
-      raced = false;
-      override async updateOne(...args: Parameters<MemoryStorage['updateOne']>) {
-        const result = await super.updateOne(...args);
-        if (!this.raced) {
-          this.raced = true;
-          await super.insertOne('db.c', skeleton());
+    const storage = makeStorage();
+    const target = targetOf(storage);
+    let raced = false;
+    const counters = {
+      upsert: target.counters.upsert,
+      update: async (ns: string, id: string, update: CounterUpdate) => {
+        const result = await target.counters.update(ns, id, update);
+        if (!raced) {
+          raced = true;
+          await storage.insertOne('db.c', skeleton());
         }
         return result;
-      }
-    }
-    const storage = new Racing();
+      },
+    };
     // Act + Assert: the duplicate key is ignored and the update applied once.
-    expect(await threeStepWrite(storage, 'db.c', 'k', inc, skeleton)).toBe('initialisedByOther');
+    expect(await threeStepWrite({ ...target, counters }, 'k', inc, skeleton)).toBe('initialisedByOther');
     expect(await all(storage.find('db.c', {}))).toEqual([{ _id: 'k', count: 1 }]);
   });
 });

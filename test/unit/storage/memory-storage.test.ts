@@ -2,6 +2,8 @@ import { Decimal128, Double, Int32, Long, ObjectId } from 'bson';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
+import { counterUpdateDocument } from '../../../src/storage/counter-update.js';
+import type { CounterUpdate } from '../../../src/storage/counter-update.js';
 import { MemoryStorage } from '../../../src/storage/memory-storage.js';
 import type { StoredBucket } from '../../../src/storage/storage.js';
 import { BsonQuery } from '../../../src/util/bson-query.js';
@@ -188,5 +190,41 @@ describe('MemoryStorage.commitWrites', () => {
     );
     expect(all.map((o) => o.kind)).toEqual(['applied', 'applied']);
     expect(await storage.countDocuments(ns)).toBe(2);
+  });
+});
+
+describe('MemoryStorage.applyCounters', () => {
+  const slot: CounterUpdate = {
+    setOnInsert: { group: 'a', start: new Date(0) },
+    paths: [['count'], ['t', 'sum'], ['t', 'max']],
+    operators: ['$inc', '$inc', '$max'],
+    values: [2, 4.5, 3],
+  };
+
+  it('upserts as upsertOne does with the update document, and updates only existing documents without upsert', async () => {
+    // Arrange: the same updates structured on one storage, as documents on the other.
+    const structured = new MemoryStorage();
+    const documents = new MemoryStorage();
+    const later: CounterUpdate = { ...slot, values: [1, 1, 7] };
+    // Act
+    expect(await structured.applyCounters('ns', 'k', slot, 'upsert')).toBe('inserted');
+    expect(await structured.applyCounters('ns', 'k', later, 'upsert')).toBe('updated');
+    expect(await structured.applyCounters('ns', 'k', later, 'noUpsert')).toBe('updated');
+    expect(await structured.applyCounters('ns', 'missing', later, 'noUpsert')).toBe('notMatched');
+    await documents.upsertOne('ns', { _id: 'k' }, counterUpdateDocument(slot));
+    await documents.upsertOne('ns', { _id: 'k' }, counterUpdateDocument(later));
+    await documents.updateOne('ns', { _id: 'k' }, counterUpdateDocument(later));
+    // Assert
+    const expected = { _id: 'k', group: 'a', start: new Date(0), count: 4, t: { sum: 6.5, max: 7 } };
+    expect(await all(structured, {})).toEqual([expected]);
+    expect(await all(documents, {})).toEqual([expected]);
+  });
+
+  it('sends a shape it cannot apply in place through the update document (an index into an object)', async () => {
+    const storage = new MemoryStorage();
+    await storage.insertOne('ns', { _id: 'k', obj: { a: 1 } });
+    const byIndex: CounterUpdate = { paths: [['obj', 0]], operators: ['$inc'], values: [1] };
+    expect(await storage.applyCounters('ns', 'k', byIndex, 'noUpsert')).toBe('updated');
+    expect(await all(storage, {})).toEqual([{ _id: 'k', obj: { a: 1, '0': 1 } }]);
   });
 });
