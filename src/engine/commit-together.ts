@@ -62,7 +62,7 @@ export async function commitTogether(
   for (const batch of byId) {
     if (!ctx.catalog.claimWriteBatchCommitRights(batch, opId)) continue;
     try {
-      const step = await ctx.catalog.prepareCommit(batch);
+      const step = ctx.catalog.prepareCommitNow(batch) ?? (await ctx.catalog.prepareCommit(batch));
       if (step.kind !== 'aborted') prepared.set(batch, step);
     } catch (error) {
       // A failure building the bucket document aborts this batch like a failed write.
@@ -103,9 +103,23 @@ export async function commitTogether(
       await abortStopped(ctx, batch);
       continue;
     }
-    await settleWrite(ctx, batch, prepared.get(batch), outcomes[i] ?? { kind: 'notApplied' });
+    const outcome = outcomes[i] ?? kNotApplied;
+    if (!settledNow(ctx, batch, outcome)) await settleWrite(ctx, batch, prepared.get(batch), outcome);
     stopped = ordered && failedForGood(batch);
   }
+}
+
+const kNotApplied: BucketWriteOutcome = Object.freeze({ kind: 'notApplied' });
+
+/**
+ * Settle a written batch without a promise round trip when nothing needs one: the write applied, no
+ * rollup folds it and its stripe is free (the usual case, paid per batch).
+ *
+ * @returns whether the batch was settled (otherwise call {@link settleWrite}).
+ */
+function settledNow(ctx: SettleContext, batch: WriteBatch, outcome: BucketWriteOutcome): boolean {
+  if (outcome.kind !== 'applied' || (ctx.rollups !== undefined && !ctx.rollups.empty)) return false;
+  return ctx.catalog.finishNow(batch);
 }
 
 /** Abort a batch of an ordered call that stopped before it (its measurements may be staged again). */
@@ -134,8 +148,8 @@ export async function settleWrite(
   switch (outcome.kind) {
     case 'applied':
       // Stored, not yet acknowledged: the rollups count the batch exactly once (src/rollups/rollup-set.ts).
-      await ctx.rollups?.fold(batch);
-      await ctx.catalog.finish(batch);
+      if (ctx.rollups !== undefined && !ctx.rollups.empty) await ctx.rollups.fold(batch);
+      if (!ctx.catalog.finishNow(batch)) await ctx.catalog.finish(batch);
       return;
     case 'notMatched': {
       // Someone else changed or removed the bucket: its measurements go to a new bucket.
