@@ -157,9 +157,12 @@ export interface SeriesStaging {
   readonly options: BucketingOptions;
   /** The series. */
   readonly key: BucketKey;
-  /** The series' measurements, sorted by time (stable). */
+  /** The call's measurements (every series'). */
   readonly items: ReadonlyArray<InsertItem>;
-  /** Where each item's result goes in `out` (the item's index in the caller's array). */
+  /**
+   * The series' measurements: their indices in `items`, sorted by their time (stable). An item's result
+   * goes to the same index of `out`.
+   */
   readonly positions: ReadonlyArray<number>;
   /** Receives one result per item. */
   readonly out: StageResult[];
@@ -187,9 +190,9 @@ export function stageSeries(
   const { coll, options, key, items, positions, out, op, reopening } = series;
   // Consecutive measurements go to the same bucket until one needs a rollover (docs/mongodb-behaviour.md §5.6, newest).
   let current: Bucket | undefined;
-  for (let i = resume?.index ?? 0; i < items.length; i++) {
-    const item = items[i] as InsertItem;
+  for (let i = resume?.index ?? 0; i < positions.length; i++) {
     const position = positions[i] as number;
+    const item = items[position] as InsertItem;
     let chosen: EligibleBucket | undefined;
     try {
       // Why the bucket this call was filling does not take the item: the series had a bucket (so a new one
@@ -204,8 +207,18 @@ export function stageSeries(
         }
       }
       if (chosen === undefined) {
-        const attempt = resume?.index === i ? resume : { index: i, reopening, why: undefined };
-        chosen = findEligibleBucket(state, lock, coll, options, key, item, attempt, rolledOver);
+        const resumed = resume?.index === i;
+        chosen = findEligibleBucket(
+          state,
+          lock,
+          coll,
+          options,
+          key,
+          item,
+          resumed ? resume.reopening : reopening,
+          resumed ? resume.why : undefined,
+          rolledOver,
+        );
       }
     } catch (error) {
       // A value BSON cannot hold (a symbol, a function, a value nested past the stack) is found while
@@ -246,7 +259,7 @@ type EligibleBucket =
 
 /** Where {@link stageSeries} stopped to reopen a bucket from disk (the caller does the I/O). */
 export interface StagePause {
-  /** Index (in the series' sorted items) of the measurement waiting for the reopened bucket. */
+  /** Index (in the series' `positions`) of the measurement waiting for the reopened bucket. */
   readonly index: number;
   /** What to read. */
   readonly request: ReopeningRequest;
@@ -334,7 +347,8 @@ function findEligibleBucket(
   options: BucketingOptions,
   key: BucketKey,
   item: InsertItem,
-  resume: StageResume,
+  reopening: 'allowed' | 'done',
+  pausedWhy: 'metadata' | 'rollover' | undefined,
   rolledOver: Exclude<RolloverReason, 'none'> | undefined,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
@@ -342,7 +356,9 @@ function findEligibleBucket(
   let hadCurrent = rolledOver !== undefined;
   let queryAllowed = rolledOver === undefined || rolledOver === 'timeBackward';
   if (open !== undefined) {
-    const alternates: Bucket[] = [];
+    // Made only when a rolled-over bucket could take the item (rare): this runs for every measurement
+    // whose call has no bucket of its series yet.
+    let alternates: Bucket[] | undefined;
     let current: Bucket | undefined;
     for (const bucket of open) {
       if (bucket.state !== 'normal') continue;
@@ -351,13 +367,15 @@ function findEligibleBucket(
         (bucket.rolloverAction === 'softClose' || bucket.rolloverAction === 'archive') &&
         timeWindowPosition(item.timeMs, bucket.startMs, options.bucketMaxSpanSeconds) === 'inside'
       ) {
-        alternates.push(bucket);
+        (alternates ??= []).push(bucket);
       }
     }
-    if (alternates.length > 1) alternates.sort(compareAlternates);
-    for (const bucket of alternates) {
-      const check = determineRolloverReason(state, coll, options, bucket, item);
-      if (check.kind === 'fits') return { kind: 'found', bucket, change: check.change };
+    if (alternates !== undefined) {
+      if (alternates.length > 1) alternates.sort(compareAlternates);
+      for (const bucket of alternates) {
+        const check = determineRolloverReason(state, coll, options, bucket, item);
+        if (check.kind === 'fits') return { kind: 'found', bucket, change: check.change };
+      }
     }
     if (current !== undefined) {
       hadCurrent = true;
@@ -368,8 +386,8 @@ function findEligibleBucket(
       rollover(state, lock, coll, current, check.reason);
     }
   }
-  const why = resume.why ?? (hadCurrent ? 'rollover' : 'metadata');
-  if (resume.reopening === 'allowed' && state.reopening === 'enabled') {
+  const why = pausedWhy ?? (hadCurrent ? 'rollover' : 'metadata');
+  if (reopening === 'allowed' && state.reopening === 'enabled') {
     const record = takeArchivedCandidate(state, lock, coll, key, item.timeMs, options.bucketMaxSpanSeconds);
     if (record !== undefined) return { kind: 'reopen', request: { kind: 'archived', record }, why };
     if (queryAllowed) {
@@ -485,7 +503,7 @@ function stageInto(
 ): WriteBatch {
   let batch = openBatchFor(bucket, op.batchKey);
   if (batch === undefined) {
-    batch = makeWriteBatch(bucket, op.batchKey, coll.stats);
+    batch = makeWriteBatch(bucket, op.batchKey, coll.stats, item.measurement);
     bucket.openBatches.push(batch);
     // A bucket with a batch is not idle; one that already had an open batch was not idle either.
     lock.stripe.idleBuckets.delete(bucket.id.hex);
@@ -494,8 +512,7 @@ function stageInto(
       bucket.pendingOpenedDueToMetadata = false;
       batch.openedDueToMetadata = true;
     }
-  }
-  batch.measurements.push(item.measurement);
+  } else batch.measurements.push(item.measurement);
   countStagedBy(batch, op.writer);
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;

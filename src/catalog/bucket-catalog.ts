@@ -276,8 +276,7 @@ export class BucketCatalog {
           if (!inTimeOrder(items, positions)) {
             positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
           }
-          const sorted = positions.map((p) => items[p] as InsertItem);
-          const series = { coll, options, key, items: sorted, positions, out, op, reopening } as const;
+          const series = { coll, options, key, items, positions, out, op, reopening } as const;
           const pause = stageSeries(this.#state, lock, series);
           if (pause !== undefined) waiting.push({ series, pause });
         }

@@ -252,6 +252,10 @@ export function openBatchFor(bucket: Bucket, opId: number): WriteBatch | undefin
  * @param batch - the batch being prepared or failed.
  */
 export function removeOpenBatch(bucket: Bucket, batch: WriteBatch): void {
-  const at = bucket.openBatches.indexOf(batch);
-  if (at >= 0) bucket.openBatches.splice(at, 1);
+  const batches = bucket.openBatches;
+  const at = batches.indexOf(batch);
+  if (at < 0) return;
+  // Shift and pop rather than splice: splice makes an array of what it removes, and this runs per commit.
+  for (let i = at + 1; i < batches.length; i++) batches[i - 1] = batches[i] as WriteBatch;
+  batches.pop();
 }

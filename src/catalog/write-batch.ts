@@ -68,6 +68,11 @@ export interface WriteBatch {
    * so a batch of one writer allocates no map.
    */
   otherWriters: Map<number, number> | undefined;
+  /**
+   * Scratch of the commit path: the last round of an insert call that listed this batch, so that a
+   * call lists each of its batches once without a map (set and read in one synchronous pass).
+   */
+  roundMark: number;
   /** Lifecycle state. */
   state: WriteBatchState;
   /** Settled by `finish` (fulfilled) or `abort` (rejected). */
@@ -78,19 +83,26 @@ export interface WriteBatch {
 const kNoColumns: ReadonlyArray<string> = Object.freeze([]);
 
 /**
- * A new, empty batch.
+ * A new batch holding its first measurement.
  *
  * @param bucket - the bucket.
  * @param opId - 0 to share with other unordered writers, else the caller's id.
  * @param stats - the stats controller of the bucket's collection.
+ * @param first - the batch's first measurement (most batches hold one: an array made with it is a
+ *   fraction of the size of one grown by a first push).
  * @returns the batch.
  */
-export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionStatsController): WriteBatch {
+export function makeWriteBatch(
+  bucket: Bucket,
+  opId: number,
+  stats: ExecutionStatsController,
+  first: Measurement,
+): WriteBatch {
   return {
     bucket,
     opId,
     stats,
-    measurements: [],
+    measurements: [first],
     createdColumns: kNoColumns,
     openedDueToMetadata: false,
     uncommittedEstimate: 0,
@@ -101,6 +113,7 @@ export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionSta
     firstWriter: -1,
     firstWriterCount: 0,
     otherWriters: undefined,
+    roundMark: 0,
     state: 'staging',
     result: new Deferred<CommitInfo>(),
   };
