@@ -22,6 +22,7 @@ import {
   failUnpreparedBatches,
   keyFor,
   performRolloverAction,
+  skipOptions,
   stageSeries,
   stripeFor,
   updateBucketMemoryUsage,
@@ -428,7 +429,7 @@ export class BucketCatalog {
     removeOpenBatch(bucket, batch);
     batch.state = 'prepared';
     batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
-    const skip = { skipField: coll.options.metaField };
+    const skip = skipOptions(coll.options.metaField);
     for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
     if (bucket.measurementMap !== undefined)
       return prepareCompressedWrite(bucket, batch, coll.options, coll.stats);

@@ -221,6 +221,8 @@ export function calculateBucketFieldsAndSizeChange(
     if (!compressed) size += element;
     else if (element > kLargeMeasurementThreshold) estimate += element;
   }
+  // A compressed bucket's usual measurement (small values, no new field) changes nothing: no object.
+  if (size === 0 && estimate === 0 && newFieldNames === undefined) return kNoChange;
   return {
     sizeToBeAdded: size + estimate,
     uncommittedEstimate: estimate,
@@ -229,6 +231,12 @@ export function calculateBucketFieldsAndSizeChange(
 }
 
 const kNoFields: ReadonlyArray<string> = Object.freeze([]);
+
+const kNoChange: BucketSizeChange = Object.freeze({
+  sizeToBeAdded: 0,
+  uncommittedEstimate: 0,
+  newFieldNames: kNoFields,
+});
 
 /** MongoDB 8.0's `timeseriesLargeMeasurementThreshold`: smaller staged values are not estimated. */
 const kLargeMeasurementThreshold = 32;

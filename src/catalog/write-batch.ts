@@ -77,6 +77,8 @@ export interface WriteBatch {
   state: WriteBatchState;
   /** Settled by `finish` (fulfilled) or `abort` (rejected). */
   readonly result: Deferred<CommitInfo>;
+  /** The staging result of each measurement staged into this batch (one object per batch). */
+  readonly staged: { readonly kind: 'staged'; readonly batch: WriteBatch };
 }
 
 /** The columns of a batch that created none (shared: a batch per commit, most create nothing). */
@@ -98,7 +100,7 @@ export function makeWriteBatch(
   stats: ExecutionStatsController,
   first: Measurement,
 ): WriteBatch {
-  return {
+  const batch: Omit<WriteBatch, 'staged'> & { staged: WriteBatch['staged'] | undefined } = {
     bucket,
     opId,
     stats,
@@ -116,7 +118,10 @@ export function makeWriteBatch(
     roundMark: 0,
     state: 'staging',
     result: new Deferred<CommitInfo>(),
+    staged: undefined,
   };
+  batch.staged = { kind: 'staged', batch: batch as WriteBatch };
+  return batch as WriteBatch;
 }
 
 /**
