@@ -221,6 +221,8 @@ export function calculateBucketFieldsAndSizeChange(
     if (!compressed) size += element;
     else if (element > kLargeMeasurementThreshold) estimate += element;
   }
+  // A compressed bucket's usual measurement (small values, no new field) changes nothing: no object.
+  if (size === 0 && estimate === 0 && newFieldNames === undefined) return kNoChange;
   return {
     sizeToBeAdded: size + estimate,
     uncommittedEstimate: estimate,
@@ -229,6 +231,12 @@ export function calculateBucketFieldsAndSizeChange(
 }
 
 const kNoFields: ReadonlyArray<string> = Object.freeze([]);
+
+const kNoChange: BucketSizeChange = Object.freeze({
+  sizeToBeAdded: 0,
+  uncommittedEstimate: 0,
+  newFieldNames: kNoFields,
+});
 
 /** MongoDB 8.0's `timeseriesLargeMeasurementThreshold`: smaller staged values are not estimated. */
 const kLargeMeasurementThreshold = 32;
@@ -252,6 +260,10 @@ export function openBatchFor(bucket: Bucket, opId: number): WriteBatch | undefin
  * @param batch - the batch being prepared or failed.
  */
 export function removeOpenBatch(bucket: Bucket, batch: WriteBatch): void {
-  const at = bucket.openBatches.indexOf(batch);
-  if (at >= 0) bucket.openBatches.splice(at, 1);
+  const batches = bucket.openBatches;
+  const at = batches.indexOf(batch);
+  if (at < 0) return;
+  // Shift and pop rather than splice: splice makes an array of what it removes, and this runs per commit.
+  for (let i = at + 1; i < batches.length; i++) batches[i - 1] = batches[i] as WriteBatch;
+  batches.pop();
 }
