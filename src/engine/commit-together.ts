@@ -103,6 +103,9 @@ export async function commitTogether(
     const failed: BucketWriteOutcome = { kind: 'failed', error };
     outcomes = writes.map(() => failed);
   }
+  // Every written batch is folded into the rollups before any result is published: one rollup write per
+  // touched slot and group for the whole call.
+  const settle = await foldWritten(ctx, batches, sent, outcomes);
   stopped = false;
   for (let k = 0; k < sent.length; k++) {
     const i = sent[k] as number;
@@ -112,7 +115,7 @@ export async function commitTogether(
       continue;
     }
     const outcome = outcomes[k] ?? kNotApplied;
-    if (!settledNow(ctx, batch, outcome)) await settleWrite(ctx, batch, prepared[i], outcome);
+    if (!settledNow(settle, batch, outcome)) await settleWrite(settle, batch, prepared[i], outcome);
     stopped = ordered && failedForGood(batch);
   }
 }
@@ -132,6 +135,26 @@ const kNotApplied: BucketWriteOutcome = Object.freeze({ kind: 'notApplied' });
 function settledNow(ctx: SettleContext, batch: WriteBatch, outcome: BucketWriteOutcome): boolean {
   if (outcome.kind !== 'applied' || (ctx.rollups !== undefined && !ctx.rollups.empty)) return false;
   return ctx.catalog.finishNow(batch);
+}
+
+/**
+ * Fold the batches whose writes were applied into the rollups, if any.
+ *
+ * @returns the context to settle the batches with (without rollups once they are folded).
+ */
+async function foldWritten(
+  ctx: SettleContext,
+  batches: ReadonlyArray<WriteBatch>,
+  sent: ReadonlyArray<number>,
+  outcomes: ReadonlyArray<BucketWriteOutcome>,
+): Promise<SettleContext> {
+  if (ctx.rollups === undefined || ctx.rollups.empty) return ctx;
+  const written: WriteBatch[] = [];
+  for (let k = 0; k < sent.length; k++) {
+    if (outcomes[k]?.kind === 'applied') written.push(batches[sent[k] as number] as WriteBatch);
+  }
+  await ctx.rollups.fold(written);
+  return { catalog: ctx.catalog, storage: ctx.storage, bucketsNs: ctx.bucketsNs };
 }
 
 /** Abort a batch of an ordered call that stopped before it (its measurements may be staged again). */
@@ -160,7 +183,7 @@ export async function settleWrite(
   switch (outcome.kind) {
     case 'applied':
       // Stored, not yet acknowledged: the rollups count the batch exactly once (src/rollups/rollup-set.ts).
-      if (ctx.rollups !== undefined && !ctx.rollups.empty) await ctx.rollups.fold(batch);
+      if (ctx.rollups !== undefined && !ctx.rollups.empty) await ctx.rollups.fold([batch]);
       if (!ctx.catalog.finishNow(batch)) await ctx.catalog.finish(batch);
       return;
     case 'notMatched': {

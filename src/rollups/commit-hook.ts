@@ -1,6 +1,6 @@
 /**
  * What the commit path calls (src/engine/write-commit.ts): the rollup gate around a batch's commit, and
- * the fold of the committed batch between its bucket write and the publication of its result.
+ * the fold of the committed batches between their bucket writes and the publication of their results.
  *
  * @packageDocumentation
  */
@@ -15,8 +15,11 @@ export interface CommitRollups {
   leave(token: GateToken): void;
   /** Whether the collection has no rollup (then {@link CommitRollups.fold} has nothing to do). */
   readonly empty: boolean;
-  /** Fold a batch whose bucket write succeeded into every rollup; never throws. */
-  fold(batch: WriteBatch): Promise<void>;
+  /**
+   * Fold batches whose bucket writes succeeded into every rollup (one write per touched slot and group
+   * for all of them), before any of their results is published; never throws.
+   */
+  fold(batches: ReadonlyArray<WriteBatch>): Promise<void>;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
- * A committed batch folded into one accumulator per touched slot (the finest slot of the rollup's
- * layout). A batch holds one series' measurements, usually in time order and within one slot or two: the
- * slot of the previous measurement is tried first, by comparing with its bounds (no division), and a
+ * Committed batches folded into one accumulator per touched slot (the finest slot of the rollup's layout)
+ * and group. A batch holds one series' measurements, usually in time order and within one slot or two:
+ * the slot of the previous measurement is tried first, by comparing with its bounds (no division), and a
  * measurement outside it looks for its slot among the few touched so far.
  *
  * @packageDocumentation
@@ -14,7 +14,7 @@ import type { ResolvedRollupSpec } from './spec.js';
 
 /**
  * The times of the batch being folded, reused by every fold: the times are read once per batch for all
- * rollups, and used before the fold's first write (synchronously), so no two folds share them at once.
+ * rollups, and used before the fold's first write (synchronously), so no two folds use them at once.
  */
 let scratchTimes = new Float64Array(1024);
 
@@ -34,19 +34,20 @@ export function batchTimes(measurements: ReadonlyArray<Measurement>, timeField: 
 }
 
 /**
- * Fold a batch into one accumulator per touched slot.
+ * Fold a batch into one accumulator per touched slot, adding to those already in `accs` (the other
+ * batches of the same group in one commit round).
  *
+ * @param accs - the group's accumulators so far, in order of first touch; grown.
  * @param spec - the rollup.
  * @param measurements - the batch's measurements.
  * @param times - their times (from {@link batchTimes}).
- * @returns the touched slots' accumulators, in order of first touch.
  */
 export function foldBatch(
+  accs: SlotAcc[],
   spec: ResolvedRollupSpec,
   measurements: ReadonlyArray<Measurement>,
   times: Float64Array,
-): SlotAcc[] {
-  const accs: SlotAcc[] = [];
+): void {
   let last: SlotAcc | undefined;
   let lastEnd = -Infinity;
   for (let i = 0; i < measurements.length; i++) {
@@ -65,5 +66,4 @@ export function foldBatch(
     }
     foldMeasurement(last, measurements[i] as Readonly<Record<string, unknown>>, t, spec.fields);
   }
-  return accs;
 }

@@ -24,6 +24,7 @@ import { counterWritesOf } from './counter-writes.js';
 import type { CounterWrites, RollupTarget } from './counter-writes.js';
 import { batchTimes, foldBatch } from './fold-batch.js';
 import { GroupCache } from './group.js';
+import type { RollupGroup } from './group.js';
 import { makeRollupHandle } from './handle.js';
 import type { RollupHandle } from './handle.js';
 import { recomputeRollup } from './recompute.js';
@@ -91,6 +92,13 @@ export interface RollupSetContext {
 }
 
 type MutableStats = { -readonly [K in keyof RollupStats]: number };
+
+/** One group's part of a commit round's fold: its accumulators and the batches folded into them. */
+interface GroupFold {
+  readonly group: RollupGroup;
+  readonly accs: SlotAcc[];
+  readonly batches: WriteBatch[];
+}
 
 interface RollupState {
   readonly spec: ResolvedRollupSpec;
@@ -211,36 +219,54 @@ export class RollupSet {
   }
 
   /**
-   * Fold a committed batch into every rollup: one accumulator per touched slot, then one write per slot
-   * (slots, rolling) or per period (calendar). Never throws: a failed write marks its slots for
-   * recomputation.
+   * Fold the batches of one commit round whose bucket writes succeeded into every rollup: one accumulator
+   * per touched slot and group, then one write per slot (slots, rolling) or period (calendar) and group
+   * for the whole round. Never throws: a failed write marks the slots of its batches for recomputation.
    *
-   * @param batch - a batch whose bucket write succeeded (the caller holds the gate).
+   * @param batches - batches whose bucket writes succeeded (the caller holds the gate and publishes
+   *   their results after this fold).
    */
-  async fold(batch: WriteBatch): Promise<void> {
+  async fold(batches: ReadonlyArray<WriteBatch>): Promise<void> {
     const rollups = this.#folded;
-    if (rollups.length === 0) return;
-    const { measurements, bucket } = batch;
-    // Every rollup's accumulators first, synchronously (the times are read once, into a shared buffer),
-    // then the writes.
-    const times = batchTimes(measurements, this.#ctx.timeField);
-    const accsOf: SlotAcc[][] = [];
-    for (const r of rollups) accsOf.push(foldBatch(r.spec, measurements, times));
+    if (rollups.length === 0 || batches.length === 0) return;
+    // Every rollup's accumulators first, synchronously (each batch's times are read once, into a shared
+    // buffer), then the writes.
+    // By group key: the series of one group (a region's hosts) share one write.
+    const folds = rollups.map(() => new Map<string, GroupFold>());
+    for (const batch of batches) {
+      const { measurements, bucket } = batch;
+      const times = batchTimes(measurements, this.#ctx.timeField);
+      for (let k = 0; k < rollups.length; k++) {
+        const r = rollups[k] as RollupState;
+        const group = r.groups.get(bucket.key.metaKey, bucket.normalizedMeta);
+        const byGroup = folds[k] as Map<string, GroupFold>;
+        let fold = byGroup.get(group.key);
+        if (fold === undefined) {
+          fold = { group, accs: [], batches: [] };
+          byGroup.set(group.key, fold);
+        }
+        foldBatch(fold.accs, r.spec, measurements, times);
+        fold.batches.push(batch);
+        r.stats.measurementsFolded += measurements.length;
+      }
+    }
     for (let k = 0; k < rollups.length; k++) {
       const r = rollups[k] as RollupState;
-      // A rollup dropped meanwhile (dropAll does not wait for commits in flight) is not written.
-      if (this.#rollups.get(r.spec.name) !== r) continue;
-      const accs = accsOf[k] as SlotAcc[];
-      const group = r.groups.get(bucket.key.metaKey, bucket.normalizedMeta);
-      r.stats.measurementsFolded += measurements.length;
-      r.stats.slotsUpdated += accs.length;
-      try {
-        const counts = await writeGroup(r.target, r.plan, group, accs);
-        r.stats.documentsWritten += counts.documents;
-        r.stats.documentsInitialized += counts.initialised;
-      } catch {
-        r.stats.writeFailures++;
-        this.#dirty.push({ meta: bucket.normalizedMeta, ...timeSpan(measurements, this.#ctx.timeField) });
+      for (const fold of (folds[k] as Map<string, GroupFold>).values()) {
+        // A rollup dropped meanwhile (dropAll does not wait for commits in flight) is not written.
+        if (this.#rollups.get(r.spec.name) !== r) break;
+        r.stats.slotsUpdated += fold.accs.length;
+        try {
+          const counts = await writeGroup(r.target, r.plan, fold.group, fold.accs);
+          r.stats.documentsWritten += counts.documents;
+          r.stats.documentsInitialized += counts.initialised;
+        } catch {
+          r.stats.writeFailures++;
+          const timeField = this.#ctx.timeField;
+          for (const b of fold.batches) {
+            this.#dirty.push({ meta: b.bucket.normalizedMeta, ...timeSpan(b.measurements, timeField) });
+          }
+        }
       }
     }
   }
