@@ -25,6 +25,9 @@ export interface RollupGroup {
    */
   lastId: string | undefined;
   lastIdStart: number;
+  /** Likewise, the last `$setOnInsert` fields built for a slot document of the group, and their start. */
+  lastSetOnInsert: Readonly<Record<string, unknown>> | undefined;
+  lastSetOnInsertStart: number;
 }
 
 /** Cached groups per series are dropped past this many (a cache, not a registry). */
@@ -38,7 +41,7 @@ const kMaxCachedGroups = 100_000;
  * @returns the group.
  */
 export function groupOf(spec: ResolvedRollupSpec, meta: unknown): RollupGroup {
-  if (spec.groupBy.length === 0) return { value: null, key: '', lastId: undefined, lastIdStart: NaN };
+  if (spec.groupBy.length === 0) return newGroup(null, '');
   let value: unknown;
   if (!spec.groupIsDocument) {
     value = valueAt(meta, (spec.groupBy[0] as { inMeta: ReadonlyArray<string> }).inMeta);
@@ -49,13 +52,26 @@ export function groupOf(spec: ResolvedRollupSpec, meta: unknown): RollupGroup {
   }
   const holder: Record<string, unknown> = {};
   defineField(holder, '', value);
-  return { value, key: Buffer.from(serialize(holder)).toString('hex'), lastId: undefined, lastIdStart: NaN };
+  return newGroup(value, Buffer.from(serialize(holder)).toString('hex'));
+}
+
+function newGroup(value: unknown, key: string): RollupGroup {
+  return {
+    value,
+    key,
+    lastId: undefined,
+    lastIdStart: NaN,
+    lastSetOnInsert: undefined,
+    lastSetOnInsertStart: NaN,
+  };
 }
 
 /** A per-rollup cache of groups by series key (the catalog's binary meta key). */
 export class GroupCache {
   readonly #spec: ResolvedRollupSpec;
   readonly #bySeries = new Map<string, RollupGroup>();
+  /** One object per group: the series of a group share it (and its cached document id). */
+  readonly #byKey = new Map<string, RollupGroup>();
 
   /** @param spec - the rollup. */
   constructor(spec: ResolvedRollupSpec) {
@@ -72,8 +88,16 @@ export class GroupCache {
   get(seriesKey: string, meta: unknown): RollupGroup {
     let group = this.#bySeries.get(seriesKey);
     if (group === undefined) {
-      if (this.#bySeries.size >= kMaxCachedGroups) this.#bySeries.clear();
-      group = groupOf(this.#spec, meta);
+      if (this.#bySeries.size >= kMaxCachedGroups) {
+        this.#bySeries.clear();
+        this.#byKey.clear();
+      }
+      const computed = groupOf(this.#spec, meta);
+      group = this.#byKey.get(computed.key);
+      if (group === undefined) {
+        group = computed;
+        this.#byKey.set(group.key, group);
+      }
       this.#bySeries.set(seriesKey, group);
     }
     return group;

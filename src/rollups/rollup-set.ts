@@ -231,19 +231,19 @@ export class RollupSet {
     if (rollups.length === 0 || batches.length === 0) return;
     // Every rollup's accumulators first, synchronously (each batch's times are read once, into a shared
     // buffer), then the writes.
-    // By group key: the series of one group (a region's hosts) share one write.
-    const folds = rollups.map(() => new Map<string, GroupFold>());
+    // By group (one object per group key): the series of one group (a region's hosts) share one write.
+    const folds = rollups.map(() => new Map<RollupGroup, GroupFold>());
     for (const batch of batches) {
       const { measurements, bucket } = batch;
       const times = batchTimes(measurements, this.#ctx.timeField);
       for (let k = 0; k < rollups.length; k++) {
         const r = rollups[k] as RollupState;
         const group = r.groups.get(bucket.key.metaKey, bucket.normalizedMeta);
-        const byGroup = folds[k] as Map<string, GroupFold>;
-        let fold = byGroup.get(group.key);
+        const byGroup = folds[k] as Map<RollupGroup, GroupFold>;
+        let fold = byGroup.get(group);
         if (fold === undefined) {
           fold = { group, accs: [], batches: [] };
-          byGroup.set(group.key, fold);
+          byGroup.set(group, fold);
         }
         foldBatch(fold.accs, r.spec, measurements, times);
         fold.batches.push(batch);
@@ -252,7 +252,7 @@ export class RollupSet {
     }
     for (let k = 0; k < rollups.length; k++) {
       const r = rollups[k] as RollupState;
-      for (const fold of (folds[k] as Map<string, GroupFold>).values()) {
+      for (const fold of (folds[k] as Map<RollupGroup, GroupFold>).values()) {
         // A rollup dropped meanwhile (dropAll does not wait for commits in flight) is not written.
         if (this.#rollups.get(r.spec.name) !== r) break;
         r.stats.slotsUpdated += fold.accs.length;

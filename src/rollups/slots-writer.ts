@@ -104,11 +104,26 @@ export function slotCounters(paths: SlotsPaths, group: RollupGroup, acc: SlotAcc
     if (f.last) values.push(some ? { t: new Date(a.lastT), v: a.lastV } : undefined);
   }
   return {
-    setOnInsert: { group: group.value, start: new Date(acc.start) },
+    setOnInsert: slotSetOnInsert(group, acc.start),
     paths: paths.paths,
     operators: paths.operators,
     values,
   };
+}
+
+/**
+ * The `$setOnInsert` fields of a slot document (shared by the commits to one slot: never changed).
+ *
+ * @param group - the group (its last fields are cached on it).
+ * @param start - the slot start.
+ * @returns `{ group, start }`.
+ */
+function slotSetOnInsert(group: RollupGroup, start: number): Readonly<Record<string, unknown>> {
+  if (group.lastSetOnInsertStart === start) return group.lastSetOnInsert as Readonly<Record<string, unknown>>;
+  const fields = Object.freeze({ group: group.value, start: new Date(start) });
+  group.lastSetOnInsert = fields;
+  group.lastSetOnInsertStart = start;
+  return fields;
 }
 
 /**
