@@ -30,8 +30,8 @@ export interface FieldAcc {
 
 /** A group's accumulators for one slot (the finest slot of its layout). */
 export interface SlotAcc {
-  /** Slot start, epoch ms. */
-  readonly start: number;
+  /** Slot start, epoch ms (set again when the accumulator is reused, see {@link resetSlotAcc}). */
+  start: number;
   /** Measurements in the slot. */
   count: number;
   /** One accumulator per resolved field, in spec order. */
@@ -51,6 +51,27 @@ export function makeSlotAcc(start: number, nFields: number): SlotAcc {
     fields[i] = { count: 0, sum: 0, min: 0, max: 0, firstT: 0, firstV: 0, lastT: 0, lastV: 0 };
   }
   return { start, count: 0, fields };
+}
+
+/**
+ * Empty an accumulator for reuse (the commit-time fold keeps a pool of them per rollup).
+ *
+ * @param acc - an accumulator no write refers to any more.
+ * @param start - its new slot start.
+ */
+export function resetSlotAcc(acc: SlotAcc, start: number): void {
+  acc.start = start;
+  acc.count = 0;
+  for (const f of acc.fields) {
+    f.count = 0;
+    f.sum = 0;
+    f.min = 0;
+    f.max = 0;
+    f.firstT = 0;
+    f.firstV = 0;
+    f.lastT = 0;
+    f.lastV = 0;
+  }
 }
 
 /**

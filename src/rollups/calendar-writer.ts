@@ -18,6 +18,7 @@ import { kLevelMs, periodEnd, periodStart } from './slot-math.js';
 import { groupRangeFilter, slotDocumentId } from './slots-writer.js';
 import type { ResolvedCalendarSpec } from './spec.js';
 import { threeStepWrite } from './three-step-write.js';
+import type { ThreeStepOutcome } from './three-step-write.js';
 
 /** Array field of each level. */
 const kLevelArray = { day: 'days', hour: 'hours', minute: 'minutes' } as const;
@@ -242,44 +243,62 @@ function fillLevel(
  * @param accs - finest-level slots.
  * @returns documents written and initialised.
  */
-export async function writeCalendar(
+export function writeCalendar(
   target: RollupTarget,
   paths: CalendarPaths,
   group: RollupGroup,
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<WriteCounts> {
-  let documents = 0;
-  let initialised = 0;
-  const write = async (period: number, list: ReadonlyArray<SlotAcc>): Promise<void> => {
-    const outcome = await threeStepWrite(
-      target,
-      slotDocumentId(group, period),
-      calendarCounters(paths, period, list),
-      () => calendarSkeleton(paths.spec, group, period),
-    );
-    documents++;
-    if (outcome === 'initialised') initialised++;
-  };
-  if (accs.length === 0) return { documents, initialised };
+  if (accs.length === 0) return Promise.resolve(kNothingWritten);
   const first = calendarPeriodOf(paths, (accs[0] as SlotAcc).start);
   let onePeriod = true;
   for (let i = 1; i < accs.length && onePeriod; i++) {
     onePeriod = calendarPeriodOf(paths, (accs[i] as SlotAcc).start) === first;
   }
-  if (onePeriod) {
-    // The common case: every slot of the commit in one period.
-    await write(first, accs);
-  } else {
-    const byPeriod = new Map<number, SlotAcc[]>();
-    for (const acc of accs) {
-      const period = calendarPeriodOf(paths, acc.start);
-      const list = byPeriod.get(period);
-      if (list === undefined) byPeriod.set(period, [acc]);
-      else list.push(acc);
-    }
-    for (const [period, list] of byPeriod) await write(period, list);
+  // The common case, every slot in one period: the write's promise, without an async function's own.
+  if (onePeriod) return writePeriod(target, paths, group, first, accs).then(countOf);
+  return writePeriods(target, paths, group, accs);
+}
+
+async function writePeriods(
+  target: RollupTarget,
+  paths: CalendarPaths,
+  group: RollupGroup,
+  accs: ReadonlyArray<SlotAcc>,
+): Promise<WriteCounts> {
+  const byPeriod = new Map<number, SlotAcc[]>();
+  for (const acc of accs) {
+    const period = calendarPeriodOf(paths, acc.start);
+    const list = byPeriod.get(period);
+    if (list === undefined) byPeriod.set(period, [acc]);
+    else list.push(acc);
   }
-  return { documents, initialised };
+  let initialised = 0;
+  for (const [period, list] of byPeriod) {
+    if ((await writePeriod(target, paths, group, period, list)) === 'initialised') initialised++;
+  }
+  return { documents: byPeriod.size, initialised };
+}
+
+/** One period document's three-step write. */
+function writePeriod(
+  target: RollupTarget,
+  paths: CalendarPaths,
+  group: RollupGroup,
+  period: number,
+  accs: ReadonlyArray<SlotAcc>,
+): Promise<ThreeStepOutcome> {
+  return threeStepWrite(target, slotDocumentId(group, period), calendarCounters(paths, period, accs), () =>
+    calendarSkeleton(paths.spec, group, period),
+  );
+}
+
+const kNothingWritten: WriteCounts = Object.freeze({ documents: 0, initialised: 0 });
+const kUpdated: WriteCounts = Object.freeze({ documents: 1, initialised: 0 });
+const kInitialised: WriteCounts = Object.freeze({ documents: 1, initialised: 1 });
+
+function countOf(outcome: ThreeStepOutcome): WriteCounts {
+  return outcome === 'initialised' ? kInitialised : kUpdated;
 }
 
 /**

@@ -7,7 +7,7 @@
  * @packageDocumentation
  */
 import type { Measurement } from '../bucket-format/bucket-document.js';
-import { foldMeasurement, makeSlotAcc } from './accumulator.js';
+import { foldMeasurement, makeSlotAcc, resetSlotAcc } from './accumulator.js';
 import type { SlotAcc } from './accumulator.js';
 import { unitSlot, unitSlotEnd } from './rollup-writer.js';
 import type { ResolvedRollupSpec } from './spec.js';
@@ -41,12 +41,14 @@ export function batchTimes(measurements: ReadonlyArray<Measurement>, timeField: 
  * @param spec - the rollup.
  * @param measurements - the batch's measurements.
  * @param times - their times (from {@link batchTimes}).
+ * @param pool - accumulators to reuse (the rollup's, see {@link releaseSlotAccs}); taken from.
  */
 export function foldBatch(
   accs: SlotAcc[],
   spec: ResolvedRollupSpec,
   measurements: ReadonlyArray<Measurement>,
   times: Float64Array,
+  pool: SlotAcc[],
 ): void {
   let last: SlotAcc | undefined;
   let lastEnd = -Infinity;
@@ -59,11 +61,27 @@ export function foldBatch(
         if ((accs[j] as SlotAcc).start === slot) last = accs[j];
       }
       if (last === undefined) {
-        last = makeSlotAcc(slot, spec.fields.length);
+        last = pool.pop();
+        if (last === undefined) last = makeSlotAcc(slot, spec.fields.length);
+        else resetSlotAcc(last, slot);
         accs.push(last);
       }
       lastEnd = unitSlotEnd(spec, slot);
     }
     foldMeasurement(last, measurements[i] as Readonly<Record<string, unknown>>, t, spec.fields);
   }
+}
+
+/** A rollup's pool keeps at most this many accumulators (about one per group touched by a commit round). */
+const kMaxPooled = 1024;
+
+/**
+ * Give accumulators back to their rollup's pool once nothing refers to them (their write is done: the
+ * updates built from them hold copies of their numbers). A commit round then allocates no accumulator.
+ *
+ * @param pool - the rollup's pool.
+ * @param accs - accumulators of a finished write.
+ */
+export function releaseSlotAccs(pool: SlotAcc[], accs: ReadonlyArray<SlotAcc>): void {
+  for (let i = 0; i < accs.length && pool.length < kMaxPooled; i++) pool.push(accs[i] as SlotAcc);
 }

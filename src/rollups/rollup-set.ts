@@ -22,7 +22,7 @@ import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import type { SlotAcc } from './accumulator.js';
 import { counterWritesOf } from './counter-writes.js';
 import type { CounterWrites, RollupTarget } from './counter-writes.js';
-import { batchTimes, foldBatch } from './fold-batch.js';
+import { batchTimes, foldBatch, releaseSlotAccs } from './fold-batch.js';
 import { GroupCache } from './group.js';
 import type { RollupGroup } from './group.js';
 import { makeRollupHandle } from './handle.js';
@@ -93,13 +93,6 @@ export interface RollupSetContext {
 
 type MutableStats = { -readonly [K in keyof RollupStats]: number };
 
-/** One group's part of a commit round's fold: its accumulators and the batches folded into them. */
-interface GroupFold {
-  readonly group: RollupGroup;
-  readonly accs: SlotAcc[];
-  readonly batches: WriteBatch[];
-}
-
 interface RollupState {
   readonly spec: ResolvedRollupSpec;
   readonly ns: string;
@@ -108,6 +101,8 @@ interface RollupState {
   /** What its writes reuse from one commit to the next. */
   readonly plan: RollupPlan;
   readonly groups: GroupCache;
+  /** Accumulators of finished commit-time writes, reused by the next folds. */
+  readonly pool: SlotAcc[];
   readonly stats: MutableStats;
 }
 
@@ -183,6 +178,7 @@ export class RollupSet {
       target: { storage: this.#ctx.storage, counters: this.#counters, ns },
       plan: rollupPlan(spec),
       groups: new GroupCache(spec),
+      pool: [],
       stats: {
         measurementsFolded: 0,
         slotsUpdated: 0,
@@ -230,44 +226,65 @@ export class RollupSet {
     const rollups = this.#folded;
     if (rollups.length === 0 || batches.length === 0) return;
     // Every rollup's accumulators first, synchronously (each batch's times are read once, into a shared
-    // buffer), then the writes.
-    // By group (one object per group key): the series of one group (a region's hosts) share one write.
-    const folds = rollups.map(() => new Map<RollupGroup, GroupFold>());
+    // buffer), then the writes. Per rollup: the groups the round touches (one object per group key: the
+    // series of one group, a region's hosts, share one write) and each group's accumulators.
+    const groupsOf: RollupGroup[][] = [];
+    const accsOf: SlotAcc[][][] = [];
+    const indexOf: Array<Map<RollupGroup, number>> = [];
+    for (let k = 0; k < rollups.length; k++) {
+      groupsOf.push([]);
+      accsOf.push([]);
+      indexOf.push(new Map());
+    }
     for (const batch of batches) {
       const { measurements, bucket } = batch;
       const times = batchTimes(measurements, this.#ctx.timeField);
       for (let k = 0; k < rollups.length; k++) {
         const r = rollups[k] as RollupState;
         const group = r.groups.get(bucket.key.metaKey, bucket.normalizedMeta);
-        const byGroup = folds[k] as Map<RollupGroup, GroupFold>;
-        let fold = byGroup.get(group);
-        if (fold === undefined) {
-          fold = { group, accs: [], batches: [] };
-          byGroup.set(group, fold);
+        const groups = groupsOf[k] as RollupGroup[];
+        const accsLists = accsOf[k] as SlotAcc[][];
+        let at = (indexOf[k] as Map<RollupGroup, number>).get(group);
+        if (at === undefined) {
+          at = groups.length;
+          (indexOf[k] as Map<RollupGroup, number>).set(group, at);
+          groups.push(group);
+          accsLists.push([]);
         }
-        foldBatch(fold.accs, r.spec, measurements, times);
-        fold.batches.push(batch);
+        foldBatch(accsLists[at] as SlotAcc[], r.spec, measurements, times, r.pool);
         r.stats.measurementsFolded += measurements.length;
       }
     }
     for (let k = 0; k < rollups.length; k++) {
       const r = rollups[k] as RollupState;
-      for (const fold of (folds[k] as Map<RollupGroup, GroupFold>).values()) {
+      const groups = groupsOf[k] as RollupGroup[];
+      const accsLists = accsOf[k] as SlotAcc[][];
+      for (let g = 0; g < groups.length; g++) {
         // A rollup dropped meanwhile (dropAll does not wait for commits in flight) is not written.
         if (this.#rollups.get(r.spec.name) !== r) break;
-        r.stats.slotsUpdated += fold.accs.length;
+        const group = groups[g] as RollupGroup;
+        const accs = accsLists[g] as SlotAcc[];
+        r.stats.slotsUpdated += accs.length;
         try {
-          const counts = await writeGroup(r.target, r.plan, fold.group, fold.accs);
+          const counts = await writeGroup(r.target, r.plan, group, accs);
           r.stats.documentsWritten += counts.documents;
           r.stats.documentsInitialized += counts.initialised;
         } catch {
           r.stats.writeFailures++;
-          const timeField = this.#ctx.timeField;
-          for (const b of fold.batches) {
-            this.#dirty.push({ meta: b.bucket.normalizedMeta, ...timeSpan(b.measurements, timeField) });
-          }
+          this.#markDirty(r, group, batches);
         }
+        releaseSlotAccs(r.pool, accs);
       }
+    }
+  }
+
+  /** Mark the series of `group` among `batches` for recomputation over their batches' time spans. */
+  #markDirty(r: RollupState, group: RollupGroup, batches: ReadonlyArray<WriteBatch>): void {
+    const timeField = this.#ctx.timeField;
+    for (const b of batches) {
+      // By key: the group cache may have made a new object for the group since.
+      if (r.groups.get(b.bucket.key.metaKey, b.bucket.normalizedMeta).key !== group.key) continue;
+      this.#dirty.push({ meta: b.bucket.normalizedMeta, ...timeSpan(b.measurements, timeField) });
     }
   }
 

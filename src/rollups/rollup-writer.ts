@@ -102,22 +102,23 @@ export function unitSlotEnd(spec: ResolvedRollupSpec, start: number): number {
  * @param accs - the touched slots.
  * @returns what was written.
  */
-export async function writeGroup(
+export function writeGroup(
   target: RollupTarget,
   plan: RollupPlan,
   group: RollupGroup,
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<WriteCounts> {
+  // No async frame of its own: the layout writer's promise (one per touched group and commit round).
   switch (plan.layout) {
     case 'slots':
-      return { documents: await writeSlots(target, plan, group, accs), initialised: 0 };
+      return writeSlots(target, plan, group, accs);
     case 'calendar':
-      return await writeCalendar(target, plan, group, accs);
+      return writeCalendar(target, plan, group, accs);
     case 'rolling':
-      return {
-        documents: await writeRolling(target.storage, target.ns, plan.spec, group, accs),
+      return writeRolling(target.storage, target.ns, plan.spec, group, accs).then((documents) => ({
+        documents,
         initialised: 0,
-      };
+      }));
     default: {
       const never: never = plan;
       throw new TypeError(`unknown layout ${String(never)}`);

@@ -11,7 +11,7 @@
 import type { CounterOperator, CounterUpdate, FieldPath } from '../storage/counter-update.js';
 import type { Storage } from '../storage/storage.js';
 import type { FieldAcc, SlotAcc } from './accumulator.js';
-import type { RollupTarget } from './counter-writes.js';
+import type { CounterWriteResult, RollupTarget, WriteCounts } from './counter-writes.js';
 import type { RollupGroup } from './group.js';
 import { nextSlotStart, slotStart } from './slot-math.js';
 import type { ResolvedField, ResolvedSlotsSpec } from './spec.js';
@@ -92,16 +92,19 @@ export function slotsPaths(spec: ResolvedSlotsSpec): SlotsPaths {
  */
 export function slotCounters(paths: SlotsPaths, group: RollupGroup, acc: SlotAcc): CounterUpdate {
   const fields = paths.spec.fields;
-  const values: unknown[] = [acc.count];
+  const values = new Array<unknown>(paths.paths.length);
+  values[0] = acc.count;
+  let v = 1;
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i] as ResolvedField;
     const a = acc.fields[i] as FieldAcc;
-    values.push(a.count, a.sum);
+    values[v++] = a.count;
+    values[v++] = a.sum;
     const some = a.count > 0;
-    if (f.min) values.push(some ? a.min : undefined);
-    if (f.max) values.push(some ? a.max : undefined);
-    if (f.first) values.push(some ? { t: new Date(a.firstT), v: a.firstV } : undefined);
-    if (f.last) values.push(some ? { t: new Date(a.lastT), v: a.lastV } : undefined);
+    if (f.min) values[v++] = some ? a.min : undefined;
+    if (f.max) values[v++] = some ? a.max : undefined;
+    if (f.first) values[v++] = some ? { t: new Date(a.firstT), v: a.firstV } : undefined;
+    if (f.last) values[v++] = some ? { t: new Date(a.lastT), v: a.lastV } : undefined;
   }
   return {
     setOnInsert: slotSetOnInsert(group, acc.start),
@@ -133,22 +136,42 @@ function slotSetOnInsert(group: RollupGroup, start: number): Readonly<Record<str
  * @param paths - the rollup's paths.
  * @param group - the group.
  * @param accs - the touched slots.
- * @returns the number of documents written.
+ * @returns the documents written.
  */
-export async function writeSlots(
+export function writeSlots(
   target: RollupTarget,
   paths: SlotsPaths,
   group: RollupGroup,
   accs: ReadonlyArray<SlotAcc>,
-): Promise<number> {
-  for (const acc of accs) {
-    await target.counters.upsert(
-      target.ns,
-      slotDocumentId(group, acc.start),
-      slotCounters(paths, group, acc),
-    );
-  }
-  return accs.length;
+): Promise<WriteCounts> {
+  // The common case, one slot: the storage's promise, without an async function's own.
+  if (accs.length === 1) return upsertSlot(target, paths, group, accs[0] as SlotAcc).then(oneDocument);
+  return upsertSlots(target, paths, group, accs);
+}
+
+function upsertSlot(
+  target: RollupTarget,
+  paths: SlotsPaths,
+  group: RollupGroup,
+  acc: SlotAcc,
+): Promise<CounterWriteResult> {
+  return target.counters.upsert(target.ns, slotDocumentId(group, acc.start), slotCounters(paths, group, acc));
+}
+
+async function upsertSlots(
+  target: RollupTarget,
+  paths: SlotsPaths,
+  group: RollupGroup,
+  accs: ReadonlyArray<SlotAcc>,
+): Promise<WriteCounts> {
+  for (const acc of accs) await upsertSlot(target, paths, group, acc);
+  return { documents: accs.length, initialised: 0 };
+}
+
+const kOneDocument: WriteCounts = Object.freeze({ documents: 1, initialised: 0 });
+
+function oneDocument(): WriteCounts {
+  return kOneDocument;
 }
 
 /**
@@ -171,7 +194,7 @@ export async function rewriteSlots(
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<number> {
   await target.storage.deleteMany(target.ns, groupRangeFilter(group, from, to));
-  return await writeSlots(target, paths, group, accs);
+  return (await writeSlots(target, paths, group, accs)).documents;
 }
 
 /**
