@@ -40,7 +40,7 @@ import type { ResolvedRollupSpec, RollupSpec } from './spec.js';
 export interface RollupStats {
   /** Measurements folded at commit time. */
   readonly measurementsFolded: number;
-  /** Slot accumulators written at commit time (one per touched slot, group and commit). */
+  /** Slot accumulators written at commit time (one per touched slot, group and insert call). */
   readonly slotsUpdated: number;
   /** Rollup documents written (updates, upserts, inserts, rewrites). */
   readonly documentsWritten: number;
