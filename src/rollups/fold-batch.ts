@@ -1,14 +1,16 @@
 /**
- * Committed batches folded into one accumulator per touched slot (the finest slot of the rollup's layout)
- * and group. A batch holds one series' measurements, usually in time order and within one slot or two:
+ * The batches of a commit round folded into one accumulator per touched slot (the finest slot of the
+ * rollup's layout) and group, for each rollup, before anything is written. A batch holds one series' measurements, usually in time order and within one slot or two:
  * the slot of the previous measurement is tried first, by comparing with its bounds (no division), and a
  * measurement outside it looks for its slot among the few touched so far.
  *
  * @packageDocumentation
  */
 import type { Measurement } from '../bucket-format/bucket-document.js';
+import type { WriteBatch } from '../catalog/write-batch.js';
 import { foldMeasurement, makeSlotAcc, resetSlotAcc } from './accumulator.js';
 import type { SlotAcc } from './accumulator.js';
+import type { GroupCache, RollupGroup } from './group.js';
 import { unitSlot, unitSlotEnd } from './rollup-writer.js';
 import type { ResolvedRollupSpec } from './spec.js';
 
@@ -17,6 +19,63 @@ import type { ResolvedRollupSpec } from './spec.js';
  * rollups, and used before the fold's first write (synchronously), so no two folds use them at once.
  */
 let scratchTimes = new Float64Array(1024);
+
+/** What the fold needs of a rollup. */
+export interface FoldedRollup {
+  readonly spec: ResolvedRollupSpec;
+  /** Its groups by series. */
+  readonly groups: GroupCache;
+  /** Its accumulators to reuse (see {@link releaseSlotAccs}). */
+  readonly pool: SlotAcc[];
+}
+
+/** One rollup's part of a round: the groups it touches and each one's accumulators (same positions). */
+export interface RoundFold {
+  readonly groups: RollupGroup[];
+  readonly accs: SlotAcc[][];
+}
+
+/**
+ * Fold a round's batches into each rollup's accumulators, per group: the series of one group (a
+ * region's hosts) share one object (see `GroupCache`), hence one list of accumulators and one write.
+ * Synchronous: each batch's times are read once for all rollups, into a shared buffer.
+ *
+ * @param rollups - the rollups.
+ * @param batches - the round's written batches.
+ * @param timeField - the collection's time field.
+ * @returns per rollup (same positions), its part of the round.
+ */
+export function foldRound(
+  rollups: ReadonlyArray<FoldedRollup>,
+  batches: ReadonlyArray<WriteBatch>,
+  timeField: string,
+): RoundFold[] {
+  const folds: RoundFold[] = [];
+  const indexOf: Array<Map<RollupGroup, number>> = [];
+  for (let k = 0; k < rollups.length; k++) {
+    folds.push({ groups: [], accs: [] });
+    indexOf.push(new Map());
+  }
+  for (const batch of batches) {
+    const { measurements, bucket } = batch;
+    const times = batchTimes(measurements, timeField);
+    for (let k = 0; k < rollups.length; k++) {
+      const r = rollups[k] as FoldedRollup;
+      const fold = folds[k] as RoundFold;
+      const group = r.groups.get(bucket.key.metaKey, bucket.normalizedMeta);
+      const index = indexOf[k] as Map<RollupGroup, number>;
+      let at = index.get(group);
+      if (at === undefined) {
+        at = fold.groups.length;
+        index.set(group, at);
+        fold.groups.push(group);
+        fold.accs.push([]);
+      }
+      foldBatch(fold.accs[at] as SlotAcc[], r.spec, measurements, times, r.pool);
+    }
+  }
+  return folds;
+}
 
 /**
  * The times of a batch's measurements, epoch ms, in a buffer reused by the next call.

@@ -22,7 +22,8 @@ import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import type { SlotAcc } from './accumulator.js';
 import { counterWritesOf } from './counter-writes.js';
 import type { CounterWrites, RollupTarget } from './counter-writes.js';
-import { batchTimes, foldBatch, releaseSlotAccs } from './fold-batch.js';
+import { foldRound, releaseSlotAccs } from './fold-batch.js';
+import type { FoldedRollup, RoundFold } from './fold-batch.js';
 import { GroupCache } from './group.js';
 import type { RollupGroup } from './group.js';
 import { makeRollupHandle } from './handle.js';
@@ -93,7 +94,7 @@ export interface RollupSetContext {
 
 type MutableStats = { -readonly [K in keyof RollupStats]: number };
 
-interface RollupState {
+interface RollupState extends FoldedRollup {
   readonly spec: ResolvedRollupSpec;
   readonly ns: string;
   /** Where its writes go (`target.ns` is `ns`). */
@@ -225,45 +226,19 @@ export class RollupSet {
   async fold(batches: ReadonlyArray<WriteBatch>): Promise<void> {
     const rollups = this.#folded;
     if (rollups.length === 0 || batches.length === 0) return;
-    // Every rollup's accumulators first, synchronously (each batch's times are read once, into a shared
-    // buffer), then the writes. Per rollup: the groups the round touches (one object per group key: the
-    // series of one group, a region's hosts, share one write) and each group's accumulators.
-    const groupsOf: RollupGroup[][] = [];
-    const accsOf: SlotAcc[][][] = [];
-    const indexOf: Array<Map<RollupGroup, number>> = [];
-    for (let k = 0; k < rollups.length; k++) {
-      groupsOf.push([]);
-      accsOf.push([]);
-      indexOf.push(new Map());
-    }
-    for (const batch of batches) {
-      const { measurements, bucket } = batch;
-      const times = batchTimes(measurements, this.#ctx.timeField);
-      for (let k = 0; k < rollups.length; k++) {
-        const r = rollups[k] as RollupState;
-        const group = r.groups.get(bucket.key.metaKey, bucket.normalizedMeta);
-        const groups = groupsOf[k] as RollupGroup[];
-        const accsLists = accsOf[k] as SlotAcc[][];
-        let at = (indexOf[k] as Map<RollupGroup, number>).get(group);
-        if (at === undefined) {
-          at = groups.length;
-          (indexOf[k] as Map<RollupGroup, number>).set(group, at);
-          groups.push(group);
-          accsLists.push([]);
-        }
-        foldBatch(accsLists[at] as SlotAcc[], r.spec, measurements, times, r.pool);
-        r.stats.measurementsFolded += measurements.length;
-      }
-    }
+    // Every rollup's accumulators first, synchronously, then the writes.
+    const folds = foldRound(rollups, batches, this.#ctx.timeField);
+    let measurements = 0;
+    for (const b of batches) measurements += b.measurements.length;
     for (let k = 0; k < rollups.length; k++) {
       const r = rollups[k] as RollupState;
-      const groups = groupsOf[k] as RollupGroup[];
-      const accsLists = accsOf[k] as SlotAcc[][];
+      const { groups, accs: accsOf } = folds[k] as RoundFold;
+      r.stats.measurementsFolded += measurements;
       for (let g = 0; g < groups.length; g++) {
         // A rollup dropped meanwhile (dropAll does not wait for commits in flight) is not written.
         if (this.#rollups.get(r.spec.name) !== r) break;
         const group = groups[g] as RollupGroup;
-        const accs = accsLists[g] as SlotAcc[];
+        const accs = accsOf[g] as SlotAcc[];
         r.stats.slotsUpdated += accs.length;
         try {
           const counts = await writeGroup(r.target, r.plan, group, accs);
