@@ -47,6 +47,14 @@ export interface CompareOptions {
    * @defaultValue no limit
    */
   readonly budgetMs?: number;
+  /**
+   * Called before each run, outside its timing: `collectGarbage` makes every run start from a collected
+   * heap, so that no run pays for the garbage the runs before it left (contenders that keep large heaps
+   * otherwise pay for each other's collections, in whatever order they land).
+   *
+   * @defaultValue nothing
+   */
+  readonly beforeRun?: () => void;
 }
 
 /**
@@ -67,6 +75,7 @@ export async function compare(
   if ((options.warmUp ?? 'yes') === 'yes') {
     const warmUpMs: number[] = [];
     for (const [i, c] of contenders.entries()) {
+      options.beforeRun?.();
       const t = performance.now();
       items[i] = await c.run();
       warmUpMs.push(performance.now() - t);
@@ -87,6 +96,7 @@ export async function compare(
   }
   for (let r = 0; r < rounds; r++) {
     for (let i = 0; i < contenders.length; i++) {
+      options.beforeRun?.();
       const t = performance.now();
       items[i] = await (contenders[i] as Contender).run();
       (times[i] as number[]).push(performance.now() - t);
