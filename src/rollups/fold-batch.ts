@@ -1,8 +1,9 @@
 /**
  * The batches of a commit round folded into one accumulator per touched slot (the finest slot of the
- * rollup's layout) and group, for each rollup, before anything is written. A batch holds one series' measurements, usually in time order and within one slot or two:
- * the slot of the previous measurement is tried first, by comparing with its bounds (no division), and a
- * measurement outside it looks for its slot among the few touched so far.
+ * rollup's layout) and group, for each rollup, before anything is written. A batch holds one series'
+ * measurements, usually in time order and within one slot or two: the slot of the previous measurement
+ * is tried first, by comparing with its bounds (no division), and a measurement outside it looks for its
+ * slot among the few touched so far.
  *
  * @packageDocumentation
  */
