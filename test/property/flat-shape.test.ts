@@ -36,9 +36,7 @@ const stream = fc
   .map(([templates, picks]) =>
     picks.map(([i, x]) => {
       const template = templates[i % templates.length] as Record<string, unknown>;
-      return Object.fromEntries(
-        Object.entries(template).map(([k, v]) => [k, typeof v === 'number' ? x : v]),
-      );
+      return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, typeof v === 'number' ? x : v]));
     }),
   );
 
