@@ -34,6 +34,7 @@ import { isInt32Number } from '../../util/bson-value.js';
 import { ElementWriter } from './bson-element.js';
 import { ByteWriter } from './byte-writer.js';
 import { EncodingState } from './encoding-state.js';
+import type { FlushTail } from './encoding-state.js';
 import type { RefField, RefObject } from './interleaved-reference.js';
 import {
   countLeaves,
@@ -271,6 +272,10 @@ export class BSONColumnBuilder {
    *   that buffer alive.
    */
   intermediate(): BinaryDiff {
+    if (this.#mode === Mode.regular) {
+      const tail = this.#regular.writeFlushTail();
+      if (tail !== undefined) return this.#regularDiff(tail);
+    }
     const out = this.#out;
     const length = out.length;
     const control = this.#mode === Mode.regular ? this.#regular.controlPos : -1;
@@ -291,38 +296,116 @@ export class BSONColumnBuilder {
         last += next;
         next = 1 + 8 * (((buf[last] ?? 0) & 0x0f) + 1);
       }
-      const lastByte = buf[last] ?? 0;
-      // The same last control byte at the same place as last time: the blocks written before that call
-      // are unchanged, only the ones flushed from pending values may differ.
-      if (
-        this.#lastControl !== kNoControl &&
-        prevOffset !== 0 &&
-        this.#lastControlOffset === last &&
-        this.#lastControl === lastByte
-      ) {
-        identical = this.#lastBufLength - control;
-      }
-      const controlByte = buf[control] ?? 0;
-      if (scaleIndexForControlByte(lastByte) !== scaleIndexForControlByte(controlByte)) {
-        this.#lastControl = lastByte;
-        this.#lastControlOffset = last - control;
-      } else {
-        this.#lastControl = controlByte;
-        this.#lastControlOffset = 0;
-      }
-      this.#lastBufLength = length - control;
+      identical = this.#trackControls(control, length, last, buf[last] ?? 0, buf[control] ?? 0);
     }
     // A diff at offset 0 is a whole column, which a store is likely to keep as is: give it its own buffer.
     const bytes = prevOffset + identical === 0 ? buf.slice(0, total) : copyToSlab(buf, identical, total);
     this.#restoreTail(length);
-    // Keep only what may still change: from the open control byte, or nothing.
-    const keepFrom = control < 0 ? length : control;
+    this.#keepFrom(control < 0 ? length : control);
+    return { offset: prevOffset + identical, bytes };
+  }
+
+  /**
+   * Record the open control byte (at `control`, now `controlByte`) and the last control byte of the
+   * binary (at `last`, `lastByte`) for the next call, as the server's `lastControl`, `lastControlOffset`
+   * and `lastBufLength` do; #out holds `length` bytes before the final tail.
+   *
+   * @returns how many bytes from the start of #out are as the previous call left them: the blocks written
+   *   before it are unchanged when its last control byte is still the last, at the same place.
+   */
+  #trackControls(
+    control: number,
+    length: number,
+    last: number,
+    lastByte: number,
+    controlByte: number,
+  ): number {
+    let identical = 0;
+    if (
+      this.#lastControl !== kNoControl &&
+      this.#base !== 0 &&
+      this.#lastControlOffset === last &&
+      this.#lastControl === lastByte
+    ) {
+      identical = this.#lastBufLength - control;
+    }
+    if (scaleIndexForControlByte(lastByte) !== scaleIndexForControlByte(controlByte)) {
+      this.#lastControl = lastByte;
+      this.#lastControlOffset = last - control;
+    } else {
+      this.#lastControl = controlByte;
+      this.#lastControlOffset = 0;
+    }
+    this.#lastBufLength = length - control;
+    return identical;
+  }
+
+  /**
+   * {@link intermediate} in regular mode, from the blocks the pending values flush to (`tail`): the
+   * binary is #out (its open control byte as `tail` leaves it), `tail` and the EOO, and #out is left as
+   * it is.
+   */
+  #regularDiff(tail: FlushTail): BinaryDiff {
+    const out = this.#out;
+    const length = out.length;
+    const control = this.#regular.controlPos;
+    const prevOffset = this.#base;
+    const tailBytes = tail.bytes;
+    const total = length + tailBytes.length + 1;
+    let identical = 0;
+    if (control < 0) {
+      this.#lastControl = kNoControl;
+      this.#lastControlOffset = 0;
+      this.#lastBufLength = 0;
+    } else {
+      // The last control byte of the finalized binary: the open one, or the last the tail opened.
+      identical = this.#trackControls(
+        control,
+        length,
+        tail.lastControlPos,
+        tail.lastControl,
+        tail.openControl,
+      );
+    }
+    // A diff at offset 0 is a whole column, which a store is likely to keep as is: give it its own buffer.
+    // Other diffs are cut from the shared slab (see copyToSlab).
+    const n = total - identical;
+    let dest: Uint8Array;
+    let at: number;
+    let bytes: Uint8Array;
+    if (prevOffset + identical === 0 || n > kMaxSlabbed) {
+      bytes = dest = new Uint8Array(n);
+      at = 0;
+    } else {
+      if (slabUsed + n > kSlabSize) {
+        slab = new Uint8Array(kSlabSize);
+        slabUsed = 0;
+      }
+      dest = slab;
+      at = slabUsed;
+      bytes = new Uint8Array(slab.buffer, at, n);
+      slabUsed += n;
+    }
+    // Diffs are mostly a few dozen bytes: loops beat `set(subarray())`, which allocates views.
+    const buf = out.buf;
+    let k = at;
+    for (let i = identical; i < length; i++) dest[k++] = buf[i] ?? 0;
+    if (control >= identical) dest[at + control - identical] = tail.openControl;
+    const tb = tailBytes.buf;
+    for (let i = identical > length ? identical - length : 0; i < tailBytes.length; i++)
+      dest[k++] = tb[i] ?? 0;
+    dest[k] = 0;
+    this.#keepFrom(control < 0 ? length : control);
+    return { offset: prevOffset + identical, bytes };
+  }
+
+  /** Drop the bytes of #out before `keepFrom`: they are final. */
+  #keepFrom(keepFrom: number): void {
     if (keepFrom > 0) {
-      out.dropFront(keepFrom, kShrinkFactor);
+      this.#out.dropFront(keepFrom, kShrinkFactor);
       this.#regular.rebase(keepFrom);
       this.#base += keepFrom;
     }
-    return { offset: prevOffset + identical, bytes };
   }
 
   /**
@@ -395,7 +478,12 @@ export class BSONColumnBuilder {
         const control = this.#regular.controlPos;
         // The copy counts its blocks into the shared open control byte: keep the real one.
         scratch.controlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
-        if (this.#regular.writeFlushTail()) break;
+        const tail = this.#regular.writeFlushTail();
+        if (tail !== undefined) {
+          if (control >= 0) out.buf[control] = tail.openControl;
+          out.bytes(tail.bytes.buf, 0, tail.bytes.length);
+          break;
+        }
         const state = (scratch.regular ??= new EncodingState(out));
         state.copyFrom(this.#regular);
         state.flush();

@@ -7,7 +7,7 @@
  */
 import { InternalInvariantError } from '../../errors.js';
 import { BsonType, kControlByteForScaleIndex, kMaxBlocksPerControl } from './bsoncolumn-util.js';
-import type { ByteWriter } from './byte-writer.js';
+import { ByteWriter } from './byte-writer.js';
 import { Simple8bBuilder, Simple8bBuilder64 } from './simple8b-builder.js';
 import type { Simple8bSink, Simple8bSink64 } from './simple8b-builder.js';
 import type { ScaledDouble } from './simple8b-type-util.js';
@@ -125,27 +125,57 @@ const trialSink = new TrialSink();
 const spare64: Simple8bBuilder64[] = [];
 
 /**
- * Sink of {@link EncodingState.writeFlushTail}: places blocks under control bytes as
- * {@link EncodingState.writeBlock64} does, from a few fields set per call instead of a copy of the state.
+ * What {@link EncodingState.writeFlushTail} wrote: the blocks flushing the state would append to its
+ * output, in a scratch writer shared by every state, and what they change in the output. Positions count
+ * in the output followed by the scratch bytes. Read it before the next call.
  */
-class TailSink implements Simple8bSink64 {
-  out: ByteWriter | undefined;
+export interface FlushTail {
+  /** The blocks (and any control bytes they open), to append after the state's output. */
+  readonly bytes: ByteWriter;
+  /** The new value of the state's open control byte (its `controlPos`), when it has one. */
+  readonly openControl: number;
+  /** Position of the last control byte of the output and the blocks, or -1 when there is none. */
+  readonly lastControlPos: number;
+  /** Value of that control byte. */
+  readonly lastControl: number;
+}
+
+/**
+ * Sink of {@link EncodingState.writeFlushTail}: places blocks under control bytes as
+ * {@link EncodingState.writeBlock64} does, into the shared scratch writer and without touching the state's
+ * output, from a few fields set per call instead of a copy of the state: the column builder's intermediate
+ * binaries then copy the output and these bytes once, with nothing to undo.
+ */
+class TailSink implements Simple8bSink64, FlushTail {
+  readonly bytes = new ByteWriter(64);
+  /** Length of the state's output: positions from there on are in {@link TailSink.bytes}. */
+  base = 0;
   /** The control byte of the stream's scale (count bits 0). */
   control = 0;
   controlPos = -1;
   controlBlocks = 0;
+  /** Current value of the control byte at `controlPos`. */
+  controlValue = 0;
+  openControl = 0;
+  openControlPos = -1;
+  lastControlPos = -1;
+  lastControl = 0;
   writeBlock64(lo: number, hi: number): void {
-    const out = this.out;
-    if (out === undefined) throw new InternalInvariantError(7003, 'tail sink used outside writeFlushTail');
+    const bytes = this.bytes;
     const control = this.control;
-    if (this.controlPos >= 0 && ((out.buf[this.controlPos] ?? 0) & 0xf0) !== control) this.controlPos = -1;
+    if (this.controlPos >= 0 && (this.controlValue & 0xf0) !== control) this.controlPos = -1;
     if (this.controlPos < 0) {
-      this.controlPos = out.length;
+      this.controlPos = this.base + bytes.length;
       this.controlBlocks = 0;
-      out.u8(control);
+      bytes.u8(control);
     }
-    out.u64Halves(lo, hi);
-    out.buf[this.controlPos] = control | this.controlBlocks;
+    bytes.u64Halves(lo, hi);
+    const value = control | this.controlBlocks;
+    this.controlValue = value;
+    if (this.controlPos === this.openControlPos) this.openControl = value;
+    else bytes.buf[this.controlPos - this.base] = value;
+    this.lastControlPos = this.controlPos;
+    this.lastControl = value;
     this.controlBlocks++;
     if (this.controlBlocks === kMaxBlocksPerControl) this.controlPos = -1;
   }
@@ -281,23 +311,31 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   /**
-   * Append to the output what {@link EncodingState.flush} would write, leaving this state as it is (the
-   * open control byte excepted, which the caller saves and restores): the column builder's intermediate
-   * binaries, without copying the state.
+   * Write to a shared scratch writer what {@link EncodingState.flush} would append to the output, leaving
+   * this state and its output as they are: the column builder's intermediate binaries, without copying
+   * the state.
    *
-   * @returns `false`, having written nothing, when it cannot (128-bit streams, an RLE run whose remainder
-   *   is not cached): the caller flushes a copy made with {@link EncodingState.copyFrom}.
+   * @returns the tail written, or `undefined`, having written nothing, when it cannot (128-bit streams,
+   *   an RLE run whose remainder is not cached): the caller flushes a copy made with
+   *   {@link EncodingState.copyFrom}.
    */
-  writeFlushTail(): boolean {
-    if (this.#wide) return false;
+  writeFlushTail(): FlushTail | undefined {
+    if (this.#wide) return undefined;
     const sink = tailSink;
-    sink.out = this.#out;
+    const out = this.#out;
+    const controlPos = this.#controlPos;
+    const openControl = controlPos >= 0 ? (out.buf[controlPos] ?? 0) : 0;
+    sink.bytes.length = 0;
+    sink.base = out.length;
     sink.control = kControlByteForScaleIndex[this.#scaleIndex] ?? 0;
-    sink.controlPos = this.#controlPos;
+    sink.controlPos = controlPos;
     sink.controlBlocks = this.#controlBlocks;
-    const done = this.#b64.writePendingTo(sink);
-    sink.out = undefined;
-    return done;
+    sink.controlValue = openControl;
+    sink.openControl = openControl;
+    sink.openControlPos = controlPos;
+    sink.lastControlPos = controlPos;
+    sink.lastControl = openControl;
+    return this.#b64.writePendingTo(sink) ? sink : undefined;
   }
 
   /** Offset in the output of the open Simple-8b control byte (one that may still change), or -1. */
