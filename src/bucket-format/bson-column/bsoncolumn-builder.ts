@@ -78,6 +78,19 @@ function isCurrentLong(value: unknown): value is Long {
   return v._bsontype === 'Long' && v[kBsonVersion] === kCurrentBsonVersion && v.toBSON === undefined;
 }
 
+/**
+ * The element writer of values that are not numbers or dates, shared by every builder (one per builder
+ * cost about 450 bytes of heap per open column of strings or objects): taken while in use, so that a
+ * nested encode (from a `toBSON`) gets its own.
+ */
+let idleElementWriter: ElementWriter | undefined;
+
+/**
+ * Scratch for the leaves of an object matched against the reference, shared by every builder: filled and
+ * read within one call, which runs no user code.
+ */
+const leavesScratch: Array<RefField | undefined> = [];
+
 /** `#lastControl` when no control byte was recorded (the server's `kInvalidControlByte`). */
 const kNoControl = -1;
 
@@ -99,26 +112,37 @@ const scratch = {
 const kSlabSize = 8192;
 const kMaxSlabbed = 1024;
 let slab = new Uint8Array(kSlabSize);
+// Kept next to the slab: reading `slab.buffer` per diff showed in profiles.
+let slabBuffer = slab.buffer;
 let slabUsed = 0;
 
 /**
- * A copy of `src[start, end)` that the caller owns. Small copies are cut from a shared slab, as Node's
- * pooled `Buffer`s are: allocating an `ArrayBuffer` per diff made garbage collection most of the cost of an
- * intermediate() call. A slab is never written again once handed out (a full slab is replaced, not
- * reused), so a diff never changes; it only keeps its slab alive.
+ * Reserve `n` bytes (at most {@link kMaxSlabbed}) of the current slab, starting a new slab when it is
+ * full, and return where they start. Small diffs are cut from a shared slab, as Node's pooled `Buffer`s
+ * are: allocating an `ArrayBuffer` per diff made garbage collection most of the cost of an intermediate()
+ * call. A slab is never written again once handed out (a full slab is replaced, not reused), so a diff
+ * never changes; it only keeps its slab alive.
  */
+function reserveSlab(n: number): number {
+  if (slabUsed + n > kSlabSize) {
+    slab = new Uint8Array(kSlabSize);
+    slabBuffer = slab.buffer;
+    slabUsed = 0;
+  }
+  const at = slabUsed;
+  slabUsed += n;
+  return at;
+}
+
+/** A copy of `src[start, end)` that the caller owns (from the slab when small, see {@link reserveSlab}). */
 function copyToSlab(src: Uint8Array, start: number, end: number): Uint8Array {
   const n = end - start;
   if (n > kMaxSlabbed) return src.slice(start, end);
-  if (slabUsed + n > kSlabSize) {
-    slab = new Uint8Array(kSlabSize);
-    slabUsed = 0;
-  }
-  const out = slab.subarray(slabUsed, slabUsed + n);
+  const at = reserveSlab(n);
   // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates another view.
-  for (let i = 0; i < n; i++) out[i] = src[start + i] ?? 0;
-  slabUsed += n;
-  return out;
+  const dest = slab;
+  for (let i = 0; i < n; i++) dest[at + i] = src[start + i] ?? 0;
+  return new Uint8Array(slabBuffer, at, n);
 }
 
 /** Initial capacity of a builder's buffer: after intermediate() it holds at most one control block. */
@@ -161,8 +185,6 @@ export class BSONColumnBuilder {
   #lastControl = kNoControl;
   #lastControlOffset = 0;
   #lastBufLength = 0;
-  // Created on the first value that is not a number or a date (those have their own paths).
-  #elementWriter: ElementWriter | undefined;
   // Reset rather than replaced between sections and columns: a new state allocates its tables.
   readonly #regular = new EncodingState(this.#out);
   #mode: Mode = Mode.regular;
@@ -173,7 +195,6 @@ export class BSONColumnBuilder {
   // empty arrays of its own): #buffered and #streams are replaced, never pushed to, until a section starts.
   #buffered: Array<RefObject | undefined> = kNothingBuffered;
   #streams: SubStream[] = kNoStreams;
-  #leavesScratch: Array<RefField | undefined> | undefined;
 
   /**
    * Append one entry.
@@ -203,14 +224,20 @@ export class BSONColumnBuilder {
       this.skip();
       return;
     }
-    const el = (this.#elementWriter ??= new ElementWriter());
-    el.write(value);
-    if (el.type === BsonType.object || el.type === BsonType.array) {
-      this.#appendObject(el, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
-      return;
+    // Taken out while in use: serializing may run a `toBSON` that encodes another column.
+    const el = idleElementWriter ?? new ElementWriter();
+    idleElementWriter = undefined;
+    try {
+      el.write(value);
+      if (el.type === BsonType.object || el.type === BsonType.array) {
+        this.#appendObject(el, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
+        return;
+      }
+      if (this.#mode !== Mode.regular) this.#flushSubObjMode();
+      this.#regular.append(el.type, el.bytes, el.start, el.end);
+    } finally {
+      idleElementWriter = el;
     }
-    if (this.#mode !== Mode.regular) this.#flushSubObjMode();
-    this.#regular.append(el.type, el.bytes, el.start, el.end);
   }
 
   /** Append a missing entry. */
@@ -368,7 +395,7 @@ export class BSONColumnBuilder {
       );
     }
     // A diff at offset 0 is a whole column, which a store is likely to keep as is: give it its own buffer.
-    // Other diffs are cut from the shared slab (see copyToSlab).
+    // Other diffs are cut from the shared slab (see reserveSlab).
     const n = total - identical;
     let dest: Uint8Array;
     let at: number;
@@ -377,14 +404,9 @@ export class BSONColumnBuilder {
       bytes = dest = new Uint8Array(n);
       at = 0;
     } else {
-      if (slabUsed + n > kSlabSize) {
-        slab = new Uint8Array(kSlabSize);
-        slabUsed = 0;
-      }
+      at = reserveSlab(n);
       dest = slab;
-      at = slabUsed;
-      bytes = new Uint8Array(slab.buffer, at, n);
-      slabUsed += n;
+      bytes = new Uint8Array(slabBuffer, at, n);
     }
     // Diffs are mostly a few dozen bytes: loops beat `set(subarray())`, which allocates views.
     const buf = out.buf;
@@ -565,7 +587,7 @@ export class BSONColumnBuilder {
       return;
     }
     if (this.#mode === Mode.determining) {
-      const leaves = (this.#leavesScratch ??= []);
+      const leaves = leavesScratch;
       leaves.length = 0;
       if (!lockStep(this.#reference, obj, leaves)) {
         const merged = mergeRefObject(this.#reference, obj);
@@ -610,7 +632,7 @@ export class BSONColumnBuilder {
       for (const s of streams) s.state.skip();
       return true;
     }
-    const leaves = (this.#leavesScratch ??= []);
+    const leaves = leavesScratch;
     leaves.length = 0;
     if (!lockStep(this.#reference, obj, leaves)) {
       this.#flushSubObjMode();
