@@ -145,7 +145,11 @@ function copyToSlab(src: Uint8Array, start: number, end: number): Uint8Array {
   return new Uint8Array(slabBuffer, at, n);
 }
 
-/** Initial capacity of a builder's buffer: after intermediate() it holds at most one control block. */
+/**
+ * Initial capacity of a builder's buffer, and the size it goes back to when it holds little: after
+ * intermediate() it holds at most one control block (up to 129 bytes), and typed arrays of up to 64 bytes
+ * live on the heap, without a separate backing store.
+ */
 const kInitialCapacity = 64;
 /** A buffer this much larger than what it holds after intermediate() is replaced by a smaller one. */
 const kShrinkFactor = 4;
@@ -424,7 +428,7 @@ export class BSONColumnBuilder {
   /** Drop the bytes of #out before `keepFrom`: they are final. */
   #keepFrom(keepFrom: number): void {
     if (keepFrom > 0) {
-      this.#out.dropFront(keepFrom, kShrinkFactor);
+      this.#out.dropFront(keepFrom, kShrinkFactor, kInitialCapacity);
       this.#regular.rebase(keepFrom);
       this.#base += keepFrom;
     }

@@ -112,16 +112,18 @@ export class ByteWriter {
 
   /**
    * Drop the first `n` bytes written, moving the rest to the front; when the storage is then more than
-   * `shrinkFactor` times what it holds (and larger than the default capacity), move it to a smaller one so
-   * that a long-lived writer does not keep the peak size of its past.
+   * `shrinkFactor` times what it holds (and larger than `minCapacity`), move it to a smaller one so that a
+   * long-lived writer does not keep the peak size of its past.
    *
    * @param n - bytes to drop, at most {@link ByteWriter.length}.
    * @param shrinkFactor - how much larger than its content the storage may stay.
+   * @param minCapacity - the smallest storage worth moving to.
+   * @defaultValue minCapacity 256
    */
-  dropFront(n: number, shrinkFactor: number): void {
+  dropFront(n: number, shrinkFactor: number, minCapacity: number = kDefaultCapacity): void {
     const left = this.length - n;
-    if (this.buf.length > kDefaultCapacity && left * shrinkFactor < this.buf.length) {
-      const next = new Uint8Array(Math.max(kDefaultCapacity, left * 2));
+    if (this.buf.length > minCapacity && left * shrinkFactor < this.buf.length) {
+      const next = new Uint8Array(Math.max(minCapacity, left * 2));
       next.set(this.buf.subarray(n, this.length));
       this.buf = next;
     } else {

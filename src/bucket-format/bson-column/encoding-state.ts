@@ -212,6 +212,10 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   #prevHi = 0;
   #prevLong: Uint8Array | undefined = undefined;
 
+  // The halves of 64-bit values in the fields below and #prevLo/#prevHi are stored as int32 (`| 0`) and
+  // read back as uint32 (`>>> 0`): a uint32 of 2^31 or more is no small integer, and a field that holds
+  // one gets a heap number box in every state (16 bytes each); an int32 is a small integer in Node's
+  // builds (no pointer compression).
   // Previous encoded value of doubles (at the current scale) and ObjectIds.
   #prevEncodedLo = 0;
   #prevEncodedHi = 0;
@@ -435,11 +439,11 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     encodedHi: number,
   ): void {
     this.#storePrevious(type, bytes, start, end);
-    this.#prevDeltaLo = deltaLo;
-    this.#prevDeltaHi = deltaHi;
+    this.#prevDeltaLo = deltaLo | 0;
+    this.#prevDeltaHi = deltaHi | 0;
     if (type === BsonType.objectId) {
-      this.#prevEncodedLo = encodedLo;
-      this.#prevEncodedHi = encodedHi;
+      this.#prevEncodedLo = encodedLo | 0;
+      this.#prevEncodedHi = encodedHi | 0;
     }
   }
 
@@ -509,14 +513,14 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const hi = f64Words[1] ?? 0;
     let compressed = false;
     if (this.#prevType === BsonType.double) {
-      if (lo === this.#prevLo && hi === this.#prevHi) {
+      if ((lo | 0) === this.#prevLo && (hi | 0) === this.#prevHi) {
         // A repeated value: a zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
       } else compressed = this.#appendDouble(x);
     }
-    this.#prevLo = lo;
-    this.#prevHi = hi;
+    this.#prevLo = lo | 0;
+    this.#prevHi = hi | 0;
     if (!compressed) this.#writeLiteral(BsonType.double, 8);
   }
 
@@ -528,7 +532,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   appendInt32(x: number): void {
     let compressed = false;
     if (this.#prevType === BsonType.int32) {
-      const previous = this.#prevLo | 0;
+      const previous = this.#prevLo;
       if (x === previous) {
         // A zero delta, which always fits.
         this.#b64.append(0, 0);
@@ -539,7 +543,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         compressed = this.#b64.append(d.lo, d.hi);
       }
     }
-    this.#prevLo = x >>> 0;
+    this.#prevLo = x | 0;
     this.#prevHi = 0;
     if (!compressed) this.#writeLiteral(BsonType.int32, 4);
   }
@@ -556,16 +560,16 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     let compressed = false;
     if (this.#prevType === BsonType.date) {
       const d = shared.delta;
-      sub64(lo, hi, this.#prevLo, this.#prevHi, d);
+      sub64(lo, hi, this.#prevLo >>> 0, this.#prevHi >>> 0, d);
       const deltaLo = d.lo;
       const deltaHi = d.hi;
-      zigzagDelta64(deltaLo, deltaHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
-      this.#prevDeltaLo = deltaLo;
-      this.#prevDeltaHi = deltaHi;
+      zigzagDelta64(deltaLo, deltaHi, this.#prevDeltaLo >>> 0, this.#prevDeltaHi >>> 0, d);
+      this.#prevDeltaLo = deltaLo | 0;
+      this.#prevDeltaHi = deltaHi | 0;
       compressed = this.#b64.append(d.lo, d.hi);
     }
-    this.#prevLo = lo;
-    this.#prevHi = hi;
+    this.#prevLo = lo | 0;
+    this.#prevHi = hi | 0;
     if (!compressed) this.#writeLiteral(BsonType.date, 8);
   }
 
@@ -579,8 +583,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   appendInt64(lo: number, hi: number): void {
     let compressed = false;
     if (this.#prevType === BsonType.int64) {
-      const prevLo = this.#prevLo;
-      const prevHi = this.#prevHi;
+      const prevLo = this.#prevLo >>> 0;
+      const prevHi = this.#prevHi >>> 0;
       if (lo === prevLo && hi === prevHi) {
         // A zero delta, which always fits.
         this.#b64.append(0, 0);
@@ -592,8 +596,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         compressed = this.#b64.append(d.lo, d.hi);
       }
     }
-    this.#prevLo = lo;
-    this.#prevHi = hi;
+    this.#prevLo = lo | 0;
+    this.#prevHi = hi | 0;
     if (!compressed) this.#writeLiteral(BsonType.int64, 8);
   }
 
@@ -625,8 +629,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     if (onlySkips) {
       const s = shared.scaled;
       scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
-      this.#prevEncodedLo = s.lo;
-      this.#prevEncodedHi = s.hi;
+      this.#prevEncodedLo = s.lo | 0;
+      this.#prevEncodedHi = s.hi | 0;
       this.#scaleIndex = s.scaleIndex;
     } else {
       // Pending deltas are at the old scale: re-add them (the server would mis-scale them here).
@@ -661,8 +665,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         const base = shared.block;
         if (!encodeDouble(this.#lastValueInPrevBlock, this.#scaleIndex, base))
           throw new InternalInvariantError(7001, 'double control scale cannot encode its base');
-        this.#blockEndLo = base.lo;
-        this.#blockEndHi = base.hi;
+        this.#blockEndLo = base.lo | 0;
+        this.#blockEndHi = base.hi | 0;
       }
     }
     out.u64Halves(lo, hi);
@@ -671,9 +675,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#controlEntries += entries;
     if (isDouble) {
       const end = shared.block;
-      add64(this.#blockEndLo, this.#blockEndHi, sumLo, sumHi, end);
-      this.#blockEndLo = end.lo;
-      this.#blockEndHi = end.hi;
+      add64(this.#blockEndLo >>> 0, this.#blockEndHi >>> 0, sumLo, sumHi, end);
+      this.#blockEndLo = end.lo | 0;
+      this.#blockEndHi = end.hi | 0;
       this.#lastValueInPrevBlock = decodeDouble(end.lo, end.hi, this.#scaleIndex);
     }
     if (this.#controlBlocks === kMaxBlocksPerControl) this.#closeControl();
@@ -695,8 +699,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     if (size !== this.#prevSize) return false;
     if (size <= 8) {
       return (
-        readUintLE(bytes, start, size < 4 ? size : 4) === this.#prevLo &&
-        (size <= 4 || readUintLE(bytes, start + 4, size - 4) === this.#prevHi)
+        readUintLE(bytes, start, size < 4 ? size : 4) === this.#prevLo >>> 0 &&
+        (size <= 4 || readUintLE(bytes, start + 4, size - 4) === this.#prevHi >>> 0)
       );
     }
     const prev = this.#prevLong ?? shortPrevious;
@@ -707,8 +711,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   #storePrevious(type: number, bytes: Uint8Array, start: number, end: number): void {
     const size = end - start;
     if (size <= 8) {
-      this.#prevLo = readUintLE(bytes, start, size < 4 ? size : 4);
-      this.#prevHi = size <= 4 ? 0 : readUintLE(bytes, start + 4, size - 4);
+      this.#prevLo = readUintLE(bytes, start, size < 4 ? size : 4) | 0;
+      this.#prevHi = (size <= 4 ? 0 : readUintLE(bytes, start + 4, size - 4)) | 0;
     } else {
       this.#storeLong(bytes, start, size);
     }
@@ -765,8 +769,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         const s = shared.scaled;
         this.#lastValueInPrevBlock = doubleFromBits(this.#prevLo, this.#prevHi);
         scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
-        this.#prevEncodedLo = s.lo;
-        this.#prevEncodedHi = s.hi;
+        this.#prevEncodedLo = s.lo | 0;
+        this.#prevEncodedHi = s.hi | 0;
         this.#scaleIndex = s.scaleIndex;
         this.#b64.trackSum = true;
         break;
@@ -786,8 +790,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       case BsonType.objectId: {
         const e = shared.delta;
         encodeObjectId(prev, 0, e);
-        this.#prevEncodedLo = e.lo;
-        this.#prevEncodedHi = e.hi;
+        this.#prevEncodedLo = e.lo | 0;
+        this.#prevEncodedHi = e.hi | 0;
         break;
       }
       default:
@@ -842,7 +846,13 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       case BsonType.int64:
       case BsonType.date:
       case BsonType.timestamp:
-        sub64(readUint32(bytes, start), readUint32(bytes, start + 4), this.#prevLo, this.#prevHi, d);
+        sub64(
+          readUint32(bytes, start),
+          readUint32(bytes, start + 4),
+          this.#prevLo >>> 0,
+          this.#prevHi >>> 0,
+          d,
+        );
         break;
       case BsonType.objectId: {
         // The 5 process-unique bytes are not encoded: they must match the previous ObjectId.
@@ -851,9 +861,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         encodeObjectId(bytes, start, d);
         const curLo = d.lo;
         const curHi = d.hi;
-        sub64(curLo, curHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
-        this.#prevEncodedLo = curLo;
-        this.#prevEncodedHi = curHi;
+        sub64(curLo, curHi, this.#prevEncodedLo >>> 0, this.#prevEncodedHi >>> 0, d);
+        this.#prevEncodedLo = curLo | 0;
+        this.#prevEncodedHi = curHi | 0;
         break;
       }
       default:
@@ -866,9 +876,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       zigzagDelta64(curLo, curHi, 0, 0, d);
     } else {
       // Delta of delta (date, timestamp, ObjectId).
-      zigzagDelta64(curLo, curHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
-      this.#prevDeltaLo = curLo;
-      this.#prevDeltaHi = curHi;
+      zigzagDelta64(curLo, curHi, this.#prevDeltaLo >>> 0, this.#prevDeltaHi >>> 0, d);
+      this.#prevDeltaLo = curLo | 0;
+      this.#prevDeltaHi = curHi | 0;
     }
     return this.#b64.append(d.lo, d.hi);
   }
@@ -896,8 +906,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         rescaled.trackSum = true;
         spare64.push(this.#b64);
         this.#b64 = rescaled;
-        this.#prevEncodedLo = encLo;
-        this.#prevEncodedHi = encHi;
+        this.#prevEncodedLo = encLo | 0;
+        this.#prevEncodedHi = encHi | 0;
         this.#scaleIndex = scale;
         return true;
       }
@@ -916,18 +926,18 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         prevLo = s.lo;
         prevHi = s.hi;
       }
-      this.#prevEncodedLo = prevLo;
-      this.#prevEncodedHi = prevHi;
+      this.#prevEncodedLo = prevLo | 0;
+      this.#prevEncodedHi = prevHi | 0;
       this.#scaleIndex = scale;
     }
     const builder = this.#b64;
     const before = builder.blocksWritten;
     const d = shared.delta;
-    zigzagDelta64(encLo, encHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
+    zigzagDelta64(encLo, encHi, this.#prevEncodedLo >>> 0, this.#prevEncodedHi >>> 0, d);
     if (!builder.append(d.lo, d.hi)) return false;
     if (builder.blocksWritten === before || this.#restartChangesNothing(builder)) {
-      this.#prevEncodedLo = encLo;
-      this.#prevEncodedHi = encHi;
+      this.#prevEncodedLo = encLo | 0;
+      this.#prevEncodedHi = encHi | 0;
       return true;
     }
     this.#restartScaleAfterBlock();
@@ -959,8 +969,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const prevScale = this.#scaleIndex;
     const s = shared.scaled;
     scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
-    this.#prevEncodedLo = s.lo;
-    this.#prevEncodedHi = s.hi;
+    this.#prevEncodedLo = s.lo | 0;
+    this.#prevEncodedHi = s.hi | 0;
     this.#scaleIndex = s.scaleIndex;
     const old = this.#b64;
     this.#b64 = this.#acquire64(this, true, old);
