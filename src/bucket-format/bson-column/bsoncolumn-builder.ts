@@ -425,10 +425,18 @@ export class BSONColumnBuilder {
     return { offset: prevOffset + identical, bytes };
   }
 
-  /** Drop the bytes of #out before `keepFrom`: they are final. */
+  /**
+   * Drop the bytes of #out before `keepFrom`: they are final. A writer left empty gives up its storage
+   * (about 260 bytes of heap per open column: the columns of a bucket that holds one measurement have no
+   * open control and keep nothing).
+   */
   #keepFrom(keepFrom: number): void {
+    const out = this.#out;
     if (keepFrom > 0) {
-      this.#out.dropFront(keepFrom, kShrinkFactor, kInitialCapacity);
+      // Only storage that lives on the heap: one kept out of it (larger than kInitialCapacity) would be
+      // allocated again (and zeroed) within a few appends, as a column's open control grows.
+      if (keepFrom === out.length && out.buf.length <= kInitialCapacity) out.release();
+      else out.dropFront(keepFrom, kShrinkFactor, kInitialCapacity);
       this.#regular.rebase(keepFrom);
       this.#base += keepFrom;
     }

@@ -7,6 +7,13 @@
 const kDefaultCapacity = 256;
 /** Largest storage {@link ByteWriter.reset} keeps. */
 const kMaxRetainedBytes = 1 << 16;
+/**
+ * Smallest storage a writer grows to (after {@link ByteWriter.release}): 64 bytes, the most a typed array
+ * holds on the heap, so that a released column builder's buffer is allocated again once, cheaply.
+ */
+const kMinGrowth = 64;
+/** The storage of a released writer, shared: it is never written (every write reserves first). */
+const kNoStorage = new Uint8Array(0);
 
 /** Growable byte buffer. `length` is the number of bytes written. */
 export class ByteWriter {
@@ -26,7 +33,7 @@ export class ByteWriter {
   #reserve(n: number): void {
     const need = this.length + n;
     if (need <= this.buf.length) return;
-    const next = new Uint8Array(Math.max(need, this.buf.length * 2));
+    const next = new Uint8Array(Math.max(need, this.buf.length * 2, kMinGrowth));
     next.set(this.buf.subarray(0, this.length));
     this.buf = next;
   }
@@ -108,6 +115,15 @@ export class ByteWriter {
     if (this.buf.length > kMaxRetainedBytes) {
       this.buf = new Uint8Array(kDefaultCapacity);
     }
+  }
+
+  /**
+   * Give up the storage of an empty writer (the next write allocates again): a column builder holds a
+   * writer for as long as its bucket is open, and most of the time nothing in it.
+   */
+  release(): void {
+    this.length = 0;
+    this.buf = kNoStorage;
   }
 
   /**
