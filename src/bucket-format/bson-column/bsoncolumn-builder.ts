@@ -145,6 +145,23 @@ function copyToSlab(src: Uint8Array, start: number, end: number): Uint8Array {
   return new Uint8Array(slabBuffer, at, n);
 }
 
+/** Copies longer than this go through `set(subarray())`; shorter ones are cheaper as a loop. */
+const kLoopCopyMax = 48;
+
+/**
+ * Copy `src[start, end)` to `dest` at `at`.
+ *
+ * @returns the end of the copy in `dest`.
+ */
+function copyInto(dest: Uint8Array, at: number, src: Uint8Array, start: number, end: number): number {
+  const n = end - start;
+  if (n <= 0) return at;
+  // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates a view.
+  if (n <= kLoopCopyMax) for (let i = 0; i < n; i++) dest[at + i] = src[start + i] ?? 0;
+  else dest.set(src.subarray(start, end), at);
+  return at + n;
+}
+
 /**
  * Initial capacity of a builder's buffer, and the size it goes back to when it holds little: after
  * intermediate() it holds at most one control block (up to 129 bytes), and typed arrays of up to 64 bytes
@@ -412,15 +429,9 @@ export class BSONColumnBuilder {
       dest = slab;
       bytes = new Uint8Array(slabBuffer, at, n);
     }
-    // Diffs are mostly a few dozen bytes: loops beat `set(subarray())`, which allocates views.
-    const buf = out.buf;
-    let k = at;
-    for (let i = identical; i < length; i++) dest[k++] = buf[i] ?? 0;
+    const k = copyInto(dest, at, out.buf, identical, length);
     if (control >= identical) dest[at + control - identical] = tail.openControl;
-    const tb = tailBytes.buf;
-    for (let i = identical > length ? identical - length : 0; i < tailBytes.length; i++)
-      dest[k++] = tb[i] ?? 0;
-    dest[k] = 0;
+    dest[copyInto(dest, k, tailBytes.buf, identical > length ? identical - length : 0, tailBytes.length)] = 0;
     this.#keepFrom(control < 0 ? length : control);
     return { offset: prevOffset + identical, bytes };
   }
