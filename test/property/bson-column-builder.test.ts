@@ -120,7 +120,7 @@ describe('BSONColumnBuilder.intermediate', () => {
       fc.property(plan, ([columns, steps]) => {
         // Arrange
         const builders = columns.map(() => new BSONColumnBuilder());
-        const binaries = columns.map(() => new Uint8Array(0));
+        const binaries: Uint8Array[] = columns.map(() => new Uint8Array(0));
         const next = columns.map(() => 0);
         const take = (c: number): void => {
           const [values, calls] = columns[c] ?? [[], []];
