@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 import { applyBinaryDiff } from '../../src/bucket-format/bson-column/binary-diff.js';
 import { BSONColumn, BSONColumnBuilder } from '../../src/bucket-format/bson-column/bson-column.js';
+import type { DiffSink } from '../../src/bucket-format/bson-column/bsoncolumn-builder.js';
 import { bsonOf, series } from './bson-column-arbitraries.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -41,6 +42,38 @@ function appendIncrementally(
   }
   return applyBinaryDiff(current, builder.intermediate());
 }
+
+describe('BSONColumnBuilder.intermediateInto', () => {
+  it('appends to a shared sink the same tail, at the same offset, as intermediate() returns', () => {
+    fc.assert(
+      fc.property(splitSeries, ([values, calls]) => {
+        const plain = new BSONColumnBuilder();
+        const sunk = new BSONColumnBuilder();
+        // Starts small, so that diffs make it grow (views of the previous array must stay as they were).
+        const sink: DiffSink = { buf: new Uint8Array(4), length: 0 };
+        const earlier: Array<{ view: Uint8Array; bytes: string }> = [];
+        for (const [i, v] of values.entries()) {
+          if (v === undefined) {
+            plain.skip();
+            sunk.skip();
+          } else {
+            plain.append(v);
+            sunk.append(v);
+          }
+          if (calls[i] !== true && i !== values.length - 1) continue;
+          const diff = plain.intermediate();
+          const start = sink.length;
+          expect(sunk.intermediateInto(sink)).toBe(diff.offset);
+          const view = sink.buf.subarray(start, sink.length);
+          expect(hex(view)).toBe(hex(diff.bytes));
+          earlier.push({ view, bytes: hex(view) });
+        }
+        for (const { view, bytes } of earlier) expect(hex(view)).toBe(bytes);
+      }),
+      { numRuns: 400 },
+    );
+  }, 120_000);
+});
 
 describe('BSONColumnBuilder.intermediate', () => {
   it('diffs applied in order give the bytes of encoding at once, and decode to the values', () => {

@@ -145,6 +145,9 @@ function copyToSlab(src: Uint8Array, start: number, end: number): Uint8Array {
   return new Uint8Array(slabBuffer, at, n);
 }
 
+/** The `bytes` of a diff written into a sink (unused: the sink holds them). */
+const kNoBytes = new Uint8Array(0);
+
 /** Copies longer than this go through `set(subarray())`; shorter ones are cheaper as a loop. */
 const kLoopCopyMax = 48;
 
@@ -160,6 +163,30 @@ function copyInto(dest: Uint8Array, at: number, src: Uint8Array, start: number, 
   if (n <= kLoopCopyMax) for (let i = 0; i < n; i++) dest[at + i] = src[start + i] ?? 0;
   else dest.set(src.subarray(start, end), at);
   return at + n;
+}
+
+/**
+ * Where {@link BSONColumnBuilder.intermediateInto} appends a diff's bytes: `buf[0, length)` is in use. When
+ * `buf` is too small it is replaced by a larger copy (views of the previous `buf` stay valid: its bytes
+ * are never written again).
+ */
+export interface DiffSink {
+  /** The bytes; replaced by a larger array when a diff does not fit. */
+  buf: Uint8Array;
+  /** Bytes of `buf` in use; a diff is appended at this position. */
+  length: number;
+}
+
+/** Reserve `n` bytes at the end of `sink` (growing it) and return where they start. */
+function reserveInSink(sink: DiffSink, n: number): number {
+  const at = sink.length;
+  if (at + n > sink.buf.length) {
+    const grown = new Uint8Array(Math.max(2 * sink.buf.length, at + n, 256));
+    grown.set(sink.buf.subarray(0, at));
+    sink.buf = grown;
+  }
+  sink.length = at + n;
+  return at;
 }
 
 /**
@@ -322,8 +349,32 @@ export class BSONColumnBuilder {
   intermediate(): BinaryDiff {
     if (this.#mode === Mode.regular) {
       const tail = this.#regular.writeFlushTail();
-      if (tail !== undefined) return this.#regularDiff(tail);
+      if (tail !== undefined) return this.#regularDiff(tail, undefined);
     }
+    return this.#generalDiff(undefined);
+  }
+
+  /**
+   * {@link intermediate} without a diff object: the changed tail's bytes are appended to `sink` (at
+   * `sink.length`, which grows by their number) and its offset in the column is returned. What a caller
+   * collecting the diffs of many columns in one buffer uses, so that a commit allocates nothing per column.
+   *
+   * @param sink - where the bytes go.
+   * @returns where the changed tail starts in the previous binary (see {@link intermediate}).
+   */
+  intermediateInto(sink: DiffSink): number {
+    if (this.#mode === Mode.regular) {
+      const tail = this.#regular.writeFlushTail();
+      if (tail !== undefined) return this.#regularDiff(tail, sink).offset;
+    }
+    return this.#generalDiff(sink).offset;
+  }
+
+  /**
+   * {@link intermediate} by finalizing a copy of the tail (interleaved mode, or nothing pending): into
+   * `sink` when given (the returned `bytes` are then not meaningful).
+   */
+  #generalDiff(sink: DiffSink | undefined): BinaryDiff {
     const out = this.#out;
     const length = out.length;
     const control = this.#mode === Mode.regular ? this.#regular.controlPos : -1;
@@ -346,8 +397,14 @@ export class BSONColumnBuilder {
       }
       identical = this.#trackControls(control, length, last, buf[last] ?? 0, buf[control] ?? 0);
     }
-    // A diff at offset 0 is a whole column, which a store is likely to keep as is: give it its own buffer.
-    const bytes = prevOffset + identical === 0 ? buf.slice(0, total) : copyToSlab(buf, identical, total);
+    let bytes: Uint8Array = kNoBytes;
+    if (sink !== undefined) {
+      const at = reserveInSink(sink, total - identical);
+      copyInto(sink.buf, at, buf, identical, total);
+    } else {
+      // A diff at offset 0 is a whole column, which a store is likely to keep as is: its own buffer.
+      bytes = prevOffset + identical === 0 ? buf.slice(0, total) : copyToSlab(buf, identical, total);
+    }
     this.#restoreTail(length);
     this.#keepFrom(control < 0 ? length : control);
     return { offset: prevOffset + identical, bytes };
@@ -393,7 +450,7 @@ export class BSONColumnBuilder {
    * binary is #out (its open control byte as `tail` leaves it), `tail` and the EOO, and #out is left as
    * it is.
    */
-  #regularDiff(tail: FlushTail): BinaryDiff {
+  #regularDiff(tail: FlushTail, sink: DiffSink | undefined): BinaryDiff {
     const out = this.#out;
     const length = out.length;
     const control = this.#regular.controlPos;
@@ -421,7 +478,11 @@ export class BSONColumnBuilder {
     let dest: Uint8Array;
     let at: number;
     let bytes: Uint8Array;
-    if (prevOffset + identical === 0 || n > kMaxSlabbed) {
+    if (sink !== undefined) {
+      at = reserveInSink(sink, n);
+      dest = sink.buf;
+      bytes = kNoBytes;
+    } else if (prevOffset + identical === 0 || n > kMaxSlabbed) {
       bytes = dest = new Uint8Array(n);
       at = 0;
     } else {
