@@ -12,21 +12,9 @@
 import { BSONColumnBuilder } from './bson-column/bsoncolumn-builder.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { Measurement } from './bucket-document.js';
-
-/** What one column gained since the previous {@link MeasurementMap.intermediate}. */
-export interface ColumnDiff {
-  /** The field name. */
-  readonly field: string;
-  /**
-   * Byte offset in the column's previous binary where `bytes` go: the stored column is cut at `offset`
-   * and `bytes` appended (0 for a column new to the stored document).
-   */
-  readonly offset: number;
-  /** The bytes from `offset` to the column's new end (a fresh array, owned by the receiver). */
-  readonly bytes: Uint8Array;
-  /** Whether the column is new to the stored document. */
-  readonly created: boolean;
-}
+import type { BinaryDiff } from './bson-column/binary-diff.js';
+import type { ColumnDiff, ColumnTails } from './column-tails.js';
+import { invariant } from '../util/invariant.js';
 
 /** One field's incremental encoder, and the last measurement it received a value from. */
 interface Column {
@@ -186,6 +174,78 @@ export class MeasurementMap {
     this.#compressedSize = total;
     return { diffs, delta };
   }
+
+  /**
+   * What changed in each column since the last call, packed (a later commit's form): the same diffs as
+   * {@link MeasurementMap.intermediate}, their bytes copied into one array. {@link MeasurementMap.compressedSize}
+   * is the new total afterwards.
+   *
+   * @returns the tails; `fields` is the map's own list of names (it only grows).
+   */
+  intermediateTails(): ColumnTails {
+    const list = this.#list;
+    const n = list.length;
+    const diffs = kDiffScratch;
+    let total = 0;
+    let size = 0;
+    let firstCreated = n;
+    for (let i = 0; i < n; i++) {
+      const column = list[i] as Column;
+      const diff = column.builder.intermediate();
+      diffs[i] = diff;
+      total += diff.bytes.length;
+      size += diff.offset + diff.bytes.length;
+      // Columns are only appended, so the ones created since the last call are the last ones.
+      if (column.created) {
+        if (firstCreated === n) firstCreated = i;
+        column.created = false;
+      } else invariant(firstCreated === n, 2103, 'a created column before an existing one');
+    }
+    const bytes = cutFromSlab(total);
+    const layout = new Array<number>(2 * n);
+    let end = 0;
+    for (let i = 0; i < n; i++) {
+      const diff = diffs[i] as BinaryDiff;
+      const tail = diff.bytes;
+      // Tails are mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
+      if (tail.length > 64) bytes.set(tail, end);
+      else for (let j = 0; j < tail.length; j++) bytes[end + j] = tail[j] as number;
+      end += tail.length;
+      layout[2 * i] = diff.offset;
+      layout[2 * i + 1] = end;
+    }
+    this.#compressedSize = size;
+    return { fields: this.#names, count: n, firstCreated, layout, bytes };
+  }
+}
+
+/**
+ * The diffs of one {@link MeasurementMap.intermediateTails} call, between its two passes: one array for
+ * every call (the calls are synchronous and never nest). Its entries are overwritten, never cleared: they
+ * only keep small diffs alive until the next call.
+ */
+const kDiffScratch: BinaryDiff[] = [];
+
+/**
+ * The commits' tails are cut from a shared slab, as Node's pooled `Buffer`s are: one array per commit
+ * made garbage collection a large part of a one-measurement commit. A slab is never written again once
+ * cut (a full slab is replaced, not reused), so tails never change; a commit only keeps its slab alive
+ * until the storage has copied the tails.
+ */
+const kSlabSize = 64 * 1024;
+const kMaxSlabbed = 4096;
+let slab = new Uint8Array(kSlabSize);
+let slabUsed = 0;
+
+function cutFromSlab(n: number): Uint8Array {
+  if (n > kMaxSlabbed) return new Uint8Array(n);
+  if (slabUsed + n > kSlabSize) {
+    slab = new Uint8Array(kSlabSize);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + n);
+  slabUsed += n;
+  return out;
 }
 
 /** BinData subtype 7: a BSONColumn. */

@@ -59,6 +59,7 @@ import {
 } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 import type { DBRef } from 'bson';
+import { MinMaxSnapshot } from './min-max-snapshot.js';
 
 /** The kind of a min or max slot; see the transition table in this module's documentation. */
 export type SlotKind = 'unset' | 'value' | 'object' | 'array';
@@ -131,6 +132,12 @@ export interface MinMax {
    * them in place either).
    */
   published: { min: Record<string, unknown>; max: Record<string, unknown> } | undefined;
+  /**
+   * The last flat {@link MinMaxSnapshot} taken by {@link snapshotMinMax} (`undefined` before the first,
+   * and after a capture of documents): the next one shares its names, and the values of a side without
+   * changes.
+   */
+  snapshot: MinMaxSnapshot | undefined;
 }
 
 /** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
@@ -221,7 +228,7 @@ export function createMinMax(): MinMax {
   root.minEmitted = true;
   root.maxEmitted = true;
   root.children = [];
-  return { root, changed: 0, published: undefined };
+  return { root, changed: 0, published: undefined, snapshot: undefined };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -554,6 +561,7 @@ export function takeUpdates(mm: MinMax): MinMaxUpdates {
   if (changed === 0) return kNoUpdates;
   mm.changed = 0;
   mm.published = undefined;
+  mm.snapshot = undefined;
   return {
     min: (changed & MIN_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'min'),
     max: (changed & MAX_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'max'),
@@ -575,6 +583,8 @@ export function takeDocuments(mm: MinMax): {
 } {
   const changed = mm.changed;
   mm.changed = 0;
+  // The change bits are spent here: a later snapshot must not reuse values from before.
+  mm.snapshot = undefined;
   const last = mm.published;
   const published =
     last === undefined
@@ -594,6 +604,61 @@ export function takeDocuments(mm: MinMax): {
         };
   mm.published = published;
   return published;
+}
+
+/**
+ * The current `control.min` and `control.max` as a {@link MinMaxSnapshot}: what a compressed bucket's
+ * commit carries. When every top-level field holds a scalar on both sides (flat measurements), the
+ * snapshot is the field names and values, sharing with the previous snapshot the names (while no field
+ * was added) and the values of a side without changes; the documents are built only if someone reads
+ * them. Otherwise it holds the documents, built now.
+ *
+ * A MinMax is written either through snapshots (compressed buckets) or through {@link takeUpdates} and
+ * {@link takeDocuments} (version-1 buckets): a snapshot does not reset the slots' change tracking, so
+ * {@link takeUpdates} after snapshots would report changes that were already written.
+ *
+ * @param mm - the MinMax.
+ * @returns the snapshot; the same object as the previous call when nothing changed since.
+ */
+export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
+  const changed = mm.changed;
+  mm.changed = 0;
+  // The documents takeDocuments last returned are not what was last written any more.
+  mm.published = undefined;
+  const children = mm.root.children ?? kNoChildren;
+  const n = children.length;
+  const last = mm.snapshot;
+  // A field added since the last snapshot changes both sides (a new field takes a value on each).
+  const lastNames = last?.names;
+  const sameNames = lastNames?.length === n;
+  const keepMin = sameNames && (changed & MIN_CHANGED) === 0;
+  const keepMax = sameNames && (changed & MAX_CHANGED) === 0;
+  if (keepMin && keepMax) return last as MinMaxSnapshot;
+  const names = sameNames ? lastNames : new Array<string>(n);
+  const minValues = keepMin ? (last?.minValues as ReadonlyArray<unknown>) : new Array<unknown>(n);
+  const maxValues = keepMax ? (last?.maxValues as ReadonlyArray<unknown>) : new Array<unknown>(n);
+  for (let i = 0; i < n; i++) {
+    const child = children[i] as MinMaxNode;
+    // A side that kept its values was flat in the last snapshot and has not changed since.
+    if (!keepMin) {
+      if (child.minKind === 'object' || child.minKind === 'array') return snapshotDocuments(mm);
+      (minValues as unknown[])[i] = child.minValue;
+    }
+    if (!keepMax) {
+      if (child.maxKind === 'object' || child.maxKind === 'array') return snapshotDocuments(mm);
+      (maxValues as unknown[])[i] = child.maxValue;
+    }
+    if (!sameNames) (names as string[])[i] = child.name as string;
+  }
+  const snapshot = MinMaxSnapshot.ofFields(names, minValues, maxValues);
+  mm.snapshot = snapshot;
+  return snapshot;
+}
+
+/** A snapshot of whole documents (a nested field); the next snapshot starts afresh. */
+function snapshotDocuments(mm: MinMax): MinMaxSnapshot {
+  mm.snapshot = undefined;
+  return MinMaxSnapshot.ofDocuments(minDocument(mm), maxDocument(mm));
 }
 
 /**

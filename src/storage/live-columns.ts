@@ -11,6 +11,7 @@
 import { Binary } from 'bson';
 
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { StoredBucket } from './storage.js';
 
@@ -28,11 +29,18 @@ interface LiveBucket {
   count: number;
   /** `control.version`. */
   version: unknown;
-  /** `control.min` and `control.max` (owned: commits hand over fresh objects). */
-  min: unknown;
-  max: unknown;
-  /** Columns in document order. */
-  readonly columns: Map<string, LiveColumn>;
+  /**
+   * `control.min` and `control.max`: the last commit's snapshot (its documents are built when the bucket
+   * is read), or the stored document's.
+   */
+  minMax: MinMaxSnapshot;
+  /**
+   * Column names in document order, and the columns at the same positions. A commit lists its columns in
+   * the bucket's column order too, so column `i` of a commit is found by comparing one name; only a bucket
+   * whose stored order differs (integer-like field names, which JS objects list first) searches.
+   */
+  readonly names: string[];
+  readonly columns: LiveColumn[];
 }
 
 /** The live compressed buckets of one namespace. */
@@ -68,10 +76,10 @@ export class LiveColumns {
     }
     if (live.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
     // Check every column before changing any: a commit applies whole or not at all.
-    for (const diff of commit.columns) {
-      if (diff.created) continue;
-      const column = live.columns.get(diff.field);
-      if (column === undefined || column.length < diff.offset) return undefined;
+    const { fields, firstCreated, layout } = commit.tails;
+    for (let i = 0; i < firstCreated; i++) {
+      const at = positionOf(live, fields[i] as string, i);
+      if (at < 0 || (live.columns[at] as LiveColumn).length < (layout[2 * i] as number)) return undefined;
     }
     return live;
   }
@@ -87,32 +95,42 @@ export class LiveColumns {
   apply(key: string, docs: ReadonlyMap<string, StoredBucket>, commit: CompressedBucketCommit): boolean {
     const live = this.#matching(key, docs, commit);
     if (live === undefined) return false;
-    for (const diff of commit.columns) {
-      const end = diff.offset + diff.bytes.length;
-      let column = diff.created ? undefined : live.columns.get(diff.field);
-      if (column === undefined) {
+    const { fields, count, firstCreated, layout, bytes } = commit.tails;
+    let start = 0;
+    for (let i = 0; i < count; i++) {
+      const offset = layout[2 * i] as number;
+      const tailEnd = layout[2 * i + 1] as number;
+      const end = offset + tailEnd - start;
+      let column: LiveColumn;
+      if (i < firstCreated) {
+        column = live.columns[positionOf(live, fields[i] as string, i)] as LiveColumn;
+        if (column.shared || end > column.buf.length) {
+          // Doubling keeps the copies per column logarithmic in its size.
+          const buf = new Uint8Array(Math.max(column.buf.length, end * 2));
+          buf.set(column.buf.subarray(0, offset));
+          column.buf = buf;
+          column.shared = false;
+        }
+      } else {
+        // A new column (rare): appended, or replacing one of the same name.
+        const field = fields[i] as string;
         column = { buf: new Uint8Array(Math.max(64, end * 2)), length: 0, shared: false };
-        live.columns.set(diff.field, column);
-      } else if (column.shared || end > column.buf.length) {
-        // Doubling keeps the copies per column logarithmic in its size.
-        const buf = new Uint8Array(Math.max(column.buf.length, end * 2));
-        buf.set(column.buf.subarray(0, diff.offset));
-        column.buf = buf;
-        column.shared = false;
+        const at = live.names.indexOf(field);
+        if (at < 0) {
+          live.names.push(field);
+          live.columns.push(column);
+        } else live.columns[at] = column;
       }
-      // A diff is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
-      const bytes = diff.bytes;
-      if (bytes.length > 64) column.buf.set(bytes, diff.offset);
-      else {
-        const buf = column.buf;
-        for (let i = 0, o = diff.offset; i < bytes.length; i++, o++) buf[o] = bytes[i] as number;
-      }
+      // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
+      const buf = column.buf;
+      if (tailEnd - start > 64) buf.set(bytes.subarray(start, tailEnd), offset);
+      else for (let j = start, o = offset; j < tailEnd; j++, o++) buf[o] = bytes[j] as number;
       column.length = end;
+      start = tailEnd;
     }
     live.count = commit.count;
     if (commit.version !== undefined) live.version = commit.version;
-    live.min = commit.min;
-    live.max = commit.max;
+    live.minMax = commit.minMax;
     this.#dirty.add(key);
     return true;
   }
@@ -155,22 +173,32 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
   const data = getOwnField(doc, 'data') as Record<string, unknown> | undefined;
   if (control === undefined || data === undefined) return undefined;
   if (control.version !== 2 && control.version !== 3) return undefined;
-  const columns = new Map<string, LiveColumn>();
+  const names: string[] = [];
+  const columns: LiveColumn[] = [];
   for (const field of Object.keys(data)) {
     const value = data[field] as { _bsontype?: unknown; buffer: Uint8Array; position: number };
     if (value._bsontype !== 'Binary') return undefined;
     const bytes = value.buffer.subarray(0, value.position);
     const buf = new Uint8Array(Math.max(64, bytes.length * 2));
     buf.set(bytes);
-    columns.set(field, { buf, length: bytes.length, shared: false });
+    names.push(field);
+    columns.push({ buf, length: bytes.length, shared: false });
   }
   return {
     count: Number(control.count),
     version: control.version,
-    min: control.min,
-    max: control.max,
+    minMax: MinMaxSnapshot.ofDocuments(
+      control.min as Readonly<Record<string, unknown>>,
+      control.max as Readonly<Record<string, unknown>>,
+    ),
+    names,
     columns,
   };
+}
+
+/** Where column `field`, column `i` of a commit, is in `live` (-1: absent). */
+function positionOf(live: LiveBucket, field: string, i: number): number {
+  return live.names[i] === field ? i : live.names.indexOf(field);
 }
 
 /** A new document: `base` with the live control fields and columns (viewing the live buffers). */
@@ -182,17 +210,22 @@ function documentOf(base: StoredBucket, live: LiveBucket): StoredBucket {
       const next: Record<string, unknown> = {};
       for (const name of Object.keys(control)) {
         if (name === 'version') next.version = live.version;
-        else if (name === 'min') next.min = live.min;
-        else if (name === 'max') next.max = live.max;
+        else if (name === 'min') next.min = live.minMax.min;
+        else if (name === 'max') next.max = live.minMax.max;
         else if (name === 'count') next.count = live.count;
         else defineField(next, name, control[name]);
       }
       doc.control = next;
     } else if (field === 'data') {
       const data: Record<string, unknown> = {};
-      for (const [name, column] of live.columns) {
+      for (let i = 0; i < live.names.length; i++) {
+        const column = live.columns[i] as LiveColumn;
         column.shared = true;
-        defineField(data, name, new Binary(column.buf.subarray(0, column.length), Binary.SUBTYPE_COLUMN));
+        defineField(
+          data,
+          live.names[i] as string,
+          new Binary(column.buf.subarray(0, column.length), Binary.SUBTYPE_COLUMN),
+        );
       }
       doc.data = data;
     } else defineField(doc, field, base[field]);

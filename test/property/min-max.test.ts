@@ -8,6 +8,7 @@ import {
   maxDocument,
   minDocument,
   minMaxFromDocuments,
+  snapshotMinMax,
   takeDocuments,
   takeUpdates,
   updateMinMax,
@@ -342,6 +343,77 @@ describe('MinMax properties', () => {
       }),
       { numRuns: 1500 },
     );
+  });
+
+  it('(b) snapshotMinMax on every commit (compressed buckets) holds the documents of its commit, read at any time', () => {
+    const flatBatches = fc.array(
+      fc.array(fc.dictionary(names, scalar, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }),
+      {
+        minLength: 1,
+        maxLength: 8,
+      },
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(flatBatches, batchesArb(names)),
+        fc.array(fc.constantFrom('now', 'later', 'takeDocuments'), { minLength: 1, maxLength: 8 }),
+        (batches, reads) => {
+          // Arrange
+          const mm = createMinMax();
+          updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
+          const taken: Array<{ snapshot: ReturnType<typeof snapshotMinMax>; min: unknown; max: unknown }> =
+            [];
+          batches.forEach((batch, i) => {
+            // Act: one commit; its documents read at once or at the end, or a takeDocuments (what a
+            // version-1 first commit uses) spending the change tracking before the snapshot.
+            for (const m of batch) updateMinMax(mm, m, { skipField: 'c' });
+            const min = minDocument(mm);
+            const max = maxDocument(mm);
+            const read = reads[i % reads.length];
+            if (read === 'takeDocuments') {
+              const docs = takeDocuments(mm);
+              expectIdentical(docs.min, min);
+              expectIdentical(docs.max, max);
+            }
+            const snapshot = snapshotMinMax(mm);
+            taken.push({ snapshot, min, max });
+            if (read === 'now') {
+              expectIdentical(snapshot.min, min);
+              expectIdentical(snapshot.max, max);
+            }
+          });
+          // Assert: every snapshot still holds its own commit's documents.
+          for (const { snapshot, min, max } of taken) {
+            expectIdentical(snapshot.min, min);
+            expectIdentical(snapshot.max, max);
+          }
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('snapshotMinMax shares names and an unchanged side with the previous snapshot, and is reused when nothing changed', () => {
+    // Arrange
+    const mm = createMinMax();
+    updateMinMax(mm, { t: new Date(0), a: 1, b: 5 });
+    const first = snapshotMinMax(mm);
+    // Act: a later time and an a within the range (only the max side changes), then nothing.
+    updateMinMax(mm, { t: new Date(10), a: 2, b: 5 });
+    const second = snapshotMinMax(mm);
+    const third = snapshotMinMax(mm);
+    updateMinMax(mm, { t: new Date(20), a: 3, b: 5, c: 'x' });
+    const fourth = snapshotMinMax(mm);
+    // Assert
+    expect(second.names).toBe(first.names);
+    expect(second.minValues).toBe(first.minValues);
+    expect(second.maxValues).not.toBe(first.maxValues);
+    expect(third).toBe(second);
+    expect(fourth.names).toEqual(['t', 'a', 'b', 'c']);
+    expect(first.max).toEqual({ t: new Date(0), a: 1, b: 5 });
+    expect(second.max).toEqual({ t: new Date(10), a: 2, b: 5 });
+    expect(fourth.min).toEqual({ t: new Date(0), a: 1, b: 5, c: 'x' });
+    expect(Object.keys(fourth.max)).toEqual(['t', 'a', 'b', 'c']);
   });
 
   it('(b) also after reopening from the written documents', () => {
