@@ -25,7 +25,12 @@ export interface ColumnDiff {
   readonly created: boolean;
 }
 
-/** The column tails of one commit: column `i` is `fields[i]`, for `i` below `count`. */
+/**
+ * The column tails of one commit: column `i` is `fields[i]`, for `i` below `count`. The numbers and bytes
+ * live in arrays shared by many commits (cut from slabs, as Node's pooled `Buffer`s are), at `layoutStart`
+ * and `bytesStart`: a commit allocates no array of its own. Nothing ever writes a slab's part again once
+ * a commit holds it.
+ */
 export interface ColumnTails {
   /**
    * The bucket's field names in column order. May be longer than `count` (the bucket's list, which only
@@ -37,13 +42,18 @@ export interface ColumnTails {
   /** Columns `[firstCreated, count)` are new to the stored document (`count` when none is). */
   readonly firstCreated: number;
   /**
-   * Two numbers per column: `layout[2i]` is where column `i`'s tail goes in its stored binary (the stored
-   * column is cut there, 0 for a new column), `layout[2i + 1]` where its tail ends in `bytes` (it starts
-   * where the previous column's ends, column 0's at 0).
+   * Two numbers per column from `layoutStart` on: `layout[layoutStart + 2i]` is where column `i`'s tail
+   * goes in its stored binary (the stored column is cut there, 0 for a new column), and
+   * `layout[layoutStart + 2i + 1]` where its tail ends in `bytes` (it starts where the previous column's
+   * ends, column 0's at `bytesStart`).
    */
-  readonly layout: ReadonlyArray<number>;
-  /** Every column's tail, in column order. Owned by the commit; may view a buffer shared with others. */
+  readonly layout: Int32Array;
+  /** Index of column 0's numbers in `layout`. */
+  readonly layoutStart: number;
+  /** Every column's tail, in column order, from `bytesStart` on. */
   readonly bytes: Uint8Array;
+  /** Index of column 0's tail in `bytes`. */
+  readonly bytesStart: number;
 }
 
 /**
@@ -53,14 +63,14 @@ export interface ColumnTails {
  * @returns the diffs, in column order; their `bytes` view `tails.bytes`.
  */
 export function columnDiffsOf(tails: ColumnTails): ColumnDiff[] {
-  const { fields, count, firstCreated, layout, bytes } = tails;
+  const { fields, count, firstCreated, layout, layoutStart, bytes } = tails;
   const diffs: ColumnDiff[] = [];
-  let start = 0;
+  let start = tails.bytesStart;
   for (let i = 0; i < count; i++) {
-    const end = layout[2 * i + 1] as number;
+    const end = layout[layoutStart + 2 * i + 1] as number;
     diffs.push({
       field: fields[i] as string,
-      offset: layout[2 * i] as number,
+      offset: layout[layoutStart + 2 * i] as number,
       bytes: bytes.subarray(start, end),
       created: i >= firstCreated,
     });

@@ -71,6 +71,8 @@ export interface CompressedBucketCommit {
   readonly format: 'compressed';
   /** The bucket's `_id`. */
   readonly bucketId: ObjectId;
+  /** `bucketId` as lowercase hex: made once per bucket, so a storage keyed by it hashes no new string. */
+  readonly bucketIdHex: string;
   /** Measurements the stored bucket must hold (`control.count`) for the commit to apply. */
   readonly numPreviouslyCommittedMeasurements: number;
   /** `control.count` after the commit. */

@@ -201,9 +201,19 @@ export class MeasurementMap {
         column.created = false;
       } else invariant(firstCreated === n, 2103, 'a created column before an existing one');
     }
-    const bytes = cutFromSlab(total);
-    const layout = new Array<number>(2 * n);
-    let end = 0;
+    if (byteSlabUsed + total > byteSlab.length) {
+      byteSlab = new Uint8Array(Math.max(kByteSlabSize, total));
+      byteSlabUsed = 0;
+    }
+    if (layoutSlabUsed + 2 * n > layoutSlab.length) {
+      layoutSlab = new Int32Array(Math.max(kLayoutSlabSize, 2 * n));
+      layoutSlabUsed = 0;
+    }
+    const bytes = byteSlab;
+    const bytesStart = byteSlabUsed;
+    const layout = layoutSlab;
+    const layoutStart = layoutSlabUsed;
+    let end = bytesStart;
     for (let i = 0; i < n; i++) {
       const diff = diffs[i] as BinaryDiff;
       const tail = diff.bytes;
@@ -211,11 +221,13 @@ export class MeasurementMap {
       if (tail.length > 64) bytes.set(tail, end);
       else for (let j = 0; j < tail.length; j++) bytes[end + j] = tail[j] as number;
       end += tail.length;
-      layout[2 * i] = diff.offset;
-      layout[2 * i + 1] = end;
+      layout[layoutStart + 2 * i] = diff.offset;
+      layout[layoutStart + 2 * i + 1] = end;
     }
+    byteSlabUsed = end;
+    layoutSlabUsed += 2 * n;
     this.#compressedSize = size;
-    return { fields: this.#names, count: n, firstCreated, layout, bytes };
+    return { fields: this.#names, count: n, firstCreated, layout, layoutStart, bytes, bytesStart };
   }
 }
 
@@ -227,26 +239,17 @@ export class MeasurementMap {
 const kDiffScratch: BinaryDiff[] = [];
 
 /**
- * The commits' tails are cut from a shared slab, as Node's pooled `Buffer`s are: one array per commit
- * made garbage collection a large part of a one-measurement commit. A slab is never written again once
- * cut (a full slab is replaced, not reused), so tails never change; a commit only keeps its slab alive
+ * The slabs commits' tails are cut from, as Node's pooled `Buffer`s are: an array or two per commit made
+ * garbage collection a large part of a one-measurement commit. A slab's part is never written again once
+ * cut (a full slab is replaced, not reused), so tails never change; a commit only keeps its slabs alive
  * until the storage has copied the tails.
  */
-const kSlabSize = 64 * 1024;
-const kMaxSlabbed = 4096;
-let slab = new Uint8Array(kSlabSize);
-let slabUsed = 0;
-
-function cutFromSlab(n: number): Uint8Array {
-  if (n > kMaxSlabbed) return new Uint8Array(n);
-  if (slabUsed + n > kSlabSize) {
-    slab = new Uint8Array(kSlabSize);
-    slabUsed = 0;
-  }
-  const out = slab.subarray(slabUsed, slabUsed + n);
-  slabUsed += n;
-  return out;
-}
+const kByteSlabSize = 64 * 1024;
+const kLayoutSlabSize = 8 * 1024;
+let byteSlab = new Uint8Array(kByteSlabSize);
+let byteSlabUsed = 0;
+let layoutSlab = new Int32Array(kLayoutSlabSize);
+let layoutSlabUsed = 0;
 
 /** BinData subtype 7: a BSONColumn. */
 const kColumnSubtype = 7;

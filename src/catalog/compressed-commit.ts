@@ -97,6 +97,7 @@ export function prepareCompressedWrite(
   const commit: CompressedBucketCommit = {
     format: 'compressed',
     bucketId,
+    bucketIdHex: bucket.id.hex,
     numPreviouslyCommittedMeasurements: n,
     count: n + measurements.length,
     version: unsorted ? kCompressedUnsortedVersion : undefined,

@@ -15,15 +15,11 @@ import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { StoredBucket } from './storage.js';
 
-/** One column: its bytes are `buf[0, length)`. */
-interface LiveColumn {
-  buf: Uint8Array;
-  length: number;
-  /** Whether a materialised document views `buf` (the next write copies it first). */
-  shared: boolean;
-}
-
-/** A compressed bucket being appended to. */
+/**
+ * A compressed bucket being appended to. Column `i` is named `names[i]` and its bytes are
+ * `bufs[i][0, lengths[i])`: parallel arrays rather than an object per column, so that a commit reads
+ * a few contiguous arrays (a bulk load touches thousands of buckets between two commits to one).
+ */
 interface LiveBucket {
   /** `control.count`. */
   count: number;
@@ -35,12 +31,18 @@ interface LiveBucket {
    */
   minMax: MinMaxSnapshot;
   /**
-   * Column names in document order, and the columns at the same positions. A commit lists its columns in
-   * the bucket's column order too, so column `i` of a commit is found by comparing one name; only a bucket
-   * whose stored order differs (integer-like field names, which JS objects list first) searches.
+   * Column names in document order. A commit lists its columns in the bucket's column order too, so
+   * column `i` of a commit is found by comparing one name; only a bucket whose stored order differs
+   * (integer-like field names, which JS objects list first) searches.
    */
   readonly names: string[];
-  readonly columns: LiveColumn[];
+  readonly bufs: Uint8Array[];
+  readonly lengths: number[];
+  /**
+   * Per column, whether a materialised document views its buffer (the next write copies it first);
+   * `undefined` when none does (the usual state between two reads), so that commits do not look.
+   */
+  shared: boolean[] | undefined;
 }
 
 /** The live compressed buckets of one namespace. */
@@ -76,10 +78,10 @@ export class LiveColumns {
     }
     if (live.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
     // Check every column before changing any: a commit applies whole or not at all.
-    const { fields, firstCreated, layout } = commit.tails;
+    const { fields, firstCreated, layout, layoutStart } = commit.tails;
     for (let i = 0; i < firstCreated; i++) {
       const at = positionOf(live, fields[i] as string, i);
-      if (at < 0 || (live.columns[at] as LiveColumn).length < (layout[2 * i] as number)) return undefined;
+      if (at < 0 || (live.lengths[at] as number) < (layout[layoutStart + 2 * i] as number)) return undefined;
     }
     return live;
   }
@@ -95,39 +97,50 @@ export class LiveColumns {
   apply(key: string, docs: ReadonlyMap<string, StoredBucket>, commit: CompressedBucketCommit): boolean {
     const live = this.#matching(key, docs, commit);
     if (live === undefined) return false;
-    const { fields, count, firstCreated, layout, bytes } = commit.tails;
-    let start = 0;
+    const { fields, count, firstCreated, layout, layoutStart, bytes } = commit.tails;
+    const { bufs, lengths, shared } = live;
+    let start = commit.tails.bytesStart;
     for (let i = 0; i < count; i++) {
-      const offset = layout[2 * i] as number;
-      const tailEnd = layout[2 * i + 1] as number;
+      const offset = layout[layoutStart + 2 * i] as number;
+      const tailEnd = layout[layoutStart + 2 * i + 1] as number;
       const end = offset + tailEnd - start;
-      let column: LiveColumn;
+      let at: number;
+      let buf: Uint8Array;
       if (i < firstCreated) {
-        column = live.columns[positionOf(live, fields[i] as string, i)] as LiveColumn;
-        if (column.shared || end > column.buf.length) {
+        at = positionOf(live, fields[i] as string, i);
+        buf = bufs[at] as Uint8Array;
+        if (end > buf.length || shared?.[at] === true) {
           // Doubling keeps the copies per column logarithmic in its size.
-          const buf = new Uint8Array(Math.max(column.buf.length, end * 2));
-          buf.set(column.buf.subarray(0, offset));
-          column.buf = buf;
-          column.shared = false;
+          const grown = new Uint8Array(Math.max(buf.length, end * 2));
+          grown.set(buf.subarray(0, offset));
+          buf = grown;
+          bufs[at] = buf;
+          if (shared !== undefined) shared[at] = false;
         }
       } else {
         // A new column (rare): appended, or replacing one of the same name.
         const field = fields[i] as string;
-        column = { buf: new Uint8Array(Math.max(64, end * 2)), length: 0, shared: false };
-        const at = live.names.indexOf(field);
+        buf = new Uint8Array(Math.max(64, end * 2));
+        at = live.names.indexOf(field);
         if (at < 0) {
+          at = live.names.length;
           live.names.push(field);
-          live.columns.push(column);
-        } else live.columns[at] = column;
+          bufs.push(buf);
+          lengths.push(0);
+          shared?.push(false);
+        } else {
+          bufs[at] = buf;
+          if (shared !== undefined) shared[at] = false;
+        }
       }
       // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
-      const buf = column.buf;
       if (tailEnd - start > 64) buf.set(bytes.subarray(start, tailEnd), offset);
       else for (let j = start, o = offset; j < tailEnd; j++, o++) buf[o] = bytes[j] as number;
-      column.length = end;
+      lengths[at] = end;
       start = tailEnd;
     }
+    // Once every column was copied, commits stop looking.
+    if (shared?.includes(true) === false) live.shared = undefined;
     live.count = commit.count;
     if (commit.version !== undefined) live.version = commit.version;
     live.minMax = commit.minMax;
@@ -174,7 +187,8 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
   if (control === undefined || data === undefined) return undefined;
   if (control.version !== 2 && control.version !== 3) return undefined;
   const names: string[] = [];
-  const columns: LiveColumn[] = [];
+  const bufs: Uint8Array[] = [];
+  const lengths: number[] = [];
   for (const field of Object.keys(data)) {
     const value = data[field] as { _bsontype?: unknown; buffer: Uint8Array; position: number };
     if (value._bsontype !== 'Binary') return undefined;
@@ -182,7 +196,8 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
     const buf = new Uint8Array(Math.max(64, bytes.length * 2));
     buf.set(bytes);
     names.push(field);
-    columns.push({ buf, length: bytes.length, shared: false });
+    bufs.push(buf);
+    lengths.push(bytes.length);
   }
   return {
     count: Number(control.count),
@@ -192,7 +207,9 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
       control.max as Readonly<Record<string, unknown>>,
     ),
     names,
-    columns,
+    bufs,
+    lengths,
+    shared: undefined,
   };
 }
 
@@ -218,14 +235,12 @@ function documentOf(base: StoredBucket, live: LiveBucket): StoredBucket {
       doc.control = next;
     } else if (field === 'data') {
       const data: Record<string, unknown> = {};
-      for (let i = 0; i < live.names.length; i++) {
-        const column = live.columns[i] as LiveColumn;
-        column.shared = true;
-        defineField(
-          data,
-          live.names[i] as string,
-          new Binary(column.buf.subarray(0, column.length), Binary.SUBTYPE_COLUMN),
-        );
+      const n = live.names.length;
+      // Every column is viewed by the document now: the next commit to each copies it first.
+      live.shared = new Array<boolean>(n).fill(true);
+      for (let i = 0; i < n; i++) {
+        const buf = (live.bufs[i] as Uint8Array).subarray(0, live.lengths[i]);
+        defineField(data, live.names[i] as string, new Binary(buf, Binary.SUBTYPE_COLUMN));
       }
       doc.data = data;
     } else defineField(doc, field, base[field]);

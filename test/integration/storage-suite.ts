@@ -603,6 +603,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       const result = await backend.open().applyCommit(coll.bucketsNamespace, {
         format: 'compressed',
         bucketId: bucket!._id as ObjectId,
+        bucketIdHex: (bucket!._id as ObjectId).toHexString(),
         numPreviouslyCommittedMeasurements: 1,
         count: 2,
         version: undefined,

@@ -29,12 +29,22 @@ function commitOf(map: MeasurementMap, id: ObjectId, before: number, n: number):
   return {
     format: 'compressed',
     bucketId: id,
+    bucketIdHex: id.toHexString(),
     numPreviouslyCommittedMeasurements: before,
     count: before + n,
     version: undefined,
     minMax: MinMaxSnapshot.ofDocuments({ n: before }, { n: before + n }),
     tails: map.intermediateTails(),
   };
+}
+
+/** Each column's bytes as base64, by field. */
+function columnBytes(doc: StoredBucket): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, b] of Object.entries(doc.data as Record<string, Binary>)) {
+    defineField(out, field, Buffer.from(b.buffer.subarray(0, b.position)).toString('base64'));
+  }
+  return out;
 }
 
 describe('LiveColumns', () => {
@@ -64,6 +74,7 @@ describe('LiveColumns', () => {
           const live = new LiveColumns();
           let i = 1;
           let before = 0;
+          const readDocs: Array<{ doc: StoredBucket; bytes: Record<string, string> }> = [];
           for (let s = 0; i < measurements.length; s++) {
             const [size, read] = steps[s % steps.length]!;
             before = i;
@@ -73,8 +84,14 @@ describe('LiveColumns', () => {
             const applied = live.apply(key, docs, commitOf(map, id, before, end - before));
             // Assert: every commit applies; a read rebuilds the document.
             expect(applied).toBe(true);
-            if (read) live.materialize(docs);
+            if (read) {
+              live.materialize(docs);
+              const doc = docs.get(key)!;
+              readDocs.push({ doc, bytes: columnBytes(doc) });
+            }
           }
+          // Assert: documents read earlier were not changed by later commits.
+          for (const { doc, bytes } of readDocs) expect(columnBytes(doc)).toEqual(bytes);
           live.materialize(docs);
           // Assert: the columns, and the last commit's control fields.
           const doc = docs.get(key)!;
