@@ -15,6 +15,7 @@
  * @packageDocumentation
  */
 import { defineField } from '../util/safe-record.js';
+import { slotValue } from './min-max-slots.js';
 
 /** `control.min` and `control.max` as of one commit. */
 export class MinMaxSnapshot {
@@ -27,6 +28,10 @@ export class MinMaxSnapshot {
   readonly minValues: ReadonlyArray<unknown> | undefined;
   /** Per field of `names`, the maximum. */
   readonly maxValues: ReadonlyArray<unknown> | undefined;
+  /** A capture of typed slots: per field of `names` its slot type (shared while the slots live). */
+  readonly kinds: Uint8Array | undefined;
+  /** A capture of typed slots: per field `i`, the minimum at `2i` and the maximum at `2i + 1` (owned). */
+  readonly numbers: Float64Array | undefined;
   #min: Readonly<Record<string, unknown>> | undefined;
   #max: Readonly<Record<string, unknown>> | undefined;
 
@@ -34,12 +39,16 @@ export class MinMaxSnapshot {
     names: ReadonlyArray<string> | undefined,
     minValues: ReadonlyArray<unknown> | undefined,
     maxValues: ReadonlyArray<unknown> | undefined,
+    kinds: Uint8Array | undefined,
+    numbers: Float64Array | undefined,
     min: Readonly<Record<string, unknown>> | undefined,
     max: Readonly<Record<string, unknown>> | undefined,
   ) {
     this.names = names;
     this.minValues = minValues;
     this.maxValues = maxValues;
+    this.kinds = kinds;
+    this.numbers = numbers;
     this.#min = min;
     this.#max = max;
   }
@@ -58,7 +67,20 @@ export class MinMaxSnapshot {
     minValues: ReadonlyArray<unknown>,
     maxValues: ReadonlyArray<unknown>,
   ): MinMaxSnapshot {
-    return new MinMaxSnapshot(names, minValues, maxValues, undefined, undefined);
+    return new MinMaxSnapshot(names, minValues, maxValues, undefined, undefined, undefined, undefined);
+  }
+
+  /**
+   * A snapshot of typed slots (see `min-max-slots.ts`): field `names[i]` has type `kinds[i]`, minimum
+   * `numbers[2i]` and maximum `numbers[2i + 1]`.
+   *
+   * @param names - field names in stored order.
+   * @param kinds - each field's slot type (not changed afterwards by anyone).
+   * @param numbers - the slots' values (the snapshot's from now on).
+   * @returns the snapshot.
+   */
+  static ofSlots(names: ReadonlyArray<string>, kinds: Uint8Array, numbers: Float64Array): MinMaxSnapshot {
+    return new MinMaxSnapshot(names, undefined, undefined, kinds, numbers, undefined, undefined);
   }
 
   /**
@@ -72,33 +94,31 @@ export class MinMaxSnapshot {
     min: Readonly<Record<string, unknown>>,
     max: Readonly<Record<string, unknown>>,
   ): MinMaxSnapshot {
-    return new MinMaxSnapshot(undefined, undefined, undefined, min, max);
+    return new MinMaxSnapshot(undefined, undefined, undefined, undefined, undefined, min, max);
   }
 
   /** `control.min`: fields in stored order; built on first use, then the same object. */
   get min(): Readonly<Record<string, unknown>> {
-    // Only a flat capture leaves the document unset.
-    return (this.#min ??= documentOf(
-      this.names as ReadonlyArray<string>,
-      this.minValues as ReadonlyArray<unknown>,
-    ));
+    return (this.#min ??= this.#build(this.minValues, 0));
   }
 
   /** `control.max`: fields in stored order; built on first use, then the same object. */
   get max(): Readonly<Record<string, unknown>> {
-    return (this.#max ??= documentOf(
-      this.names as ReadonlyArray<string>,
-      this.maxValues as ReadonlyArray<unknown>,
-    ));
+    return (this.#max ??= this.#build(this.maxValues, 1));
   }
-}
 
-/** The document of one side of a flat capture: each named field that has a value, in order. */
-function documentOf(names: ReadonlyArray<string>, values: ReadonlyArray<unknown>): Record<string, unknown> {
-  const doc: Record<string, unknown> = {};
-  for (let i = 0; i < names.length; i++) {
-    const value = values[i];
-    if (value !== undefined) defineField(doc, names[i] as string, value);
+  /** One side of a flat or slots capture (a capture of documents has both built): each field that has a value. */
+  #build(values: ReadonlyArray<unknown> | undefined, side: number): Record<string, unknown> {
+    const names = this.names as ReadonlyArray<string>;
+    const doc: Record<string, unknown> = {};
+    const { kinds, numbers } = this;
+    for (let i = 0; i < names.length; i++) {
+      const value =
+        kinds === undefined || numbers === undefined
+          ? values?.[i]
+          : slotValue(kinds[i] as number, numbers[2 * i + side] as number);
+      if (value !== undefined) defineField(doc, names[i] as string, value);
+    }
+    return doc;
   }
-  return doc;
 }

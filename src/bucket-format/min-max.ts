@@ -60,6 +60,8 @@ import {
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 import type { DBRef } from 'bson';
 import { MinMaxSnapshot } from './min-max-snapshot.js';
+import { foldIntoSlots, slotsOf, slotValue } from './min-max-slots.js';
+import type { MinMaxSlots } from './min-max-slots.js';
 
 /** The kind of a min or max slot; see the transition table in this module's documentation. */
 export type SlotKind = 'unset' | 'value' | 'object' | 'array';
@@ -138,6 +140,13 @@ export interface MinMax {
    * changes.
    */
   snapshot: MinMaxSnapshot | undefined;
+  /**
+   * While set, the top-level fields' current minima and maxima are in these typed slots, not in the tree
+   * (whose root children hold the values as of when the slots were made). Made by {@link snapshotMinMax}
+   * when the tree is flat and holds only numbers and dates; every fold that changes no structure goes
+   * there; anything else first writes the slots back into the tree ({@link leaveSlots}).
+   */
+  slots: MinMaxSlots | undefined;
 }
 
 /** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
@@ -228,7 +237,7 @@ export function createMinMax(): MinMax {
   root.minEmitted = true;
   root.maxEmitted = true;
   root.children = [];
-  return { root, changed: 0, published: undefined, snapshot: undefined };
+  return { root, changed: 0, published: undefined, snapshot: undefined, slots: undefined };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -248,7 +257,49 @@ export function updateMinMax(
   measurement: Readonly<Record<string, unknown>>,
   options: MinMaxUpdateOptions = {},
 ): void {
+  const slots = mm.slots;
+  if (slots !== undefined) {
+    const changed = foldIntoSlots(slots, measurement, options.skipField, MIN_CHANGED, MAX_CHANGED);
+    if (changed >= 0) {
+      mm.changed |= changed;
+      return;
+    }
+    leaveSlots(mm);
+  }
   mm.changed |= updateObject(mm.root, measurement, true, true, options.skipField);
+}
+
+/**
+ * Write the slots' values back into the tree and fold into the tree from now on: a changed value marks
+ * its slot updated, as a fold into the tree would have.
+ */
+function leaveSlots(mm: MinMax): void {
+  const slots = mm.slots;
+  if (slots === undefined) return;
+  mm.slots = undefined;
+  // The last snapshot shares the slots' form, not the arrays the tree's snapshots reuse.
+  mm.snapshot = undefined;
+  const children = mm.root.children ?? kNoChildren;
+  const { kinds, values } = slots;
+  for (let i = 0; i < slots.names.length; i++) {
+    const node = children[i] as MinMaxNode;
+    const kind = kinds[i] as number;
+    const min = values[2 * i] as number;
+    const max = values[2 * i + 1] as number;
+    if (!Object.is(slotNumberOf(node.minValue), min)) {
+      node.minValue = slotValue(kind, min);
+      node.minUpdated = true;
+    }
+    if (!Object.is(slotNumberOf(node.maxValue), max)) {
+      node.maxValue = slotValue(kind, max);
+      node.maxUpdated = true;
+    }
+  }
+}
+
+/** The number a number or date slot value is kept as in {@link MinMaxSlots}. */
+function slotNumberOf(value: unknown): number {
+  return value instanceof Date ? value.getTime() : (value as number);
 }
 
 /**
@@ -530,6 +581,7 @@ function buildSlot(node: MinMaxNode, side: Side, mark: boolean): unknown {
  *   of the measurements').
  */
 export function minDocument(mm: MinMax): Record<string, unknown> {
+  leaveSlots(mm);
   return buildSlot(mm.root, 'min', false) as Record<string, unknown>;
 }
 
@@ -540,6 +592,7 @@ export function minDocument(mm: MinMax): Record<string, unknown> {
  * @returns a new object in stored field order.
  */
 export function maxDocument(mm: MinMax): Record<string, unknown> {
+  leaveSlots(mm);
   return buildSlot(mm.root, 'max', false) as Record<string, unknown>;
 }
 
@@ -557,6 +610,7 @@ export function maxDocument(mm: MinMax): Record<string, unknown> {
  * @returns the operations for each side; empty lists when nothing changed.
  */
 export function takeUpdates(mm: MinMax): MinMaxUpdates {
+  leaveSlots(mm);
   const changed = mm.changed;
   if (changed === 0) return kNoUpdates;
   mm.changed = 0;
@@ -581,6 +635,7 @@ export function takeDocuments(mm: MinMax): {
   readonly min: Record<string, unknown>;
   readonly max: Record<string, unknown>;
 } {
+  leaveSlots(mm);
   const changed = mm.changed;
   mm.changed = 0;
   // The change bits are spent here: a later snapshot must not reuse values from before.
@@ -611,7 +666,8 @@ export function takeDocuments(mm: MinMax): {
  * commit carries. When every top-level field holds a scalar on both sides (flat measurements), the
  * snapshot is the field names and values, sharing with the previous snapshot the names (while no field
  * was added) and the values of a side without changes; the documents are built only if someone reads
- * them. Otherwise it holds the documents, built now.
+ * them. Otherwise it holds the documents, built now. A flat MinMax holding only numbers and dates moves
+ * to typed slots here (see {@link MinMax.slots}); its later snapshots copy one `Float64Array`.
  *
  * A MinMax is written either through snapshots (compressed buckets) or through {@link takeUpdates} and
  * {@link takeDocuments} (version-1 buckets): a snapshot does not reset the slots' change tracking, so
@@ -625,9 +681,17 @@ export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
   mm.changed = 0;
   // The documents takeDocuments last returned are not what was last written any more.
   mm.published = undefined;
+  const last = mm.snapshot;
+  const slots = mm.slots;
+  if (slots !== undefined) {
+    // The slots' names and types are fixed: the values are copied in one go.
+    if (changed === 0 && last !== undefined) return last;
+    const snapshot = MinMaxSnapshot.ofSlots(slots.names, slots.kinds, slots.values.slice());
+    mm.snapshot = snapshot;
+    return snapshot;
+  }
   const children = mm.root.children ?? kNoChildren;
   const n = children.length;
-  const last = mm.snapshot;
   // A field added since the last snapshot changes both sides (a new field takes a value on each).
   const lastNames = last?.names;
   const sameNames = lastNames?.length === n;
@@ -652,6 +716,8 @@ export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
   }
   const snapshot = MinMaxSnapshot.ofFields(names, minValues, maxValues);
   mm.snapshot = snapshot;
+  // Flat: later measurements are folded into typed slots, if every value fits in one.
+  mm.slots = slotsOf(names, minValues, maxValues);
   return snapshot;
 }
 

@@ -353,22 +353,38 @@ describe('MinMax properties', () => {
         maxLength: 8,
       },
     );
+    // Numbers and dates mostly, so that batches stay in typed slots and leave them now and then.
+    const slotted = fc.oneof(
+      { weight: 8, arbitrary: fc.constantFrom(-2.5, 0.5, 1, 3, 0, -0, NaN) },
+      { weight: 8, arbitrary: fc.integer({ min: -3, max: 3 }).map((t) => new Date(t)) },
+      { weight: 1, arbitrary: scalar },
+    );
+    const slottedBatches = fc.array(
+      fc.array(fc.dictionary(names, slotted, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }),
+      { minLength: 1, maxLength: 10 },
+    );
     fc.assert(
       fc.property(
-        fc.oneof(flatBatches, batchesArb(names)),
+        fc.oneof(flatBatches, slottedBatches, batchesArb(names)),
         fc.array(fc.constantFrom('now', 'later', 'takeDocuments'), { minLength: 1, maxLength: 8 }),
         (batches, reads) => {
           // Arrange
+          // Arrange: a twin that only folds is the reference.
           const mm = createMinMax();
+          const twin = createMinMax();
           updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
+          updateMinMax(twin, { time: new Date(0) }, { skipField: undefined });
           const taken: Array<{ snapshot: ReturnType<typeof snapshotMinMax>; min: unknown; max: unknown }> =
             [];
           batches.forEach((batch, i) => {
             // Act: one commit; its documents read at once or at the end, or a takeDocuments (what a
             // version-1 first commit uses) spending the change tracking before the snapshot.
-            for (const m of batch) updateMinMax(mm, m, { skipField: 'c' });
-            const min = minDocument(mm);
-            const max = maxDocument(mm);
+            for (const m of batch) {
+              updateMinMax(mm, m, { skipField: 'c' });
+              updateMinMax(twin, m, { skipField: 'c' });
+            }
+            const min = minDocument(twin);
+            const max = maxDocument(twin);
             const read = reads[i % reads.length];
             if (read === 'takeDocuments') {
               const docs = takeDocuments(mm);
@@ -393,26 +409,32 @@ describe('MinMax properties', () => {
     );
   });
 
-  it('snapshotMinMax shares names and an unchanged side with the previous snapshot, and is reused when nothing changed', () => {
+  it('snapshotMinMax moves a flat MinMax of numbers and dates to typed slots, and back to the tree for other values', () => {
     // Arrange
     const mm = createMinMax();
     updateMinMax(mm, { t: new Date(0), a: 1, b: 5 });
     const first = snapshotMinMax(mm);
-    // Act: a later time and an a within the range (only the max side changes), then nothing.
+    // Act: a later time and an `a` within the range (only maxima change), nothing, then a string field.
     updateMinMax(mm, { t: new Date(10), a: 2, b: 5 });
     const second = snapshotMinMax(mm);
     const third = snapshotMinMax(mm);
     updateMinMax(mm, { t: new Date(20), a: 3, b: 5, c: 'x' });
     const fourth = snapshotMinMax(mm);
-    // Assert
+    updateMinMax(mm, { t: new Date(30), a: 0 });
+    const fifth = snapshotMinMax(mm);
+    // Assert: the first snapshot is made from the tree and starts the slots; the string field ends them.
+    expect(first.minValues).toEqual([new Date(0), 1, 5]);
+    expect(mm.slots).toBeUndefined();
+    expect(second.numbers).toEqual(new Float64Array([0, 10, 1, 2, 5, 5]));
     expect(second.names).toBe(first.names);
-    expect(second.minValues).toBe(first.minValues);
-    expect(second.maxValues).not.toBe(first.maxValues);
     expect(third).toBe(second);
     expect(fourth.names).toEqual(['t', 'a', 'b', 'c']);
+    expect(fifth.names).toBe(fourth.names);
     expect(first.max).toEqual({ t: new Date(0), a: 1, b: 5 });
     expect(second.max).toEqual({ t: new Date(10), a: 2, b: 5 });
     expect(fourth.min).toEqual({ t: new Date(0), a: 1, b: 5, c: 'x' });
+    expect(fifth.min).toEqual({ t: new Date(0), a: 0, b: 5, c: 'x' });
+    expect(fifth.max).toEqual({ t: new Date(30), a: 3, b: 5, c: 'x' });
     expect(Object.keys(fourth.max)).toEqual(['t', 'a', 'b', 'c']);
   });
 
