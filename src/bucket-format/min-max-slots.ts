@@ -1,7 +1,7 @@
 /**
  * Typed per-field slots of a flat `MinMax` (the server keeps its `MinMax` tree for every bucket; this is
  * a faster form of the same state for the usual time series): while every top-level field holds a number
- * or a date on both sides, each field's minimum and maximum are two doubles in one `Float64Array`, and
+ * or a date on both sides, each field's minimum and maximum are two unboxed doubles in one array, and
  * folding a measurement compares numbers in a few contiguous arrays instead of walking tree nodes that
  * each hold a boxed value.
  *
@@ -24,8 +24,12 @@ export interface MinMaxSlots {
   readonly names: ReadonlyArray<string>;
   /** Per field, {@link kSlotNumber} or {@link kSlotDate}; fixed for the slots' life. */
   readonly kinds: Uint8Array;
-  /** Per field `i`: `values[2i]` the minimum, `values[2i + 1]` the maximum. */
-  readonly values: Float64Array;
+  /**
+   * Per field `i`: `values[2i]` the minimum, `values[2i + 1]` the maximum. A JS array of doubles rather
+   * than a `Float64Array`: V8 keeps it unboxed all the same, and a snapshot's `slice()` is then a plain
+   * young-generation copy, where a typed array's costs an `ArrayBuffer` allocated outside the heap.
+   */
+  readonly values: number[];
 }
 
 /**
@@ -51,11 +55,10 @@ export function slotsOf(
     }
   }
   const kinds = new Uint8Array(n);
-  const values = new Float64Array(2 * n);
+  const values: number[] = [];
   for (let i = 0; i < n; i++) {
     kinds[i] = kindOf(minValues[i]);
-    values[2 * i] = slotNumber(minValues[i]) as number;
-    values[2 * i + 1] = slotNumber(maxValues[i]) as number;
+    values.push(slotNumber(minValues[i]) as number, slotNumber(maxValues[i]) as number);
   }
   return { names, kinds, values };
 }

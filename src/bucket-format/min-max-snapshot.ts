@@ -31,7 +31,7 @@ export class MinMaxSnapshot {
   /** A capture of typed slots: per field of `names` its slot type (shared while the slots live). */
   readonly kinds: Uint8Array | undefined;
   /** A capture of typed slots: per field `i`, the minimum at `2i` and the maximum at `2i + 1` (owned). */
-  readonly numbers: Float64Array | undefined;
+  readonly numbers: ReadonlyArray<number> | undefined;
   #min: Readonly<Record<string, unknown>> | undefined;
   #max: Readonly<Record<string, unknown>> | undefined;
 
@@ -40,7 +40,7 @@ export class MinMaxSnapshot {
     minValues: ReadonlyArray<unknown> | undefined,
     maxValues: ReadonlyArray<unknown> | undefined,
     kinds: Uint8Array | undefined,
-    numbers: Float64Array | undefined,
+    numbers: ReadonlyArray<number> | undefined,
     min: Readonly<Record<string, unknown>> | undefined,
     max: Readonly<Record<string, unknown>> | undefined,
   ) {
@@ -79,7 +79,11 @@ export class MinMaxSnapshot {
    * @param numbers - the slots' values (the snapshot's from now on).
    * @returns the snapshot.
    */
-  static ofSlots(names: ReadonlyArray<string>, kinds: Uint8Array, numbers: Float64Array): MinMaxSnapshot {
+  static ofSlots(
+    names: ReadonlyArray<string>,
+    kinds: Uint8Array,
+    numbers: ReadonlyArray<number>,
+  ): MinMaxSnapshot {
     return new MinMaxSnapshot(names, undefined, undefined, kinds, numbers, undefined, undefined);
   }
 

@@ -667,7 +667,7 @@ export function takeDocuments(mm: MinMax): {
  * snapshot is the field names and values, sharing with the previous snapshot the names (while no field
  * was added) and the values of a side without changes; the documents are built only if someone reads
  * them. Otherwise it holds the documents, built now. A flat MinMax holding only numbers and dates moves
- * to typed slots here (see {@link MinMax.slots}); its later snapshots copy one `Float64Array`.
+ * to typed slots here (see {@link MinMax.slots}); its later snapshots copy one array of doubles.
  *
  * A MinMax is written either through snapshots (compressed buckets) or through {@link takeUpdates} and
  * {@link takeDocuments} (version-1 buckets): a snapshot does not reset the slots' change tracking, so
