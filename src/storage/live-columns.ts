@@ -1,10 +1,10 @@
 /**
- * How `MemoryStorage` keeps the compressed buckets the catalog is appending to: each column in a growable
- * buffer that a commit splices its bytes into (cost proportional to the bytes appended), and the bucket
- * document rebuilt only when someone reads it.
+ * How `MemoryStorage` keeps the compressed buckets the catalog is appending to: each bucket's columns in
+ * one growable buffer, a region per column, that a commit splices its bytes into (cost proportional to
+ * the bytes appended), and the bucket document rebuilt only when someone reads it.
  *
- * A document handed to a reader shares its columns' buffers (no copy); the next commit to such a column
- * copies it first (copy on write), so a document once read never changes under its reader.
+ * A document handed to a reader shares the bucket's buffer (no copy); the next commit copies it first
+ * (copy on write), so a document once read never changes under its reader.
  *
  * @packageDocumentation
  */
@@ -16,9 +16,11 @@ import { defineField, getOwnField } from '../util/safe-record.js';
 import type { StoredBucket } from './storage.js';
 
 /**
- * A compressed bucket being appended to. Column `i` is named `names[i]` and its bytes are
- * `bufs[i][0, lengths[i])`: parallel arrays rather than an object per column, so that a commit reads
- * a few contiguous arrays (a bulk load touches thousands of buckets between two commits to one).
+ * A compressed bucket being appended to. Column `i` is named `names[i]`; its bytes are
+ * `arena[starts[i], starts[i] + lengths[i])`, in a region of `caps[i]` bytes. One buffer and a few
+ * arrays of numbers per bucket, rather than an object and a buffer per column: a bulk load touches
+ * thousands of buckets between two commits to one, and every column a commit writes to was another
+ * cache miss.
  */
 interface LiveBucket {
   /** `control.count`. */
@@ -36,13 +38,13 @@ interface LiveBucket {
    * (integer-like field names, which JS objects list first) searches.
    */
   readonly names: string[];
-  readonly bufs: Uint8Array[];
+  /** Every column's bytes. */
+  arena: Uint8Array;
+  readonly starts: number[];
+  readonly caps: number[];
   readonly lengths: number[];
-  /**
-   * Per column, whether a materialised document views its buffer (the next write copies it first);
-   * `undefined` when none does (the usual state between two reads), so that commits do not look.
-   */
-  shared: boolean[] | undefined;
+  /** Whether a materialised document views `arena` (the next commit copies it first). */
+  shared: boolean;
 }
 
 /** The live compressed buckets of one namespace. */
@@ -98,49 +100,27 @@ export class LiveColumns {
     const live = this.#matching(key, docs, commit);
     if (live === undefined) return false;
     const { fields, count, firstCreated, layout, layoutStart, bytes } = commit.tails;
-    const { bufs, lengths, shared } = live;
+    const { starts, caps, lengths } = live;
+    if (live.shared) relayout(live, -1, 0);
+    let arena = live.arena;
     let start = commit.tails.bytesStart;
     for (let i = 0; i < count; i++) {
       const offset = layout[layoutStart + 2 * i] as number;
       const tailEnd = layout[layoutStart + 2 * i + 1] as number;
       const end = offset + tailEnd - start;
-      let at: number;
-      let buf: Uint8Array;
-      if (i < firstCreated) {
-        at = positionOf(live, fields[i] as string, i);
-        buf = bufs[at] as Uint8Array;
-        if (end > buf.length || shared?.[at] === true) {
-          // Doubling keeps the copies per column logarithmic in its size.
-          const grown = new Uint8Array(Math.max(buf.length, end * 2));
-          grown.set(buf.subarray(0, offset));
-          buf = grown;
-          bufs[at] = buf;
-          if (shared !== undefined) shared[at] = false;
-        }
-      } else {
-        // A new column (rare): appended, or replacing one of the same name.
-        const field = fields[i] as string;
-        buf = new Uint8Array(Math.max(64, end * 2));
-        at = live.names.indexOf(field);
-        if (at < 0) {
-          at = live.names.length;
-          live.names.push(field);
-          bufs.push(buf);
-          lengths.push(0);
-          shared?.push(false);
-        } else {
-          bufs[at] = buf;
-          if (shared !== undefined) shared[at] = false;
-        }
+      const at =
+        i < firstCreated ? positionOf(live, fields[i] as string, i) : newColumn(live, fields[i] as string);
+      if (end > (caps[at] as number)) {
+        relayout(live, at, end);
+        arena = live.arena;
       }
+      const to = (starts[at] as number) + offset;
       // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
-      if (tailEnd - start > 64) buf.set(bytes.subarray(start, tailEnd), offset);
-      else for (let j = start, o = offset; j < tailEnd; j++, o++) buf[o] = bytes[j] as number;
+      if (tailEnd - start > 64) arena.set(bytes.subarray(start, tailEnd), to);
+      else for (let j = start, o = to; j < tailEnd; j++, o++) arena[o] = bytes[j] as number;
       lengths[at] = end;
       start = tailEnd;
     }
-    // Once every column was copied, commits stop looking.
-    if (shared?.includes(true) === false) live.shared = undefined;
     live.count = commit.count;
     if (commit.version !== undefined) live.version = commit.version;
     live.minMax = commit.minMax;
@@ -187,19 +167,14 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
   if (control === undefined || data === undefined) return undefined;
   if (control.version !== 2 && control.version !== 3) return undefined;
   const names: string[] = [];
-  const bufs: Uint8Array[] = [];
-  const lengths: number[] = [];
+  const columns: Uint8Array[] = [];
   for (const field of Object.keys(data)) {
     const value = data[field] as { _bsontype?: unknown; buffer: Uint8Array; position: number };
     if (value._bsontype !== 'Binary') return undefined;
-    const bytes = value.buffer.subarray(0, value.position);
-    const buf = new Uint8Array(Math.max(64, bytes.length * 2));
-    buf.set(bytes);
     names.push(field);
-    bufs.push(buf);
-    lengths.push(bytes.length);
+    columns.push(value.buffer.subarray(0, value.position));
   }
-  return {
+  const live: LiveBucket = {
     count: Number(control.count),
     version: control.version,
     minMax: MinMaxSnapshot.ofDocuments(
@@ -207,10 +182,61 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
       control.max as Readonly<Record<string, unknown>>,
     ),
     names,
-    bufs,
-    lengths,
-    shared: undefined,
+    arena: kEmpty,
+    starts: names.map(() => 0),
+    caps: names.map(() => 0),
+    lengths: columns.map((bytes) => bytes.length),
+    shared: false,
   };
+  // Regions sized for the columns' lengths (the empty buffer has nothing to copy), then filled.
+  relayout(live, -1, 0);
+  columns.forEach((bytes, i) => {
+    live.arena.set(bytes, live.starts[i]);
+  });
+  return live;
+}
+
+const kEmpty = new Uint8Array(0);
+
+/**
+ * Move the bucket's columns to a new buffer, each region twice its bytes (at least 64), column `at`'s
+ * region large enough for `end` bytes. Doubling keeps the copies logarithmic in a bucket's size.
+ */
+function relayout(live: LiveBucket, at: number, end: number): void {
+  const { starts, caps, lengths } = live;
+  const n = starts.length;
+  let total = 0;
+  const newCaps: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const cap = Math.max(64, 2 * Math.max(lengths[i] as number, i === at ? end : 0));
+    newCaps.push(cap);
+    total += cap;
+  }
+  const arena = new Uint8Array(total);
+  let next = 0;
+  for (let i = 0; i < n; i++) {
+    const from = starts[i] as number;
+    arena.set(live.arena.subarray(from, from + (lengths[i] as number)), next);
+    starts[i] = next;
+    caps[i] = newCaps[i] as number;
+    next += newCaps[i] as number;
+  }
+  live.arena = arena;
+  live.shared = false;
+}
+
+/** Add column `field` (rare: a commit's new column), or empty the one of that name; returns its position. */
+function newColumn(live: LiveBucket, field: string): number {
+  let at = live.names.indexOf(field);
+  if (at < 0) {
+    at = live.names.length;
+    live.names.push(field);
+    // An empty region: the column's first write moves the bucket to a buffer with room for it.
+    live.starts.push(0);
+    live.caps.push(0);
+    live.lengths.push(0);
+  } else live.lengths[at] = 0;
+  return at;
 }
 
 /** Where column `field`, column `i` of a commit, is in `live` (-1: absent). */
@@ -235,12 +261,12 @@ function documentOf(base: StoredBucket, live: LiveBucket): StoredBucket {
       doc.control = next;
     } else if (field === 'data') {
       const data: Record<string, unknown> = {};
-      const n = live.names.length;
-      // Every column is viewed by the document now: the next commit to each copies it first.
-      live.shared = new Array<boolean>(n).fill(true);
-      for (let i = 0; i < n; i++) {
-        const buf = (live.bufs[i] as Uint8Array).subarray(0, live.lengths[i]);
-        defineField(data, live.names[i] as string, new Binary(buf, Binary.SUBTYPE_COLUMN));
+      // The document views the bucket's buffer now: the next commit copies it first.
+      live.shared = true;
+      for (let i = 0; i < live.names.length; i++) {
+        const from = live.starts[i] as number;
+        const bytes = live.arena.subarray(from, from + (live.lengths[i] as number));
+        defineField(data, live.names[i] as string, new Binary(bytes, Binary.SUBTYPE_COLUMN));
       }
       doc.data = data;
     } else defineField(doc, field, base[field]);
