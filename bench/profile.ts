@@ -22,6 +22,9 @@ const { values } = parseArgs({
     format: { type: 'string', default: '0' },
     series: { type: 'string', default: '1000' },
     calls: { type: 'string', default: '100' },
+    // Measurements per call: the series count (one per series per call) unless given; `--series 100
+    // --batch 1000` is the "10 per series per call" shape.
+    batch: { type: 'string' },
     repeat: { type: 'string', default: '5' },
   },
 });
@@ -30,27 +33,31 @@ const format = formats[Number(values.format)];
 if (format === undefined) throw new Error(`--format must be below ${formats.length}`);
 const series = Number(values.series);
 const calls = Number(values.calls);
-const docs = tsbsCpuOnly(series, series * calls);
+const batch = Number(values.batch ?? series);
+const docs = tsbsCpuOnly(series, batch * calls);
 
-async function once(): Promise<number> {
+/** Wall and CPU milliseconds of one run (CPU time moves less than wall time on a shared machine). */
+async function once(): Promise<{ ms: number; cpuMs: number }> {
   const t = performance.now();
+  const cpu = process.cpuUsage();
   const engine = new BucketEngine(engineOptions(format!, {}));
   const coll = await engine.createCollection('profile', {
     timeseries: { timeField: 'ts', metaField: 'tags' },
   });
-  for (let i = 0; i < docs.length; i += series)
-    await coll.insertMany(docs.slice(i, i + series), { ordered: false });
+  for (let i = 0; i < docs.length; i += batch)
+    await coll.insertMany(docs.slice(i, i + batch), { ordered: false });
   let buckets = 0;
   for await (const _bucket of engine.storage.find(coll.bucketsNamespace, {})) buckets++;
   await engine.close();
   if (buckets === 0) throw new Error('no buckets');
-  return performance.now() - t;
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - t, cpuMs: (used.user + used.system) / 1000 };
 }
 
 await once();
 for (let r = 0; r < Number(values.repeat); r++) {
-  const ms = await once();
+  const { ms, cpuMs } = await once();
   console.log(
-    `${format.name}: ${series} series x ${calls} calls, ${((ms * 1000) / docs.length).toFixed(2)} µs per measurement (${((docs.length / ms) * 1000).toFixed(0)} measurements/s)`,
+    `${format.name}: ${series} series x ${calls} calls of ${batch}, ${((ms * 1000) / docs.length).toFixed(2)} µs per measurement (${((docs.length / ms) * 1000).toFixed(0)} measurements/s), ${((cpuMs * 1000) / docs.length).toFixed(2)} µs of CPU`,
   );
 }

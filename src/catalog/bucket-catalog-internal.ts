@@ -11,12 +11,16 @@ import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
+import { invariant } from '../util/invariant.js';
+import { flatShapeOf, matchesFlatShape } from './flat-shape.js';
+import type { FlatShape } from './flat-shape.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
+import type { SchemaUpdateOptions } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { kBSONObjMaxUserSize, objectIdHex } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
-import { calculateBucketFieldsAndSizeChange, makeOpenBucket, openBatchFor } from './bucket.js';
+import { calculateBucketFieldsAndSizeChange, kNoChange, makeOpenBucket, openBatchFor } from './bucket.js';
 import type { Bucket, BucketSizeChange } from './bucket.js';
 import { makeBucketId, makeBucketKey, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
@@ -85,6 +89,8 @@ export interface CollectionState {
   options: BucketingOptions;
   /** Stats controller updating this collection's and the global stats. */
   readonly stats: ExecutionStatsController;
+  /** The last flat shape a bucket of this collection accepted, shared by the buckets that have it. */
+  lastShape?: FlatShape | undefined;
 }
 
 /** Called when a bucket is closed (soft or hard) so its document can be finalised (compressed). */
@@ -157,9 +163,12 @@ export interface SeriesStaging {
   readonly options: BucketingOptions;
   /** The series. */
   readonly key: BucketKey;
-  /** The series' measurements, sorted by time (stable). */
+  /** The call's measurements (every series'). */
   readonly items: ReadonlyArray<InsertItem>;
-  /** Where each item's result goes in `out` (the item's index in the caller's array). */
+  /**
+   * The series' measurements: their indices in `items`, sorted by their time (stable). An item's result
+   * goes to the same index of `out`.
+   */
   readonly positions: ReadonlyArray<number>;
   /** Receives one result per item. */
   readonly out: StageResult[];
@@ -187,25 +196,37 @@ export function stageSeries(
   const { coll, options, key, items, positions, out, op, reopening } = series;
   // Consecutive measurements go to the same bucket until one needs a rollover (docs/mongodb-behaviour.md §5.6, newest).
   let current: Bucket | undefined;
-  for (let i = resume?.index ?? 0; i < items.length; i++) {
-    const item = items[i] as InsertItem;
+  for (let i = resume?.index ?? 0; i < positions.length; i++) {
     const position = positions[i] as number;
+    const item = items[position] as InsertItem;
     let chosen: EligibleBucket | undefined;
+    // The bucket and size change when the current bucket takes the item (no result object on this path).
+    let fits: BucketSizeChange | undefined;
     try {
       // Why the bucket this call was filling does not take the item: the series had a bucket (so a new one
       // is not "due to metadata"), and only a time-backward rollover allows query-based reopening.
       let rolledOver: Exclude<RolloverReason, 'none'> | undefined;
       if (current?.state === 'normal' && lock.stripe.openBucketsById.get(current.id.hex) === current) {
         const check = determineRolloverReason(state, coll, options, current, item);
-        if (check.kind === 'fits') chosen = { kind: 'found', bucket: current, change: check.change };
+        if (typeof check !== 'string') fits = check;
         else {
-          rolledOver = check.reason;
-          if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check.reason);
+          rolledOver = check;
+          if (current.rolloverAction === 'none') rollover(state, lock, coll, current, check);
         }
       }
-      if (chosen === undefined) {
-        const attempt = resume?.index === i ? resume : { index: i, reopening, why: undefined };
-        chosen = findEligibleBucket(state, lock, coll, options, key, item, attempt, rolledOver);
+      if (fits === undefined) {
+        const resumed = resume?.index === i;
+        chosen = findEligibleBucket(
+          state,
+          lock,
+          coll,
+          options,
+          key,
+          item,
+          resumed ? resume.reopening : reopening,
+          resumed ? resume.why : undefined,
+          rolledOver,
+        );
       }
     } catch (error) {
       // A value BSON cannot hold (a symbol, a function, a value nested past the stack) is found while
@@ -221,18 +242,35 @@ export function stageSeries(
       };
       continue;
     }
-    if (chosen.kind === 'reopen') return { index: i, request: chosen.request, why: chosen.why };
-    if (chosen.kind === 'error') {
-      out[position] = chosen;
-      continue;
+    if (fits === undefined) {
+      // Set in the try whenever the current bucket did not take the item.
+      invariant(chosen !== undefined, 2010, 'stageSeries chose no bucket');
+      if (chosen.kind === 'reopen') return { index: i, request: chosen.request, why: chosen.why };
+      if (chosen.kind === 'error') {
+        out[position] = chosen;
+        continue;
+      }
+      current = chosen.bucket;
+      fits = chosen.change;
     }
-    current = chosen.bucket;
-    out[position] = {
-      kind: 'staged',
-      batch: stageInto(state, lock, coll, chosen.bucket, item, chosen.change, op),
-    };
+    // One result object per batch, shared by its measurements.
+    out[position] = stageInto(state, lock, coll, current as Bucket, item, fits, op).staged;
   }
   return undefined;
+}
+
+/** The last {@link skipOptions} made: every call of a collection passes the same metaField. */
+let lastSkip: SchemaUpdateOptions = { skipField: undefined };
+
+/**
+ * The schema and min/max options that leave out `metaField`, without an object per measurement.
+ *
+ * @param metaField - the collection's metaField.
+ * @returns `{ skipField: metaField }` (shared: do not mutate).
+ */
+export function skipOptions(metaField: string | undefined): SchemaUpdateOptions {
+  if (lastSkip.skipField !== metaField) lastSkip = { skipField: metaField };
+  return lastSkip;
 }
 
 /**
@@ -246,7 +284,7 @@ type EligibleBucket =
 
 /** Where {@link stageSeries} stopped to reopen a bucket from disk (the caller does the I/O). */
 export interface StagePause {
-  /** Index (in the series' sorted items) of the measurement waiting for the reopened bucket. */
+  /** Index (in the series' `positions`) of the measurement waiting for the reopened bucket. */
   readonly index: number;
   /** What to read. */
   readonly request: ReopeningRequest;
@@ -264,9 +302,8 @@ export interface StageResume {
   readonly why: 'metadata' | 'rollover' | undefined;
 }
 
-type RolloverCheck =
-  | { readonly kind: 'fits'; readonly change: BucketSizeChange }
-  | { readonly kind: 'rollover'; readonly reason: Exclude<RolloverReason, 'none'> };
+/** The size change when the item fits, else why the bucket rolls over (no object per measurement). */
+type RolloverCheck = BucketSizeChange | Exclude<RolloverReason, 'none'>;
 
 /**
  * Whether `item` fits `bucket`, or why not (docs/mongodb-behaviour.md §5.2, newest order): time forward, time backward,
@@ -278,7 +315,7 @@ type RolloverCheck =
  * @param options - the collection's bucketing options.
  * @param bucket - a candidate bucket.
  * @param item - the measurement.
- * @returns `fits` with the size change, or the rollover reason.
+ * @returns the size change when the item fits, else the rollover reason.
  */
 export function determineRolloverReason(
   state: CatalogState,
@@ -292,14 +329,18 @@ export function determineRolloverReason(
   // the granularity widens open buckets too, as the server's rollover check reads the live options.
   switch (timeWindowPosition(item.timeMs, bucket.startMs, options.bucketMaxSpanSeconds)) {
     case 'after':
-      return { kind: 'rollover', reason: 'timeForward' };
+      return 'timeForward';
     case 'before':
-      return { kind: 'rollover', reason: 'timeBackward' };
+      return 'timeBackward';
     case 'inside':
       break;
   }
-  if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return { kind: 'rollover', reason: 'count' };
-  const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
+  if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return 'count';
+  const { metaField } = options;
+  // A compressed bucket that accepted this flat shape already: no new field, no schema change, no size.
+  const known =
+    bucket.measurementMap !== undefined && matchesFlatShape(bucket.knownShape, item.measurement, metaField);
+  const change = known ? kNoChange : calculateBucketFieldsAndSizeChange(bucket, item.measurement, metaField);
   const newSize = bucket.size + change.sizeToBeAdded;
   // A parameter above 16 MiB still never lets a bucket document grow past what BSON holds: such a
   // measurement goes to a new bucket, where one too large for any bucket is refused (BSONObjectTooLarge).
@@ -308,17 +349,22 @@ export function determineRolloverReason(
       bucket.numMeasurements >= params.timeseriesBucketMinCount ||
       newSize > kLargeMeasurementsMaxBucketSize
     ) {
-      return { kind: 'rollover', reason: 'size' };
+      return 'size';
     }
     if (!bucket.keptOpenDueToLargeMeasurements) {
       bucket.keptOpenDueToLargeMeasurements = true;
       coll.stats.inc('numBucketsKeptOpenDueToLargeMeasurements');
     }
   }
-  if (updateSchema(bucket.schema, item.measurement, { skipField: options.metaField }) === 'incompatible') {
-    return { kind: 'rollover', reason: 'schemaChange' };
+  if (known) return change;
+  if (updateSchema(bucket.schema, item.measurement, skipOptions(metaField)) === 'incompatible') {
+    return 'schemaChange';
   }
-  return { kind: 'fits', change };
+  if (bucket.measurementMap !== undefined) {
+    bucket.knownShape = flatShapeOf(item.measurement, metaField, coll.lastShape);
+    if (bucket.knownShape !== undefined) coll.lastShape = bucket.knownShape;
+  }
+  return change;
 }
 
 /**
@@ -334,7 +380,8 @@ function findEligibleBucket(
   options: BucketingOptions,
   key: BucketKey,
   item: InsertItem,
-  resume: StageResume,
+  reopening: 'allowed' | 'done',
+  pausedWhy: 'metadata' | 'rollover' | undefined,
   rolledOver: Exclude<RolloverReason, 'none'> | undefined,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
@@ -342,7 +389,9 @@ function findEligibleBucket(
   let hadCurrent = rolledOver !== undefined;
   let queryAllowed = rolledOver === undefined || rolledOver === 'timeBackward';
   if (open !== undefined) {
-    const alternates: Bucket[] = [];
+    // Made only when a rolled-over bucket could take the item (rare): this runs for every measurement
+    // whose call has no bucket of its series yet.
+    let alternates: Bucket[] | undefined;
     let current: Bucket | undefined;
     for (const bucket of open) {
       if (bucket.state !== 'normal') continue;
@@ -351,25 +400,27 @@ function findEligibleBucket(
         (bucket.rolloverAction === 'softClose' || bucket.rolloverAction === 'archive') &&
         timeWindowPosition(item.timeMs, bucket.startMs, options.bucketMaxSpanSeconds) === 'inside'
       ) {
-        alternates.push(bucket);
+        (alternates ??= []).push(bucket);
       }
     }
-    if (alternates.length > 1) alternates.sort(compareAlternates);
-    for (const bucket of alternates) {
-      const check = determineRolloverReason(state, coll, options, bucket, item);
-      if (check.kind === 'fits') return { kind: 'found', bucket, change: check.change };
+    if (alternates !== undefined) {
+      if (alternates.length > 1) alternates.sort(compareAlternates);
+      for (const bucket of alternates) {
+        const check = determineRolloverReason(state, coll, options, bucket, item);
+        if (typeof check !== 'string') return { kind: 'found', bucket, change: check };
+      }
     }
     if (current !== undefined) {
       hadCurrent = true;
       const check = determineRolloverReason(state, coll, options, current, item);
-      if (check.kind === 'fits') return { kind: 'found', bucket: current, change: check.change };
+      if (typeof check !== 'string') return { kind: 'found', bucket: current, change: check };
       // Query-based reopening only follows a time-backward rollover (or no open bucket at all).
-      queryAllowed = check.reason === 'timeBackward';
-      rollover(state, lock, coll, current, check.reason);
+      queryAllowed = check === 'timeBackward';
+      rollover(state, lock, coll, current, check);
     }
   }
-  const why = resume.why ?? (hadCurrent ? 'rollover' : 'metadata');
-  if (resume.reopening === 'allowed' && state.reopening === 'enabled') {
+  const why = pausedWhy ?? (hadCurrent ? 'rollover' : 'metadata');
+  if (reopening === 'allowed' && state.reopening === 'enabled') {
     const record = takeArchivedCandidate(state, lock, coll, key, item.timeMs, options.bucketMaxSpanSeconds);
     if (record !== undefined) return { kind: 'reopen', request: { kind: 'archived', record }, why };
     if (queryAllowed) {
@@ -485,7 +536,7 @@ function stageInto(
 ): WriteBatch {
   let batch = openBatchFor(bucket, op.batchKey);
   if (batch === undefined) {
-    batch = makeWriteBatch(bucket, op.batchKey, coll.stats);
+    batch = makeWriteBatch(bucket, op.batchKey, coll.stats, item.measurement);
     bucket.openBatches.push(batch);
     // A bucket with a batch is not idle; one that already had an open batch was not idle either.
     lock.stripe.idleBuckets.delete(bucket.id.hex);
@@ -494,8 +545,7 @@ function stageInto(
       bucket.pendingOpenedDueToMetadata = false;
       batch.openedDueToMetadata = true;
     }
-  }
-  batch.measurements.push(item.measurement);
+  } else batch.measurements.push(item.measurement);
   countStagedBy(batch, op.writer);
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;

@@ -22,6 +22,7 @@ import {
   failUnpreparedBatches,
   keyFor,
   performRolloverAction,
+  skipOptions,
   stageSeries,
   stripeFor,
   updateBucketMemoryUsage,
@@ -276,8 +277,7 @@ export class BucketCatalog {
           if (!inTimeOrder(items, positions)) {
             positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
           }
-          const sorted = positions.map((p) => items[p] as InsertItem);
-          const series = { coll, options, key, items: sorted, positions, out, op, reopening } as const;
+          const series = { coll, options, key, items, positions, out, op, reopening } as const;
           const pause = stageSeries(this.#state, lock, series);
           if (pause !== undefined) waiting.push({ series, pause });
         }
@@ -394,6 +394,23 @@ export class BucketCatalog {
     }
   }
 
+  /**
+   * {@link BucketCatalog.prepareCommit} without a promise when it can finish at once: the usual case of a
+   * commit path that prepares a call's batches one after another (a promise round trip per batch would be
+   * paid per measurement when every batch holds one).
+   *
+   * @param batch - a batch whose commit rights this caller holds.
+   * @returns what {@link BucketCatalog.prepareCommit} returns, or `undefined` when the stripe is held or
+   *   another batch of the bucket is prepared (then call {@link BucketCatalog.prepareCommit}).
+   */
+  prepareCommitNow(batch: WriteBatch): PreparedCommit | undefined {
+    invariant(batch.commitRights, 2001, 'prepareCommit without commit rights');
+    const stripe = stripeFor(this.#state, batch.bucket.key);
+    if (stripe.mutex.isLocked()) return undefined;
+    const step = this.#tryPrepare({ stripe } as StripeLock, batch);
+    return step.kind === 'wait' ? undefined : step;
+  }
+
   /** Take the bucket's prepared slot for `batch` and build its write, or report the batch in flight. */
   #tryPrepare(
     _lock: StripeLock,
@@ -412,7 +429,7 @@ export class BucketCatalog {
     removeOpenBatch(bucket, batch);
     batch.state = 'prepared';
     batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
-    const skip = { skipField: coll.options.metaField };
+    const skip = skipOptions(coll.options.metaField);
     for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
     if (bucket.measurementMap !== undefined)
       return prepareCompressedWrite(bucket, batch, coll.options, coll.stats);
@@ -460,42 +477,60 @@ export class BucketCatalog {
    * @param batch - the prepared batch whose write succeeded.
    */
   async finish(batch: WriteBatch): Promise<void> {
-    const bucket = batch.bucket;
-    await withStripeSync(stripeFor(this.#state, bucket.key), (lock) => {
-      invariant(
-        batch.state === 'prepared' && bucket.preparedBatch === batch,
-        2004,
-        'finish of unprepared batch',
-      );
-      const coll = bucket.collection;
-      const n = batch.measurements.length;
-      const inserted = batch.numPreviouslyCommittedMeasurements === 0;
-      batch.state = 'finished';
-      bucket.preparedBatch = undefined;
-      bucket.numCommittedMeasurements += n;
-      // A compressed bucket's size is its measured column bytes: the staged estimate gives way to them.
-      if (bucket.measurementMap !== undefined)
-        bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
-      for (const field of batch.createdColumns) {
-        bucket.fieldNames.add(field);
-        bucket.uncommittedFieldNames?.delete(field);
-      }
-      // Every new bucket stages its fields as uncommitted; an emptied set is dropped, not kept for life.
-      if (bucket.uncommittedFieldNames?.size === 0) bucket.uncommittedFieldNames = undefined;
-      updateBucketMemoryUsage(this.#state, bucket);
-      coll.stats.inc('numCommits');
-      coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');
-      if (batch.openedDueToMetadata) coll.stats.inc('numBucketsOpenedDueToMetadata');
-      coll.stats.inc('numMeasurementsCommitted', n);
-      coll.stats.inc('numMeasurementsGroupCommitted', n - stagedBy(batch, batch.claimedBy));
-      batch.result.resolve({ kind: inserted ? 'insert' : 'update', bucketId: bucket.id.hex });
-      if (bucket.state === 'cleared') {
-        failUnpreparedBatches(bucket, clearedError(bucket));
-        closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');
-      } else if (bucket.openBatches.length === 0) {
-        performRolloverAction(this.#state, lock, coll, bucket);
-      }
+    await withStripeSync(stripeFor(this.#state, batch.bucket.key), (lock) => {
+      this.#finish(lock, batch);
     });
+  }
+
+  /**
+   * {@link BucketCatalog.finish} without a promise when the stripe is free.
+   *
+   * @param batch - the prepared batch whose write succeeded.
+   * @returns whether it was finished (`false`: the stripe is held, call {@link BucketCatalog.finish}).
+   */
+  finishNow(batch: WriteBatch): boolean {
+    const stripe = stripeFor(this.#state, batch.bucket.key);
+    if (stripe.mutex.isLocked()) return false;
+    this.#finish({ stripe } as StripeLock, batch);
+    return true;
+  }
+
+  /** The work of {@link BucketCatalog.finish}, under the batch's stripe. */
+  #finish(lock: StripeLock, batch: WriteBatch): void {
+    const bucket = batch.bucket;
+    invariant(
+      batch.state === 'prepared' && bucket.preparedBatch === batch,
+      2004,
+      'finish of unprepared batch',
+    );
+    const coll = bucket.collection;
+    const n = batch.measurements.length;
+    const inserted = batch.numPreviouslyCommittedMeasurements === 0;
+    batch.state = 'finished';
+    bucket.preparedBatch = undefined;
+    bucket.numCommittedMeasurements += n;
+    // A compressed bucket's size is its measured column bytes: the staged estimate gives way to them.
+    if (bucket.measurementMap !== undefined)
+      bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
+    for (const field of batch.createdColumns) {
+      bucket.fieldNames.add(field);
+      bucket.uncommittedFieldNames?.delete(field);
+    }
+    // Every new bucket stages its fields as uncommitted; an emptied set is dropped, not kept for life.
+    if (bucket.uncommittedFieldNames?.size === 0) bucket.uncommittedFieldNames = undefined;
+    updateBucketMemoryUsage(this.#state, bucket);
+    coll.stats.inc('numCommits');
+    coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');
+    if (batch.openedDueToMetadata) coll.stats.inc('numBucketsOpenedDueToMetadata');
+    coll.stats.inc('numMeasurementsCommitted', n);
+    coll.stats.inc('numMeasurementsGroupCommitted', n - stagedBy(batch, batch.claimedBy));
+    batch.result.resolve({ kind: inserted ? 'insert' : 'update', bucketId: bucket.id.hex });
+    if (bucket.state === 'cleared') {
+      failUnpreparedBatches(bucket, clearedError(bucket));
+      closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');
+    } else if (bucket.openBatches.length === 0) {
+      performRolloverAction(this.#state, lock, coll, bucket);
+    }
   }
 
   /**

@@ -12,6 +12,7 @@ import { bsonValueSize, utf8ByteLength } from '../util/bson-value.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { BucketId, BucketKey } from './bucket-identifiers.js';
 import type { CollectionState } from './bucket-catalog-internal.js';
+import type { FlatShape } from './flat-shape.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -91,6 +92,11 @@ export interface Bucket {
    * created yet; that batch carries the flag to `numBucketsOpenedDueToMetadata`.
    */
   pendingOpenedDueToMetadata: boolean;
+  /**
+   * A flat measurement shape a compressed bucket has accepted (see `flat-shape.ts`): a measurement of that
+   * shape skips the size estimate and the schema walk. Shared between buckets.
+   */
+  knownShape: FlatShape | undefined;
 }
 
 /** What distinguishes one new open bucket from another; everything else starts empty. */
@@ -146,6 +152,7 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     state: 'normal',
     memoryUsage: 0,
     pendingOpenedDueToMetadata: false,
+    knownShape: undefined,
   };
 }
 
@@ -221,6 +228,8 @@ export function calculateBucketFieldsAndSizeChange(
     if (!compressed) size += element;
     else if (element > kLargeMeasurementThreshold) estimate += element;
   }
+  // A compressed bucket's usual measurement (small values, no new field) changes nothing: no object.
+  if (size === 0 && estimate === 0 && newFieldNames === undefined) return kNoChange;
   return {
     sizeToBeAdded: size + estimate,
     uncommittedEstimate: estimate,
@@ -229,6 +238,13 @@ export function calculateBucketFieldsAndSizeChange(
 }
 
 const kNoFields: ReadonlyArray<string> = Object.freeze([]);
+
+/** The size change of a measurement that adds no field and nothing to estimate (shared). */
+export const kNoChange: BucketSizeChange = Object.freeze({
+  sizeToBeAdded: 0,
+  uncommittedEstimate: 0,
+  newFieldNames: kNoFields,
+});
 
 /** MongoDB 8.0's `timeseriesLargeMeasurementThreshold`: smaller staged values are not estimated. */
 const kLargeMeasurementThreshold = 32;
@@ -252,6 +268,10 @@ export function openBatchFor(bucket: Bucket, opId: number): WriteBatch | undefin
  * @param batch - the batch being prepared or failed.
  */
 export function removeOpenBatch(bucket: Bucket, batch: WriteBatch): void {
-  const at = bucket.openBatches.indexOf(batch);
-  if (at >= 0) bucket.openBatches.splice(at, 1);
+  const batches = bucket.openBatches;
+  const at = batches.indexOf(batch);
+  if (at < 0) return;
+  // Shift and pop rather than splice: splice makes an array of what it removes, and this runs per commit.
+  for (let i = at + 1; i < batches.length; i++) batches[i - 1] = batches[i] as WriteBatch;
+  batches.pop();
 }

@@ -68,29 +68,43 @@ export interface WriteBatch {
    * so a batch of one writer allocates no map.
    */
   otherWriters: Map<number, number> | undefined;
+  /**
+   * Scratch of the commit path: the last round of an insert call that listed this batch, so that a
+   * call lists each of its batches once without a map (set and read in one synchronous pass).
+   */
+  roundMark: number;
   /** Lifecycle state. */
   state: WriteBatchState;
   /** Settled by `finish` (fulfilled) or `abort` (rejected). */
   readonly result: Deferred<CommitInfo>;
+  /** The staging result of each measurement staged into this batch (one object per batch). */
+  readonly staged: { readonly kind: 'staged'; readonly batch: WriteBatch };
 }
 
 /** The columns of a batch that created none (shared: a batch per commit, most create nothing). */
 const kNoColumns: ReadonlyArray<string> = Object.freeze([]);
 
 /**
- * A new, empty batch.
+ * A new batch holding its first measurement.
  *
  * @param bucket - the bucket.
  * @param opId - 0 to share with other unordered writers, else the caller's id.
  * @param stats - the stats controller of the bucket's collection.
+ * @param first - the batch's first measurement (most batches hold one: an array made with it is a
+ *   fraction of the size of one grown by a first push).
  * @returns the batch.
  */
-export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionStatsController): WriteBatch {
-  return {
+export function makeWriteBatch(
+  bucket: Bucket,
+  opId: number,
+  stats: ExecutionStatsController,
+  first: Measurement,
+): WriteBatch {
+  const batch: Omit<WriteBatch, 'staged'> & { staged: WriteBatch['staged'] | undefined } = {
     bucket,
     opId,
     stats,
-    measurements: [],
+    measurements: [first],
     createdColumns: kNoColumns,
     openedDueToMetadata: false,
     uncommittedEstimate: 0,
@@ -101,9 +115,13 @@ export function makeWriteBatch(bucket: Bucket, opId: number, stats: ExecutionSta
     firstWriter: -1,
     firstWriterCount: 0,
     otherWriters: undefined,
+    roundMark: 0,
     state: 'staging',
     result: new Deferred<CommitInfo>(),
+    staged: undefined,
   };
+  batch.staged = { kind: 'staged', batch: batch as WriteBatch };
+  return batch as WriteBatch;
 }
 
 /**

@@ -57,31 +57,38 @@ export async function commitTogether(
 ): Promise<void> {
   const commitWrites = ctx.storage.commitWrites?.bind(ctx.storage);
   if (commitWrites === undefined) throw new TypeError('commitTogether needs Storage.commitWrites');
-  const byId = ordered ? [...batches].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1)) : batches;
-  const prepared = new Map<WriteBatch, Prepared>();
-  for (const batch of byId) {
+  // Positions in `batches` in the order to prepare them (unordered calls pass them in that order).
+  const order = ordered
+    ? batches.map((_, i) => i).sort((a, b) => (hexAt(batches, a) < hexAt(batches, b) ? -1 : 1))
+    : undefined;
+  // What each batch writes (by position in `batches`): no map per call.
+  const prepared = new Array<Prepared | undefined>(batches.length);
+  for (let k = 0; k < batches.length; k++) {
+    const i = order === undefined ? k : (order[k] as number);
+    const batch = batches[i] as WriteBatch;
     if (!ctx.catalog.claimWriteBatchCommitRights(batch, opId)) continue;
     try {
-      const step = await ctx.catalog.prepareCommit(batch);
-      if (step.kind !== 'aborted') prepared.set(batch, step);
+      const step = ctx.catalog.prepareCommitNow(batch) ?? (await ctx.catalog.prepareCommit(batch));
+      if (step.kind !== 'aborted') prepared[i] = step;
     } catch (error) {
       // A failure building the bucket document aborts this batch like a failed write.
       await settleWrite(ctx, batch, undefined, { kind: 'failed', error });
     }
   }
   // What is sent: every prepared batch; ordered, only those before the first batch that failed already.
-  const sent: WriteBatch[] = [];
+  const sent: number[] = [];
   const writes: BucketWrite[] = [];
   let stopped = false;
-  for (const batch of batches) {
-    const step = prepared.get(batch);
+  for (let i = 0; i < batches.length; i++) {
+    const batch = batches[i] as WriteBatch;
+    const step = prepared[i];
     if (stopped || (ordered && step === undefined && failedForGood(batch))) {
       stopped = true;
       if (step !== undefined || batch.result.state === 'pending') await abortStopped(ctx, batch);
       continue;
     }
     if (step === undefined) continue;
-    sent.push(batch);
+    sent.push(i);
     writes.push(
       step.kind === 'insert'
         ? { kind: 'insert', document: step.document as unknown as Record<string, unknown> }
@@ -97,15 +104,34 @@ export async function commitTogether(
     outcomes = writes.map(() => failed);
   }
   stopped = false;
-  for (let i = 0; i < sent.length; i++) {
-    const batch = sent[i] as WriteBatch;
+  for (let k = 0; k < sent.length; k++) {
+    const i = sent[k] as number;
+    const batch = batches[i] as WriteBatch;
     if (stopped) {
       await abortStopped(ctx, batch);
       continue;
     }
-    await settleWrite(ctx, batch, prepared.get(batch), outcomes[i] ?? { kind: 'notApplied' });
+    const outcome = outcomes[k] ?? kNotApplied;
+    if (!settledNow(ctx, batch, outcome)) await settleWrite(ctx, batch, prepared[i], outcome);
     stopped = ordered && failedForGood(batch);
   }
+}
+
+function hexAt(batches: ReadonlyArray<WriteBatch>, i: number): string {
+  return (batches[i] as WriteBatch).bucket.id.hex;
+}
+
+const kNotApplied: BucketWriteOutcome = Object.freeze({ kind: 'notApplied' });
+
+/**
+ * Settle a written batch without a promise round trip when nothing needs one: the write applied, no
+ * rollup folds it and its stripe is free (the usual case, paid per batch).
+ *
+ * @returns whether the batch was settled (otherwise call {@link settleWrite}).
+ */
+function settledNow(ctx: SettleContext, batch: WriteBatch, outcome: BucketWriteOutcome): boolean {
+  if (outcome.kind !== 'applied' || (ctx.rollups !== undefined && !ctx.rollups.empty)) return false;
+  return ctx.catalog.finishNow(batch);
 }
 
 /** Abort a batch of an ordered call that stopped before it (its measurements may be staged again). */
@@ -134,8 +160,8 @@ export async function settleWrite(
   switch (outcome.kind) {
     case 'applied':
       // Stored, not yet acknowledged: the rollups count the batch exactly once (src/rollups/rollup-set.ts).
-      await ctx.rollups?.fold(batch);
-      await ctx.catalog.finish(batch);
+      if (ctx.rollups !== undefined && !ctx.rollups.empty) await ctx.rollups.fold(batch);
+      if (!ctx.catalog.finishNow(batch)) await ctx.catalog.finish(batch);
       return;
     case 'notMatched': {
       // Someone else changed or removed the bucket: its measurements go to a new bucket.

@@ -29,6 +29,9 @@ export type MeasurementOutcome =
 /** The outcome of every acknowledged measurement (shared: outcomes are read-only). */
 const kInserted: MeasurementOutcome = Object.freeze({ kind: 'inserted' });
 
+/** Marks the batches of one round as listed (see `WriteBatch.roundMark`); never reused. */
+let nextRoundMark = 1;
+
 /** How often measurements of a cleared bucket are re-staged before giving up. */
 const kMaxClearedRetries = 8;
 
@@ -100,7 +103,8 @@ async function commitRound(
   let pending: number[] = items.map((_, i) => i);
   const opId = ctx.catalog.newOpId();
   for (let attempt = 0; pending.length > 0; attempt++) {
-    const round = pending.map((i) => items[i] as InsertItem);
+    // The first attempt stages the items as they are; a retry only those pending.
+    const round = attempt === 0 ? items : pending.map((i) => items[i] as InsertItem);
     const staged = await ctx.catalog.insert(ns, options, round, combine, opId, ctx.reopeningSource);
     // An ordered insert stops at its first failed measurement (`pending` is in input order). Staging groups
     // by series, so later measurements may be staged already: this call's batches (its own, keyed by its
@@ -123,49 +127,56 @@ async function commitRound(
       pending = pending.slice(0, cut);
       continue;
     }
-    const batches = new Map<WriteBatch, number[]>();
-    staged.forEach((result, j) => {
-      const index = pending[j] as number;
+    // The call's batches, each once, in order of their first measurement (ordered inserts commit in that
+    // order): a pass over the results in input order, without a map of batch to measurements.
+    const batches: WriteBatch[] = [];
+    const mark = nextRoundMark++;
+    for (let j = 0; j < staged.length; j++) {
+      const result = staged[j] as StageResult;
       if (result.kind === 'error') {
         // After an ordered insert's first failure nothing more is attempted, so nothing more is reported.
-        if (stop < 0) outcomes[index] = { kind: 'failed', error: result.error };
-        return;
+        if (stop < 0) outcomes[pending[j] as number] = { kind: 'failed', error: result.error };
+        continue;
       }
-      const list = batches.get(result.batch);
-      if (list === undefined) batches.set(result.batch, [index]);
-      else list.push(index);
-    });
+      if (result.batch.roundMark === mark) continue;
+      result.batch.roundMark = mark;
+      batches.push(result.batch);
+    }
     // Commit what this writer claims, then wait for the rest. Unordered: in bucket-id order (STYLE rule
     // 3), several at a time. Ordered: one at a time in input order (by each batch's first measurement),
     // stopping at the first failure, so that nothing after a failed measurement is written.
     const ordered =
-      combine === 'disallow'
-        ? [...batches.keys()].sort((a, b) => firstIndex(batches, a) - firstIndex(batches, b))
-        : [...batches.keys()].sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
+      combine === 'disallow' ? batches : batches.sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
     if (ctx.storage.commitWrites !== undefined) {
       // One storage call for the whole round (one round trip across a network).
       await withRollupGate(ctx.rollups, () => commitTogether(ctx, ordered, opId, combine === 'disallow'));
     } else if (combine === 'disallow') await commitInOrder(ctx, ordered, opId);
     else await commitAll(ctx, ordered, opId, ctx.storage.writeConcurrency ?? 1);
-    const retry: number[] = [];
+    // A batch this writer committed is settled already: read it without a promise round trip. Either way
+    // the outcome is then read from the batch's result.
     for (const batch of ordered) {
-      const indices = batches.get(batch) as number[];
-      // A batch this writer committed is settled already: read it without a promise round trip. Either
-      // way the outcome is then read from the batch's result.
       if (batch.result.state === 'pending') {
         await ctx.catalog.getWriteBatchResult(batch).catch(() => undefined);
       }
-      if (batch.result.state === 'fulfilled') {
-        for (const i of indices) outcomes[i] = kInserted;
+    }
+    const retry: number[] = [];
+    for (let j = 0; j < staged.length; j++) {
+      const result = staged[j] as StageResult;
+      if (result.kind !== 'staged') continue;
+      const index = pending[j] as number;
+      const outcome = result.batch.result;
+      if (outcome.state === 'fulfilled') {
+        outcomes[index] = kInserted;
         continue;
       }
-      const error = batch.result.error;
+      const error = outcome.error;
       const cleared =
         TimeseriesError.isTimeseriesError(error) && error.code === ErrorCodes.TimeseriesBucketCleared;
-      if (cleared && attempt < kMaxClearedRetries) retry.push(...indices);
-      else for (const i of indices) outcomes[i] = { kind: 'failed', error };
+      if (cleared && attempt < kMaxClearedRetries) retry.push(index);
+      else outcomes[index] = { kind: 'failed', error };
     }
-    pending = retry.sort((a, b) => a - b);
+    // In input order already: `staged` is.
+    pending = retry;
     if (combine === 'disallow') pending = stopAtFirstFailure(outcomes, pending);
   }
   return { outcomes, deferred };
@@ -181,11 +192,6 @@ async function abandon(ctx: CommitContext, staged: ReadonlyArray<StageResult>): 
       new TimeseriesError('TimeseriesBucketCleared', 'ordered insert stopped at a failed measurement'),
     );
   }
-}
-
-/** The input index of a batch's first measurement in this call. */
-function firstIndex(batches: ReadonlyMap<WriteBatch, ReadonlyArray<number>>, batch: WriteBatch): number {
-  return (batches.get(batch) as ReadonlyArray<number>)[0] as number;
 }
 
 /**

@@ -13,6 +13,8 @@ export interface CommitRollups {
   enter(): GateToken | Promise<GateToken>;
   /** Leave the gate. */
   leave(token: GateToken): void;
+  /** Whether the collection has no rollup (then {@link CommitRollups.fold} has nothing to do). */
+  readonly empty: boolean;
   /** Fold a batch whose bucket write succeeded into every rollup; never throws. */
   fold(batch: WriteBatch): Promise<void>;
 }

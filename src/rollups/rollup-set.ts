@@ -189,6 +189,11 @@ export class RollupSet {
     this.#gate.leave(token);
   }
 
+  /** Whether there is no rollup: the commit path then skips the fold. */
+  get empty(): boolean {
+    return this.#rollups.size === 0;
+  }
+
   /**
    * Fold a committed batch into every rollup: one accumulator per touched slot, then one write per slot
    * (slots, rolling) or per period (calendar). Never throws: a failed write marks its slots for
