@@ -33,6 +33,13 @@
  * - a change under a field name that cannot be written as a dotted-path segment → `$set` of the nearest
  *   safe ancestor (the whole document is the path `[]`).
  *
+ * ## Snapshots and typed slots (compressed buckets)
+ * A compressed bucket's commit carries a {@link MinMaxSnapshot} ({@link snapshotMinMax}) rather than
+ * documents or operations: field names and values, the documents built only when read. Once a snapshot
+ * finds the tree flat and holding only numbers and dates, later folds go into typed slots
+ * (`min-max-slots.ts`, {@link MinMax.slots}) until a measurement brings a new field or another type; the
+ * tree then gets the slots' values back and takes over.
+ *
  * Deviations from the server, where JavaScript cannot follow it:
  * - BSON allows duplicate field names, JS objects do not. The server can create a duplicate when an
  *   array position is claimed for an object field (a mixed-schema-only path, §3.2); here a position is

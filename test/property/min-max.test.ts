@@ -438,6 +438,26 @@ describe('MinMax properties', () => {
     expect(Object.keys(fourth.max)).toEqual(['t', 'a', 'b', 'c']);
   });
 
+  it('typed slots keep a hostile field name an own field of the snapshot documents', () => {
+    // Arrange: a measurement with an own `__proto__` field, folded into slots after the first snapshot.
+    const mm = createMinMax();
+    const hostile = (t: number, v: number) => {
+      const m: Record<string, unknown> = { t: new Date(t) };
+      defineField(m, '__proto__', v);
+      return m;
+    };
+    updateMinMax(mm, hostile(0, 1));
+    snapshotMinMax(mm);
+    // Act
+    updateMinMax(mm, hostile(5, 7));
+    const snapshot = snapshotMinMax(mm);
+    // Assert
+    expect(snapshot.numbers).toEqual([0, 5, 1, 7]);
+    expect(Object.getPrototypeOf(snapshot.max)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(snapshot.max, '__proto__')?.value).toBe(7);
+    expect(Object.keys(snapshot.min)).toEqual(['t', '__proto__']);
+  });
+
   it('(b) also after reopening from the written documents', () => {
     fc.assert(
       fc.property(batchesArb(names), batchesArb(names), (before, after) => {
