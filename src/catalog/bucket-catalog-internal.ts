@@ -539,7 +539,7 @@ function stageInto(
     batch = makeWriteBatch(bucket, op.batchKey, coll.stats, item.measurement);
     bucket.openBatches.push(batch);
     // A bucket with a batch is not idle; one that already had an open batch was not idle either.
-    lock.stripe.idleBuckets.delete(bucket.id.hex);
+    lock.stripe.idleBuckets.delete(bucket);
     // The flag moves to the bucket's first batch and is counted when that batch commits.
     if (bucket.pendingOpenedDueToMetadata) {
       bucket.pendingOpenedDueToMetadata = false;
@@ -581,7 +581,7 @@ export function rollover(
   bucket.rolloverReason = effective;
   bucket.rolloverAction = rolloverActionFor[effective];
   coll.stats.inc(kRolloverStat[effective]);
-  lock.stripe.idleBuckets.delete(bucket.id.hex);
+  lock.stripe.idleBuckets.delete(bucket);
   if (bucket.openBatches.length === 0 && bucket.preparedBatch === undefined)
     performRolloverAction(state, lock, coll, bucket);
 }
@@ -642,8 +642,7 @@ export function performRolloverAction(
 
 /** Mark a bucket idle: most recently idle at the end of the stripe's idle list. */
 export function markBucketIdle(lock: StripeLock, bucket: Bucket): void {
-  lock.stripe.idleBuckets.delete(bucket.id.hex);
-  lock.stripe.idleBuckets.set(bucket.id.hex, bucket);
+  lock.stripe.idleBuckets.push(bucket);
 }
 
 /**
@@ -666,7 +665,7 @@ export function closeOpenBucket(
   const stripe = lock.stripe;
   if (stripe.openBucketsById.get(bucket.id.hex) !== bucket) return;
   stripe.openBucketsById.delete(bucket.id.hex);
-  stripe.idleBuckets.delete(bucket.id.hex);
+  stripe.idleBuckets.delete(bucket);
   removeOpenBucket(lock, bucket);
   state.memoryUsage -= bucket.memoryUsage;
   if (how !== 'archived') coll.stats.addActiveBuckets(-1);
@@ -718,10 +717,10 @@ export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
   let numExpired = 0;
   const stripe = lock.stripe;
   while (stripe.idleBuckets.size > 0 && state.memoryUsage > threshold && numExpired <= maxCount) {
-    const [, bucket] = stripe.idleBuckets.entries().next().value as [string, Bucket];
+    const bucket = stripe.idleBuckets.first() as Bucket;
     const coll = state.collections.get(bucket.id.ns);
     if (coll === undefined || bucket.state !== 'normal') {
-      stripe.idleBuckets.delete(bucket.id.hex);
+      stripe.idleBuckets.delete(bucket);
     } else {
       coll.stats.inc('numBucketsArchivedDueToMemoryThreshold');
       archiveBucket(state, lock, coll, bucket);

@@ -97,6 +97,12 @@ export interface Bucket {
    * shape skips the size estimate and the schema walk. Shared between buckets.
    */
   knownShape: FlatShape | undefined;
+  /** Whether the bucket is in its stripe's idle list (see `idle-list.ts`). */
+  idle: boolean;
+  /** The bucket before it in the idle list (became idle earlier). */
+  idlePrev: Bucket | undefined;
+  /** The bucket after it in the idle list (became idle later). */
+  idleNext: Bucket | undefined;
 }
 
 /** What distinguishes one new open bucket from another; everything else starts empty. */
@@ -153,6 +159,9 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     memoryUsage: 0,
     pendingOpenedDueToMetadata: false,
     knownShape: undefined,
+    idle: false,
+    idlePrev: undefined,
+    idleNext: undefined,
   };
 }
 
