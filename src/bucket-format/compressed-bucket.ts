@@ -12,7 +12,8 @@
 import type { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
-import type { ColumnDiff } from './measurement-map.js';
+import type { ColumnTails } from './column-tails.js';
+import type { MinMaxSnapshot } from './min-max-snapshot.js';
 import { isPathSafeFieldName } from '../util/safe-record.js';
 
 /** `control.version` of a compressed bucket whose measurements are sorted by time. */
@@ -29,9 +30,9 @@ export interface CompressedBucketInput {
   /** The normalised meta (ignored when `hasMeta` is false). */
   readonly normalizedMeta: unknown;
   /** `control.min`. */
-  readonly min: Record<string, unknown>;
+  readonly min: Readonly<Record<string, unknown>>;
   /** `control.max`. */
-  readonly max: Record<string, unknown>;
+  readonly max: Readonly<Record<string, unknown>>;
   /** Measurements in the bucket. */
   readonly count: number;
   /** The columns, in document order (time first). */
@@ -70,18 +71,24 @@ export interface CompressedBucketCommit {
   readonly format: 'compressed';
   /** The bucket's `_id`. */
   readonly bucketId: ObjectId;
+  /** `bucketId` as lowercase hex: made once per bucket, so a storage keyed by it hashes no new string. */
+  readonly bucketIdHex: string;
   /** Measurements the stored bucket must hold (`control.count`) for the commit to apply. */
   readonly numPreviouslyCommittedMeasurements: number;
   /** `control.count` after the commit. */
   readonly count: number;
   /** `3` when this commit makes the bucket unsorted, else `undefined` (the version is unchanged). */
   readonly version: typeof kCompressedUnsortedVersion | undefined;
-  /** `control.min` after the commit (whole). */
-  readonly min: Readonly<Record<string, unknown>>;
-  /** `control.max` after the commit (whole). */
-  readonly max: Readonly<Record<string, unknown>>;
-  /** The changed columns: existing ones spliced at their offset, new ones appended to `data` whole. */
-  readonly columns: ReadonlyArray<ColumnDiff>;
+  /**
+   * `control.min` and `control.max` after the commit (whole), built when read: a storage that keeps the
+   * snapshot until its bucket is read builds no document per commit.
+   */
+  readonly minMax: MinMaxSnapshot;
+  /**
+   * Each column's new tail (every column of the bucket): existing ones spliced at their offset, new ones
+   * appended to `data` whole. `columnDiffsOf` gives them one diff per column.
+   */
+  readonly tails: ColumnTails;
 }
 
 /**
@@ -119,8 +126,8 @@ export function compressedCommitReplacementUpdate(
   columns: ReadonlyMap<string, Binary>,
 ): Readonly<Record<string, unknown>> | ReadonlyArray<Readonly<Record<string, unknown>>> {
   const control: Record<string, unknown> = {
-    'control.min': commit.min,
-    'control.max': commit.max,
+    'control.min': commit.minMax.min,
+    'control.max': commit.minMax.max,
     'control.count': commit.count,
   };
   if (commit.version !== undefined) control['control.version'] = commit.version;

@@ -12,41 +12,25 @@
 import { BSONColumnBuilder } from './bson-column/bsoncolumn-builder.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { Measurement } from './bucket-document.js';
-
-/** What one column gained since the previous {@link MeasurementMap.intermediate}. */
-export interface ColumnDiff {
-  /** The field name. */
-  readonly field: string;
-  /**
-   * Byte offset in the column's previous binary where `bytes` go: the stored column is cut at `offset`
-   * and `bytes` appended (0 for a column new to the stored document).
-   */
-  readonly offset: number;
-  /** The bytes from `offset` to the column's new end (a fresh array, owned by the receiver). */
-  readonly bytes: Uint8Array;
-  /** Whether the column is new to the stored document. */
-  readonly created: boolean;
-}
-
-/** One field's incremental encoder, and the last measurement it received a value from. */
-interface Column {
-  readonly builder: BSONColumnBuilder;
-  /** Index of the last measurement that had the field (-1: none since the column was made). */
-  lastSeen: number;
-  /** Whether the stored document does not have the column yet. */
-  created: boolean;
-}
+import type { BinaryDiff } from './bson-column/binary-diff.js';
+import type { ColumnDiff, ColumnTails } from './column-tails.js';
 
 /** The per-field columns of one open compressed bucket. */
 export class MeasurementMap {
-  readonly #columns = new Map<string, Column>();
+  /** Column index by field name. */
+  readonly #columns = new Map<string, number>();
   /**
-   * The columns in order, and their names: a measurement whose fields come in the order of the columns
-   * (the usual case: an ingester builds every document alike) finds each column by position, without a
-   * map lookup.
+   * Per column, in column order: its name, its incremental encoder, and the index of the last measurement
+   * that had the field (-1: none since the column was made). Parallel arrays rather than an object per
+   * column: a bulk load touches thousands of buckets between two measurements of one, and the arrays are
+   * a few contiguous cache lines. A measurement whose fields come in the order of the columns (the usual
+   * case: an ingester builds every document alike) finds each column by position, without a map lookup.
    */
-  readonly #list: Column[] = [];
   readonly #names: string[] = [];
+  readonly #builders: BSONColumnBuilder[] = [];
+  readonly #lastSeen: number[] = [];
+  /** Columns from this index on are not in the stored document yet (made since the last diffs). */
+  #firstCreated = 0;
   readonly #timeField: string;
   #count = 0;
   #compressedSize = 0;
@@ -87,9 +71,10 @@ export class MeasurementMap {
       }
       const { buffer, position } = column as unknown as { buffer: Uint8Array; position: number };
       const bytes = buffer.subarray(0, position);
-      map.#add(field, { builder: BSONColumnBuilder.fromBinary(bytes), lastSeen: count - 1, created: false });
+      map.#add(field, BSONColumnBuilder.fromBinary(bytes), count - 1);
       map.#compressedSize += bytes.length;
     }
+    map.#firstCreated = map.#names.length;
     map.#count = count;
     map.#lastTimeMs = lastTimeMs;
     return map;
@@ -124,10 +109,11 @@ export class MeasurementMap {
   insertOne(measurement: Measurement, metaField: string | undefined): void {
     const index = this.#count;
     if (index === 0 && !this.#columns.has(this.#timeField)) {
-      this.#add(this.#timeField, { builder: new BSONColumnBuilder(), lastSeen: -1, created: true });
+      this.#add(this.#timeField, new BSONColumnBuilder(), -1);
     }
     const names = this.#names;
-    const list = this.#list;
+    const builders = this.#builders;
+    const lastSeen = this.#lastSeen;
     // Where the next field is expected if the measurement follows the column order (the time column comes
     // first in the bucket, wherever it is in the measurement, so order is checked among the others).
     let guess = 0;
@@ -136,35 +122,35 @@ export class MeasurementMap {
       if (!hasOwnField(measurement, field) || field === metaField) continue;
       const value = measurement[field];
       if (value === undefined) continue;
-      let column = names[guess] === field ? list[guess++] : undefined;
-      if (column === undefined) {
-        column = this.#columns.get(field);
-        if (column === undefined) {
+      let at = names[guess] === field ? guess++ : -1;
+      if (at < 0) {
+        const found = this.#columns.get(field);
+        if (found === undefined) {
           const builder = new BSONColumnBuilder();
           for (let i = 0; i < index; i++) builder.skip();
-          column = { builder, lastSeen: -1, created: true };
-          this.#add(field, column);
-        }
+          at = names.length;
+          this.#add(field, builder, -1);
+        } else at = found;
       }
       // The builder encodes the value now: the caller may reuse its objects afterwards.
-      column.builder.append(value);
-      column.lastSeen = index;
+      (builders[at] as BSONColumnBuilder).append(value);
+      lastSeen[at] = index;
     }
     this.#count = index + 1;
-    for (let i = 0; i < list.length; i++) {
-      const column = list[i] as Column;
-      if (column.lastSeen !== index) {
-        column.builder.skip();
-        column.lastSeen = index;
+    for (let i = 0; i < lastSeen.length; i++) {
+      if (lastSeen[i] !== index) {
+        (builders[i] as BSONColumnBuilder).skip();
+        lastSeen[i] = index;
       }
     }
     this.#lastTimeMs = (measurement[this.#timeField] as Date).getTime();
   }
 
-  #add(field: string, column: Column): void {
-    this.#columns.set(field, column);
-    this.#list.push(column);
+  #add(field: string, builder: BSONColumnBuilder, lastSeen: number): void {
+    this.#columns.set(field, this.#names.length);
     this.#names.push(field);
+    this.#builders.push(builder);
+    this.#lastSeen.push(lastSeen);
   }
 
   /**
@@ -176,17 +162,89 @@ export class MeasurementMap {
   intermediate(): { readonly diffs: ReadonlyArray<ColumnDiff>; readonly delta: number } {
     const diffs: ColumnDiff[] = [];
     let total = 0;
-    for (const [field, column] of this.#columns) {
-      const { offset, bytes } = column.builder.intermediate();
+    const n = this.#names.length;
+    for (let i = 0; i < n; i++) {
+      const { offset, bytes } = (this.#builders[i] as BSONColumnBuilder).intermediate();
       total += offset + bytes.length;
-      diffs.push({ field, offset, bytes, created: column.created });
-      column.created = false;
+      diffs.push({ field: this.#names[i] as string, offset, bytes, created: i >= this.#firstCreated });
     }
+    this.#firstCreated = n;
     const delta = total - this.#compressedSize;
     this.#compressedSize = total;
     return { diffs, delta };
   }
+
+  /**
+   * What changed in each column since the last call, packed (a later commit's form): the same diffs as
+   * {@link MeasurementMap.intermediate}, their bytes copied into one array. {@link MeasurementMap.compressedSize}
+   * is the new total afterwards.
+   *
+   * @returns the tails; `fields` is the map's own list of names (it only grows).
+   */
+  intermediateTails(): ColumnTails {
+    const builders = this.#builders;
+    const n = builders.length;
+    const diffs = kDiffScratch;
+    let total = 0;
+    let size = 0;
+    for (let i = 0; i < n; i++) {
+      const diff = (builders[i] as BSONColumnBuilder).intermediate();
+      diffs[i] = diff;
+      total += diff.bytes.length;
+      size += diff.offset + diff.bytes.length;
+    }
+    // Columns are only appended, so the ones created since the last call are the last ones.
+    const firstCreated = this.#firstCreated;
+    this.#firstCreated = n;
+    if (byteSlabUsed + total > byteSlab.length) {
+      byteSlab = new Uint8Array(Math.max(kByteSlabSize, total));
+      byteSlabUsed = 0;
+    }
+    if (layoutSlabUsed + 2 * n > layoutSlab.length) {
+      layoutSlab = new Int32Array(Math.max(kLayoutSlabSize, 2 * n));
+      layoutSlabUsed = 0;
+    }
+    const bytes = byteSlab;
+    const bytesStart = byteSlabUsed;
+    const layout = layoutSlab;
+    const layoutStart = layoutSlabUsed;
+    let end = bytesStart;
+    for (let i = 0; i < n; i++) {
+      const diff = diffs[i] as BinaryDiff;
+      const tail = diff.bytes;
+      // Tails are mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
+      if (tail.length > 64) bytes.set(tail, end);
+      else for (let j = 0; j < tail.length; j++) bytes[end + j] = tail[j] as number;
+      end += tail.length;
+      layout[layoutStart + 2 * i] = diff.offset;
+      layout[layoutStart + 2 * i + 1] = end;
+    }
+    byteSlabUsed = end;
+    layoutSlabUsed += 2 * n;
+    this.#compressedSize = size;
+    return { fields: this.#names, count: n, firstCreated, layout, layoutStart, bytes, bytesStart };
+  }
 }
+
+/**
+ * The diffs of one {@link MeasurementMap.intermediateTails} call, between its two passes: one array for
+ * every call (the calls are synchronous and never nest). Its entries are overwritten, never cleared: they
+ * only keep small diffs alive until the next call.
+ */
+const kDiffScratch: BinaryDiff[] = [];
+
+/**
+ * The slabs commits' tails are cut from, as Node's pooled `Buffer`s are: an array or two per commit made
+ * garbage collection a large part of a one-measurement commit. A slab's part is never written again once
+ * cut (a full slab is replaced, not reused), so tails never change; a commit only keeps its slabs alive
+ * until the storage has copied the tails.
+ */
+const kByteSlabSize = 64 * 1024;
+const kLayoutSlabSize = 8 * 1024;
+let byteSlab = new Uint8Array(kByteSlabSize);
+let byteSlabUsed = 0;
+let layoutSlab = new Int32Array(kLayoutSlabSize);
+let layoutSlabUsed = 0;
 
 /** BinData subtype 7: a BSONColumn. */
 const kColumnSubtype = 7;

@@ -33,6 +33,13 @@
  * - a change under a field name that cannot be written as a dotted-path segment → `$set` of the nearest
  *   safe ancestor (the whole document is the path `[]`).
  *
+ * ## Snapshots and typed slots (compressed buckets)
+ * A compressed bucket's commit carries a {@link MinMaxSnapshot} ({@link snapshotMinMax}) rather than
+ * documents or operations: field names and values, the documents built only when read. Once a snapshot
+ * finds the tree flat and holding only numbers and dates, later folds go into typed slots
+ * (`min-max-slots.ts`, {@link MinMax.slots}) until a measurement brings a new field or another type; the
+ * tree then gets the slots' values back and takes over.
+ *
  * Deviations from the server, where JavaScript cannot follow it:
  * - BSON allows duplicate field names, JS objects do not. The server can create a duplicate when an
  *   array position is claimed for an object field (a mixed-schema-only path, §3.2); here a position is
@@ -59,6 +66,9 @@ import {
 } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 import type { DBRef } from 'bson';
+import { MinMaxSnapshot } from './min-max-snapshot.js';
+import { foldIntoSlots, slotsOf, slotValue } from './min-max-slots.js';
+import type { MinMaxSlots } from './min-max-slots.js';
 
 /** The kind of a min or max slot; see the transition table in this module's documentation. */
 export type SlotKind = 'unset' | 'value' | 'object' | 'array';
@@ -131,6 +141,19 @@ export interface MinMax {
    * them in place either).
    */
   published: { min: Record<string, unknown>; max: Record<string, unknown> } | undefined;
+  /**
+   * The last flat {@link MinMaxSnapshot} taken by {@link snapshotMinMax} (`undefined` before the first,
+   * and after a capture of documents): the next one shares its names, and the values of a side without
+   * changes.
+   */
+  snapshot: MinMaxSnapshot | undefined;
+  /**
+   * While set, the top-level fields' current minima and maxima are in these typed slots, not in the tree
+   * (whose root children hold the values as of when the slots were made). Made by {@link snapshotMinMax}
+   * when the tree is flat and holds only numbers and dates; every fold that changes no structure goes
+   * there; anything else first writes the slots back into the tree ({@link leaveSlots}).
+   */
+  slots: MinMaxSlots | undefined;
 }
 
 /** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
@@ -221,7 +244,7 @@ export function createMinMax(): MinMax {
   root.minEmitted = true;
   root.maxEmitted = true;
   root.children = [];
-  return { root, changed: 0, published: undefined };
+  return { root, changed: 0, published: undefined, snapshot: undefined, slots: undefined };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -241,7 +264,49 @@ export function updateMinMax(
   measurement: Readonly<Record<string, unknown>>,
   options: MinMaxUpdateOptions = {},
 ): void {
+  const slots = mm.slots;
+  if (slots !== undefined) {
+    const changed = foldIntoSlots(slots, measurement, options.skipField, MIN_CHANGED, MAX_CHANGED);
+    if (changed >= 0) {
+      mm.changed |= changed;
+      return;
+    }
+    leaveSlots(mm);
+  }
   mm.changed |= updateObject(mm.root, measurement, true, true, options.skipField);
+}
+
+/**
+ * Write the slots' values back into the tree and fold into the tree from now on: a changed value marks
+ * its slot updated, as a fold into the tree would have.
+ */
+function leaveSlots(mm: MinMax): void {
+  const slots = mm.slots;
+  if (slots === undefined) return;
+  mm.slots = undefined;
+  // The last snapshot shares the slots' form, not the arrays the tree's snapshots reuse.
+  mm.snapshot = undefined;
+  const children = mm.root.children ?? kNoChildren;
+  const { kinds, values } = slots;
+  for (let i = 0; i < slots.names.length; i++) {
+    const node = children[i] as MinMaxNode;
+    const kind = kinds[i] as number;
+    const min = values[2 * i] as number;
+    const max = values[2 * i + 1] as number;
+    if (!Object.is(slotNumberOf(node.minValue), min)) {
+      node.minValue = slotValue(kind, min);
+      node.minUpdated = true;
+    }
+    if (!Object.is(slotNumberOf(node.maxValue), max)) {
+      node.maxValue = slotValue(kind, max);
+      node.maxUpdated = true;
+    }
+  }
+}
+
+/** The number a number or date slot value is kept as in {@link MinMaxSlots}. */
+function slotNumberOf(value: unknown): number {
+  return value instanceof Date ? value.getTime() : (value as number);
 }
 
 /**
@@ -523,6 +588,7 @@ function buildSlot(node: MinMaxNode, side: Side, mark: boolean): unknown {
  *   of the measurements').
  */
 export function minDocument(mm: MinMax): Record<string, unknown> {
+  leaveSlots(mm);
   return buildSlot(mm.root, 'min', false) as Record<string, unknown>;
 }
 
@@ -533,6 +599,7 @@ export function minDocument(mm: MinMax): Record<string, unknown> {
  * @returns a new object in stored field order.
  */
 export function maxDocument(mm: MinMax): Record<string, unknown> {
+  leaveSlots(mm);
   return buildSlot(mm.root, 'max', false) as Record<string, unknown>;
 }
 
@@ -550,10 +617,12 @@ export function maxDocument(mm: MinMax): Record<string, unknown> {
  * @returns the operations for each side; empty lists when nothing changed.
  */
 export function takeUpdates(mm: MinMax): MinMaxUpdates {
+  leaveSlots(mm);
   const changed = mm.changed;
   if (changed === 0) return kNoUpdates;
   mm.changed = 0;
   mm.published = undefined;
+  mm.snapshot = undefined;
   return {
     min: (changed & MIN_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'min'),
     max: (changed & MAX_CHANGED) === 0 ? kNoOps : takeSide(mm.root, 'max'),
@@ -573,8 +642,11 @@ export function takeDocuments(mm: MinMax): {
   readonly min: Record<string, unknown>;
   readonly max: Record<string, unknown>;
 } {
+  leaveSlots(mm);
   const changed = mm.changed;
   mm.changed = 0;
+  // The change bits are spent here: a later snapshot must not reuse values from before.
+  mm.snapshot = undefined;
   const last = mm.published;
   const published =
     last === undefined
@@ -594,6 +666,72 @@ export function takeDocuments(mm: MinMax): {
         };
   mm.published = published;
   return published;
+}
+
+/**
+ * The current `control.min` and `control.max` as a {@link MinMaxSnapshot}: what a compressed bucket's
+ * commit carries. When every top-level field holds a scalar on both sides (flat measurements), the
+ * snapshot is the field names and values, sharing with the previous snapshot the names (while no field
+ * was added) and the values of a side without changes; the documents are built only if someone reads
+ * them. Otherwise it holds the documents, built now. A flat MinMax holding only numbers and dates moves
+ * to typed slots here (see {@link MinMax.slots}); its later snapshots copy one array of doubles.
+ *
+ * A MinMax is written either through snapshots (compressed buckets) or through {@link takeUpdates} and
+ * {@link takeDocuments} (version-1 buckets): a snapshot does not reset the slots' change tracking, so
+ * {@link takeUpdates} after snapshots would report changes that were already written.
+ *
+ * @param mm - the MinMax.
+ * @returns the snapshot; the same object as the previous call when nothing changed since.
+ */
+export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
+  const changed = mm.changed;
+  mm.changed = 0;
+  // The documents takeDocuments last returned are not what was last written any more.
+  mm.published = undefined;
+  const last = mm.snapshot;
+  const slots = mm.slots;
+  if (slots !== undefined) {
+    // The slots' names and types are fixed: the values are copied in one go.
+    if (changed === 0 && last !== undefined) return last;
+    const snapshot = MinMaxSnapshot.ofSlots(slots.names, slots.kinds, slots.values.slice());
+    mm.snapshot = snapshot;
+    return snapshot;
+  }
+  const children = mm.root.children ?? kNoChildren;
+  const n = children.length;
+  // A field added since the last snapshot changes both sides (a new field takes a value on each).
+  const lastNames = last?.names;
+  const sameNames = lastNames?.length === n;
+  const keepMin = sameNames && (changed & MIN_CHANGED) === 0;
+  const keepMax = sameNames && (changed & MAX_CHANGED) === 0;
+  if (keepMin && keepMax) return last as MinMaxSnapshot;
+  const names = sameNames ? lastNames : new Array<string>(n);
+  const minValues = keepMin ? (last?.minValues as ReadonlyArray<unknown>) : new Array<unknown>(n);
+  const maxValues = keepMax ? (last?.maxValues as ReadonlyArray<unknown>) : new Array<unknown>(n);
+  for (let i = 0; i < n; i++) {
+    const child = children[i] as MinMaxNode;
+    // A side that kept its values was flat in the last snapshot and has not changed since.
+    if (!keepMin) {
+      if (child.minKind === 'object' || child.minKind === 'array') return snapshotDocuments(mm);
+      (minValues as unknown[])[i] = child.minValue;
+    }
+    if (!keepMax) {
+      if (child.maxKind === 'object' || child.maxKind === 'array') return snapshotDocuments(mm);
+      (maxValues as unknown[])[i] = child.maxValue;
+    }
+    if (!sameNames) (names as string[])[i] = child.name as string;
+  }
+  const snapshot = MinMaxSnapshot.ofFields(names, minValues, maxValues);
+  mm.snapshot = snapshot;
+  // Flat: later measurements are folded into typed slots, if every value fits in one.
+  mm.slots = slotsOf(names, minValues, maxValues);
+  return snapshot;
+}
+
+/** A snapshot of whole documents (a nested field); the next snapshot starts afresh. */
+function snapshotDocuments(mm: MinMax): MinMaxSnapshot {
+  mm.snapshot = undefined;
+  return MinMaxSnapshot.ofDocuments(minDocument(mm), maxDocument(mm));
 }
 
 /**

@@ -12,13 +12,15 @@ import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
+import { flatShapeOf, matchesFlatShape } from './flat-shape.js';
+import type { FlatShape } from './flat-shape.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import type { SchemaUpdateOptions } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { kBSONObjMaxUserSize, objectIdHex } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
-import { calculateBucketFieldsAndSizeChange, makeOpenBucket, openBatchFor } from './bucket.js';
+import { calculateBucketFieldsAndSizeChange, kNoChange, makeOpenBucket, openBatchFor } from './bucket.js';
 import type { Bucket, BucketSizeChange } from './bucket.js';
 import { makeBucketId, makeBucketKey, stripeNumber } from './bucket-identifiers.js';
 import type { BucketKey } from './bucket-identifiers.js';
@@ -87,6 +89,8 @@ export interface CollectionState {
   options: BucketingOptions;
   /** Stats controller updating this collection's and the global stats. */
   readonly stats: ExecutionStatsController;
+  /** The last flat shape a bucket of this collection accepted, shared by the buckets that have it. */
+  lastShape?: FlatShape | undefined;
 }
 
 /** Called when a bucket is closed (soft or hard) so its document can be finalised (compressed). */
@@ -332,7 +336,11 @@ export function determineRolloverReason(
       break;
   }
   if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return 'count';
-  const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
+  const { metaField } = options;
+  // A compressed bucket that accepted this flat shape already: no new field, no schema change, no size.
+  const known =
+    bucket.measurementMap !== undefined && matchesFlatShape(bucket.knownShape, item.measurement, metaField);
+  const change = known ? kNoChange : calculateBucketFieldsAndSizeChange(bucket, item.measurement, metaField);
   const newSize = bucket.size + change.sizeToBeAdded;
   // A parameter above 16 MiB still never lets a bucket document grow past what BSON holds: such a
   // measurement goes to a new bucket, where one too large for any bucket is refused (BSONObjectTooLarge).
@@ -348,8 +356,13 @@ export function determineRolloverReason(
       coll.stats.inc('numBucketsKeptOpenDueToLargeMeasurements');
     }
   }
-  if (updateSchema(bucket.schema, item.measurement, skipOptions(options.metaField)) === 'incompatible') {
+  if (known) return change;
+  if (updateSchema(bucket.schema, item.measurement, skipOptions(metaField)) === 'incompatible') {
     return 'schemaChange';
+  }
+  if (bucket.measurementMap !== undefined) {
+    bucket.knownShape = flatShapeOf(item.measurement, metaField, coll.lastShape);
+    if (bucket.knownShape !== undefined) coll.lastShape = bucket.knownShape;
   }
   return change;
 }
@@ -526,7 +539,7 @@ function stageInto(
     batch = makeWriteBatch(bucket, op.batchKey, coll.stats, item.measurement);
     bucket.openBatches.push(batch);
     // A bucket with a batch is not idle; one that already had an open batch was not idle either.
-    lock.stripe.idleBuckets.delete(bucket.id.hex);
+    lock.stripe.idleBuckets.delete(bucket);
     // The flag moves to the bucket's first batch and is counted when that batch commits.
     if (bucket.pendingOpenedDueToMetadata) {
       bucket.pendingOpenedDueToMetadata = false;
@@ -568,7 +581,7 @@ export function rollover(
   bucket.rolloverReason = effective;
   bucket.rolloverAction = rolloverActionFor[effective];
   coll.stats.inc(kRolloverStat[effective]);
-  lock.stripe.idleBuckets.delete(bucket.id.hex);
+  lock.stripe.idleBuckets.delete(bucket);
   if (bucket.openBatches.length === 0 && bucket.preparedBatch === undefined)
     performRolloverAction(state, lock, coll, bucket);
 }
@@ -629,8 +642,7 @@ export function performRolloverAction(
 
 /** Mark a bucket idle: most recently idle at the end of the stripe's idle list. */
 export function markBucketIdle(lock: StripeLock, bucket: Bucket): void {
-  lock.stripe.idleBuckets.delete(bucket.id.hex);
-  lock.stripe.idleBuckets.set(bucket.id.hex, bucket);
+  lock.stripe.idleBuckets.push(bucket);
 }
 
 /**
@@ -653,7 +665,7 @@ export function closeOpenBucket(
   const stripe = lock.stripe;
   if (stripe.openBucketsById.get(bucket.id.hex) !== bucket) return;
   stripe.openBucketsById.delete(bucket.id.hex);
-  stripe.idleBuckets.delete(bucket.id.hex);
+  stripe.idleBuckets.delete(bucket);
   removeOpenBucket(lock, bucket);
   state.memoryUsage -= bucket.memoryUsage;
   if (how !== 'archived') coll.stats.addActiveBuckets(-1);
@@ -705,10 +717,10 @@ export function expireIdleBuckets(state: CatalogState, lock: StripeLock): void {
   let numExpired = 0;
   const stripe = lock.stripe;
   while (stripe.idleBuckets.size > 0 && state.memoryUsage > threshold && numExpired <= maxCount) {
-    const [, bucket] = stripe.idleBuckets.entries().next().value as [string, Bucket];
+    const bucket = stripe.idleBuckets.first() as Bucket;
     const coll = state.collections.get(bucket.id.ns);
     if (coll === undefined || bucket.state !== 'normal') {
-      stripe.idleBuckets.delete(bucket.id.hex);
+      stripe.idleBuckets.delete(bucket);
     } else {
       coll.stats.inc('numBucketsArchivedDueToMemoryThreshold');
       archiveBucket(state, lock, coll, bucket);

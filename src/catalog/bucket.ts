@@ -12,6 +12,7 @@ import { bsonValueSize, utf8ByteLength } from '../util/bson-value.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { BucketId, BucketKey } from './bucket-identifiers.js';
 import type { CollectionState } from './bucket-catalog-internal.js';
+import type { FlatShape } from './flat-shape.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -91,6 +92,17 @@ export interface Bucket {
    * created yet; that batch carries the flag to `numBucketsOpenedDueToMetadata`.
    */
   pendingOpenedDueToMetadata: boolean;
+  /**
+   * A flat measurement shape a compressed bucket has accepted (see `flat-shape.ts`): a measurement of that
+   * shape skips the size estimate and the schema walk. Shared between buckets.
+   */
+  knownShape: FlatShape | undefined;
+  /** Whether the bucket is in its stripe's idle list (see `idle-list.ts`). */
+  idle: boolean;
+  /** The bucket before it in the idle list (became idle earlier). */
+  idlePrev: Bucket | undefined;
+  /** The bucket after it in the idle list (became idle later). */
+  idleNext: Bucket | undefined;
 }
 
 /** What distinguishes one new open bucket from another; everything else starts empty. */
@@ -146,6 +158,10 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     state: 'normal',
     memoryUsage: 0,
     pendingOpenedDueToMetadata: false,
+    knownShape: undefined,
+    idle: false,
+    idlePrev: undefined,
+    idleNext: undefined,
   };
 }
 
@@ -232,7 +248,8 @@ export function calculateBucketFieldsAndSizeChange(
 
 const kNoFields: ReadonlyArray<string> = Object.freeze([]);
 
-const kNoChange: BucketSizeChange = Object.freeze({
+/** The size change of a measurement that adds no field and nothing to estimate (shared). */
+export const kNoChange: BucketSizeChange = Object.freeze({
   sizeToBeAdded: 0,
   uncommittedEstimate: 0,
   newFieldNames: kNoFields,

@@ -18,8 +18,8 @@ import {
   makeCompressedBucketDocument,
 } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
-import type { ColumnDiff } from '../bucket-format/measurement-map.js';
-import { takeDocuments } from '../bucket-format/min-max.js';
+import type { ColumnDiff } from '../bucket-format/column-tails.js';
+import { snapshotMinMax } from '../bucket-format/min-max.js';
 import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
 import type { BucketingOptions } from './bucket-catalog-internal.js';
@@ -66,36 +66,43 @@ export function prepareCompressedWrite(
     }
   }
   for (const m of measurements) map.insertOne(m, metaField);
-  const { diffs, delta } = map.intermediate();
-  batch.compressedSizeDelta = delta;
-  // Most commits create no column: no array for them.
-  let created: string[] | undefined;
-  for (const diff of diffs) if (diff.created) (created ??= []).push(diff.field);
-  if (created !== undefined) batch.createdColumns = created;
-  const { min, max } = takeDocuments(bucket.minMax);
+  const sizeBefore = map.compressedSize;
+  // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then.
+  const minMax = snapshotMinMax(bucket.minMax);
   const bucketId = bucket.id.oid;
   if (n === 0) {
+    const { diffs } = map.intermediate();
+    batch.compressedSizeDelta = map.compressedSize - sizeBefore;
+    const created: string[] = [];
+    for (const diff of diffs) if (diff.created) created.push(diff.field);
+    batch.createdColumns = created;
     const document = makeCompressedBucketDocument({
       id: bucketId,
       hasMeta: bucket.hasMeta,
       // Each document gets its own copy: the normalised value is shared by the series' buckets.
       normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
-      min,
-      max,
+      min: minMax.min,
+      max: minMax.max,
       count: map.count,
       data: columnsOf(diffs),
     });
     return { kind: 'insert', bucketId, document };
   }
+  const tails = map.intermediateTails();
+  batch.compressedSizeDelta = map.compressedSize - sizeBefore;
+  // Most commits create no column: no array for them.
+  if (tails.firstCreated < tails.count) {
+    batch.createdColumns = tails.fields.slice(tails.firstCreated, tails.count);
+  }
   const commit: CompressedBucketCommit = {
     format: 'compressed',
     bucketId,
+    bucketIdHex: bucket.id.hex,
     numPreviouslyCommittedMeasurements: n,
     count: n + measurements.length,
     version: unsorted ? kCompressedUnsortedVersion : undefined,
-    min,
-    max,
-    columns: diffs,
+    minMax,
+    tails,
   };
   return { kind: 'update', bucketId, commit };
 }

@@ -385,7 +385,7 @@ export function installReopenedBucket(
   }
   stripe.openBucketsById.set(bucket.id.hex, bucket);
   addOpenBucket(lock, bucket);
-  stripe.idleBuckets.set(bucket.id.hex, bucket);
+  stripe.idleBuckets.push(bucket);
   bucket.memoryUsage = bucketMemoryUsage(bucket);
   state.memoryUsage += bucket.memoryUsage;
   coll.stats.addActiveBuckets(1);

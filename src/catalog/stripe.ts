@@ -13,6 +13,7 @@ import { Mutex } from 'async-mutex';
 import type { ObjectId } from 'bson';
 
 import type { Bucket } from './bucket.js';
+import { IdleList } from './idle-list.js';
 
 /** An archived bucket: closed in memory but remembered for archive-based reopening (docs/mongodb-behaviour.md §9.1). */
 export interface ArchivedBucket {
@@ -41,7 +42,7 @@ export interface Stripe {
    * Idle buckets (open, no rollover pending, no uncommitted batch) in the order they became idle: the
    * first entry is the least recently idle, expired first under memory pressure.
    */
-  readonly idleBuckets: Map<string, Bucket>;
+  readonly idleBuckets: IdleList;
   /** Archived buckets by series signature, then by start time. */
   readonly archivedBuckets: Map<string, Map<number, ArchivedBucket>>;
 }
@@ -66,7 +67,7 @@ export function makeStripe(): Stripe {
     mutex: new Mutex(),
     openBucketsById: new Map(),
     openBucketsByKey: new Map(),
-    idleBuckets: new Map(),
+    idleBuckets: new IdleList(),
     archivedBuckets: new Map(),
   };
 }
@@ -123,6 +124,10 @@ export function removeOpenBucket(lock: StripeLock, bucket: Bucket): void {
   const series = stripe.openBucketsByKey.get(bucket.key.signature);
   if (series === undefined) return;
   const at = series.indexOf(bucket);
-  if (at >= 0) series.splice(at, 1);
+  if (at >= 0) {
+    // Shift and pop rather than splice (no array of what is removed).
+    for (let i = at + 1; i < series.length; i++) series[i - 1] = series[i] as Bucket;
+    series.pop();
+  }
   if (series.length === 0) stripe.openBucketsByKey.delete(bucket.key.signature);
 }

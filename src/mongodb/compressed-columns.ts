@@ -12,6 +12,7 @@
 import { Binary } from 'bson';
 import { LRUCache } from 'lru-cache';
 
+import { columnDiffsOf } from '../bucket-format/column-tails.js';
 import { binaryBytes } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { getOwnField } from '../util/safe-record.js';
@@ -146,7 +147,7 @@ export function spliceColumns(
   commit: CompressedBucketCommit,
 ): Map<string, Binary> | undefined {
   const out = new Map<string, Binary>();
-  for (const diff of commit.columns) {
+  for (const diff of columnDiffsOf(commit.tails)) {
     if (diff.created) {
       out.set(diff.field, new Binary(Uint8Array.from(diff.bytes), Binary.SUBTYPE_COLUMN));
       continue;

@@ -1,38 +1,50 @@
 /**
- * How `MemoryStorage` keeps the compressed buckets the catalog is appending to: each column in a growable
- * buffer that a commit splices its bytes into (cost proportional to the bytes appended), and the bucket
- * document rebuilt only when someone reads it.
+ * How `MemoryStorage` keeps the compressed buckets the catalog is appending to: each bucket's columns in
+ * one growable buffer, a region per column, that a commit splices its bytes into (cost proportional to
+ * the bytes appended), and the bucket document rebuilt only when someone reads it.
  *
- * A document handed to a reader shares its columns' buffers (no copy); the next commit to such a column
- * copies it first (copy on write), so a document once read never changes under its reader.
+ * A document handed to a reader shares the bucket's buffer (no copy); the next commit copies it first
+ * (copy on write), so a document once read never changes under its reader.
  *
  * @packageDocumentation
  */
 import { Binary } from 'bson';
 
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { StoredBucket } from './storage.js';
 
-/** One column: its bytes are `buf[0, length)`. */
-interface LiveColumn {
-  buf: Uint8Array;
-  length: number;
-  /** Whether a materialised document views `buf` (the next write copies it first). */
-  shared: boolean;
-}
-
-/** A compressed bucket being appended to. */
+/**
+ * A compressed bucket being appended to. Column `i` is named `names[i]`; its bytes are
+ * `arena[starts[i], starts[i] + lengths[i])`, in a region of `caps[i]` bytes. One buffer and a few
+ * arrays of numbers per bucket, rather than an object and a buffer per column: a bulk load touches
+ * thousands of buckets between two commits to one, and every column a commit writes to was another
+ * cache miss.
+ */
 interface LiveBucket {
   /** `control.count`. */
   count: number;
   /** `control.version`. */
   version: unknown;
-  /** `control.min` and `control.max` (owned: commits hand over fresh objects). */
-  min: unknown;
-  max: unknown;
-  /** Columns in document order. */
-  readonly columns: Map<string, LiveColumn>;
+  /**
+   * `control.min` and `control.max`: the last commit's snapshot (its documents are built when the bucket
+   * is read), or the stored document's.
+   */
+  minMax: MinMaxSnapshot;
+  /**
+   * Column names in document order. A commit lists its columns in the bucket's column order too, so
+   * column `i` of a commit is found by comparing one name; only a bucket whose stored order differs
+   * (integer-like field names, which JS objects list first) searches.
+   */
+  readonly names: string[];
+  /** Every column's bytes. */
+  arena: Uint8Array;
+  readonly starts: number[];
+  readonly caps: number[];
+  readonly lengths: number[];
+  /** Whether a materialised document views `arena` (the next commit copies it first). */
+  shared: boolean;
 }
 
 /** The live compressed buckets of one namespace. */
@@ -68,10 +80,10 @@ export class LiveColumns {
     }
     if (live.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
     // Check every column before changing any: a commit applies whole or not at all.
-    for (const diff of commit.columns) {
-      if (diff.created) continue;
-      const column = live.columns.get(diff.field);
-      if (column === undefined || column.length < diff.offset) return undefined;
+    const { fields, firstCreated, layout, layoutStart } = commit.tails;
+    for (let i = 0; i < firstCreated; i++) {
+      const at = positionOf(live, fields[i] as string, i);
+      if (at < 0 || (live.lengths[at] as number) < (layout[layoutStart + 2 * i] as number)) return undefined;
     }
     return live;
   }
@@ -87,32 +99,31 @@ export class LiveColumns {
   apply(key: string, docs: ReadonlyMap<string, StoredBucket>, commit: CompressedBucketCommit): boolean {
     const live = this.#matching(key, docs, commit);
     if (live === undefined) return false;
-    for (const diff of commit.columns) {
-      const end = diff.offset + diff.bytes.length;
-      let column = diff.created ? undefined : live.columns.get(diff.field);
-      if (column === undefined) {
-        column = { buf: new Uint8Array(Math.max(64, end * 2)), length: 0, shared: false };
-        live.columns.set(diff.field, column);
-      } else if (column.shared || end > column.buf.length) {
-        // Doubling keeps the copies per column logarithmic in its size.
-        const buf = new Uint8Array(Math.max(column.buf.length, end * 2));
-        buf.set(column.buf.subarray(0, diff.offset));
-        column.buf = buf;
-        column.shared = false;
+    const { fields, count, firstCreated, layout, layoutStart, bytes } = commit.tails;
+    const { starts, caps, lengths } = live;
+    if (live.shared) relayout(live, -1, 0);
+    let arena = live.arena;
+    let start = commit.tails.bytesStart;
+    for (let i = 0; i < count; i++) {
+      const offset = layout[layoutStart + 2 * i] as number;
+      const tailEnd = layout[layoutStart + 2 * i + 1] as number;
+      const end = offset + tailEnd - start;
+      const at =
+        i < firstCreated ? positionOf(live, fields[i] as string, i) : newColumn(live, fields[i] as string);
+      if (end > (caps[at] as number)) {
+        relayout(live, at, end);
+        arena = live.arena;
       }
-      // A diff is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
-      const bytes = diff.bytes;
-      if (bytes.length > 64) column.buf.set(bytes, diff.offset);
-      else {
-        const buf = column.buf;
-        for (let i = 0, o = diff.offset; i < bytes.length; i++, o++) buf[o] = bytes[i] as number;
-      }
-      column.length = end;
+      const to = (starts[at] as number) + offset;
+      // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
+      if (tailEnd - start > 64) arena.set(bytes.subarray(start, tailEnd), to);
+      else for (let j = start, o = to; j < tailEnd; j++, o++) arena[o] = bytes[j] as number;
+      lengths[at] = end;
+      start = tailEnd;
     }
     live.count = commit.count;
     if (commit.version !== undefined) live.version = commit.version;
-    live.min = commit.min;
-    live.max = commit.max;
+    live.minMax = commit.minMax;
     this.#dirty.add(key);
     return true;
   }
@@ -155,22 +166,82 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
   const data = getOwnField(doc, 'data') as Record<string, unknown> | undefined;
   if (control === undefined || data === undefined) return undefined;
   if (control.version !== 2 && control.version !== 3) return undefined;
-  const columns = new Map<string, LiveColumn>();
+  const names: string[] = [];
+  const columns: Uint8Array[] = [];
   for (const field of Object.keys(data)) {
     const value = data[field] as { _bsontype?: unknown; buffer: Uint8Array; position: number };
     if (value._bsontype !== 'Binary') return undefined;
-    const bytes = value.buffer.subarray(0, value.position);
-    const buf = new Uint8Array(Math.max(64, bytes.length * 2));
-    buf.set(bytes);
-    columns.set(field, { buf, length: bytes.length, shared: false });
+    names.push(field);
+    columns.push(value.buffer.subarray(0, value.position));
   }
-  return {
+  const live: LiveBucket = {
     count: Number(control.count),
     version: control.version,
-    min: control.min,
-    max: control.max,
-    columns,
+    minMax: MinMaxSnapshot.ofDocuments(
+      control.min as Readonly<Record<string, unknown>>,
+      control.max as Readonly<Record<string, unknown>>,
+    ),
+    names,
+    arena: kEmpty,
+    starts: names.map(() => 0),
+    caps: names.map(() => 0),
+    lengths: columns.map((bytes) => bytes.length),
+    shared: false,
   };
+  // Regions sized for the columns' lengths (the empty buffer has nothing to copy), then filled.
+  relayout(live, -1, 0);
+  columns.forEach((bytes, i) => {
+    live.arena.set(bytes, live.starts[i]);
+  });
+  return live;
+}
+
+const kEmpty = new Uint8Array(0);
+
+/**
+ * Move the bucket's columns to a new buffer, each region twice its bytes (at least 64), column `at`'s
+ * region large enough for `end` bytes. Doubling keeps the copies logarithmic in a bucket's size.
+ */
+function relayout(live: LiveBucket, at: number, end: number): void {
+  const { starts, caps, lengths } = live;
+  const n = starts.length;
+  let total = 0;
+  const newCaps: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const cap = Math.max(64, 2 * Math.max(lengths[i] as number, i === at ? end : 0));
+    newCaps.push(cap);
+    total += cap;
+  }
+  const arena = new Uint8Array(total);
+  let next = 0;
+  for (let i = 0; i < n; i++) {
+    const from = starts[i] as number;
+    arena.set(live.arena.subarray(from, from + (lengths[i] as number)), next);
+    starts[i] = next;
+    caps[i] = newCaps[i] as number;
+    next += newCaps[i] as number;
+  }
+  live.arena = arena;
+  live.shared = false;
+}
+
+/** Add column `field` (rare: a commit's new column), or empty the one of that name; returns its position. */
+function newColumn(live: LiveBucket, field: string): number {
+  let at = live.names.indexOf(field);
+  if (at < 0) {
+    at = live.names.length;
+    live.names.push(field);
+    // An empty region: the column's first write moves the bucket to a buffer with room for it.
+    live.starts.push(0);
+    live.caps.push(0);
+    live.lengths.push(0);
+  } else live.lengths[at] = 0;
+  return at;
+}
+
+/** Where column `field`, column `i` of a commit, is in `live` (-1: absent). */
+function positionOf(live: LiveBucket, field: string, i: number): number {
+  return live.names[i] === field ? i : live.names.indexOf(field);
 }
 
 /** A new document: `base` with the live control fields and columns (viewing the live buffers). */
@@ -182,17 +253,20 @@ function documentOf(base: StoredBucket, live: LiveBucket): StoredBucket {
       const next: Record<string, unknown> = {};
       for (const name of Object.keys(control)) {
         if (name === 'version') next.version = live.version;
-        else if (name === 'min') next.min = live.min;
-        else if (name === 'max') next.max = live.max;
+        else if (name === 'min') next.min = live.minMax.min;
+        else if (name === 'max') next.max = live.minMax.max;
         else if (name === 'count') next.count = live.count;
         else defineField(next, name, control[name]);
       }
       doc.control = next;
     } else if (field === 'data') {
       const data: Record<string, unknown> = {};
-      for (const [name, column] of live.columns) {
-        column.shared = true;
-        defineField(data, name, new Binary(column.buf.subarray(0, column.length), Binary.SUBTYPE_COLUMN));
+      // The document views the bucket's buffer now: the next commit copies it first.
+      live.shared = true;
+      for (let i = 0; i < live.names.length; i++) {
+        const from = live.starts[i] as number;
+        const bytes = live.arena.subarray(from, from + (live.lengths[i] as number));
+        defineField(data, live.names[i] as string, new Binary(bytes, Binary.SUBTYPE_COLUMN));
       }
       doc.data = data;
     } else defineField(doc, field, base[field]);

@@ -185,7 +185,7 @@ export class MemoryStorage implements Storage {
         continue;
       }
       const commit = write.commit;
-      const key = objectIdHex(commit.bucketId);
+      const key = commit.format === 'compressed' ? commit.bucketIdHex : objectIdHex(commit.bucketId);
       const matches =
         commit.format === 'compressed'
           ? entry.live.matches(key, entry.docs, commit)
@@ -208,9 +208,9 @@ export class MemoryStorage implements Storage {
   /** Apply a commit if its guard holds; returns whether it did. */
   #applyCommit(ns: string, commit: StorageCommit): boolean {
     const entry = this.#ns(ns);
-    const key = objectIdHex(commit.bucketId);
     // Spliced into the bucket's live columns; its document is rebuilt when it is next read.
-    if (commit.format === 'compressed') return entry.live.apply(key, entry.docs, commit);
+    if (commit.format === 'compressed') return entry.live.apply(commit.bucketIdHex, entry.docs, commit);
+    const key = objectIdHex(commit.bucketId);
     const doc = entry.docs.get(key);
     return doc !== undefined && applyCommitToDocument(doc, commit);
   }

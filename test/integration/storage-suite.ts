@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decompressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { defaultBucketIdGenerator } from '../../src/bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../../src/bucket-format/measurement-map.js';
+import { MinMaxSnapshot } from '../../src/bucket-format/min-max-snapshot.js';
 import { BucketEngine, TimeseriesError } from '../../src/index.js';
 import type { BucketWrite, Storage, StoredBucket } from '../../src/index.js';
 import { makeBucketUpdate } from '../../src/bucket-format/bucket-document.js';
@@ -602,12 +603,12 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       const result = await backend.open().applyCommit(coll.bucketsNamespace, {
         format: 'compressed',
         bucketId: bucket!._id as ObjectId,
+        bucketIdHex: (bucket!._id as ObjectId).toHexString(),
         numPreviouslyCommittedMeasurements: 1,
         count: 2,
         version: undefined,
-        min: control.min,
-        max: { ...control.max, ts: at(1), mid: 'other' },
-        columns: columns.intermediate().diffs,
+        minMax: MinMaxSnapshot.ofDocuments(control.min, { ...control.max, ts: at(1), mid: 'other' }),
+        tails: columns.intermediateTails(),
       });
       expect(result).toEqual({ kind: 'updated' });
       await coll.insertMany([

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 import { applyBinaryDiff } from '../../src/bucket-format/bson-column/binary-diff.js';
 import { BSONColumn, BSONColumnBuilder } from '../../src/bucket-format/bson-column/bson-column.js';
+import type { DiffSink } from '../../src/bucket-format/bson-column/bsoncolumn-builder.js';
 import { bsonOf, series } from './bson-column-arbitraries.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -41,6 +42,38 @@ function appendIncrementally(
   }
   return applyBinaryDiff(current, builder.intermediate());
 }
+
+describe('BSONColumnBuilder.intermediateInto', () => {
+  it('appends to a shared sink the same tail, at the same offset, as intermediate() returns', () => {
+    fc.assert(
+      fc.property(splitSeries, ([values, calls]) => {
+        const plain = new BSONColumnBuilder();
+        const sunk = new BSONColumnBuilder();
+        // Starts small, so that diffs make it grow (views of the previous array must stay as they were).
+        const sink: DiffSink = { buf: new Uint8Array(4), length: 0 };
+        const earlier: Array<{ view: Uint8Array; bytes: string }> = [];
+        for (const [i, v] of values.entries()) {
+          if (v === undefined) {
+            plain.skip();
+            sunk.skip();
+          } else {
+            plain.append(v);
+            sunk.append(v);
+          }
+          if (calls[i] !== true && i !== values.length - 1) continue;
+          const diff = plain.intermediate();
+          const start = sink.length;
+          expect(sunk.intermediateInto(sink)).toBe(diff.offset);
+          const view = sink.buf.subarray(start, sink.length);
+          expect(hex(view)).toBe(hex(diff.bytes));
+          earlier.push({ view, bytes: hex(view) });
+        }
+        for (const { view, bytes } of earlier) expect(hex(view)).toBe(bytes);
+      }),
+      { numRuns: 400 },
+    );
+  }, 120_000);
+});
 
 describe('BSONColumnBuilder.intermediate', () => {
   it('diffs applied in order give the bytes of encoding at once, and decode to the values', () => {
@@ -100,6 +133,54 @@ describe('BSONColumnBuilder.intermediate', () => {
         expect(hex(column)).toBe(hex(BSONColumn.encode(values)));
       }),
       { numRuns: 150 },
+    );
+  }, 120_000);
+
+  it('builders used in turn give each the bytes of its own sequence encoded at once', () => {
+    // Builders share scratch space (the flushed tail, the element writer, the diff slabs) and the one-shot
+    // encoder shares its builder: interleaving appends, intermediate() calls and one-shot encodes of
+    // other sequences must not carry state from one column to another.
+    const plan = fc.array(splitSeries, { minLength: 2, maxLength: 5 }).chain((columns) =>
+      fc.tuple(
+        fc.constant(columns),
+        // Per step: which column takes its next entry, and whether a one-shot encode runs in between.
+        fc.array(fc.tuple(fc.nat({ max: columns.length - 1 }), fc.boolean()), {
+          maxLength: columns.reduce((n, [values]) => n + values.length, 0) * 2,
+        }),
+      ),
+    );
+    fc.assert(
+      fc.property(plan, ([columns, steps]) => {
+        // Arrange
+        const builders = columns.map(() => new BSONColumnBuilder());
+        const binaries: Uint8Array[] = columns.map(() => new Uint8Array(0));
+        const next = columns.map(() => 0);
+        const take = (c: number): void => {
+          const [values, calls] = columns[c] ?? [[], []];
+          const i = next[c] ?? 0;
+          const builder = builders[c];
+          if (builder === undefined || i >= values.length) return;
+          const v = values[i];
+          if (v === undefined) builder.skip();
+          else builder.append(v);
+          if (calls[i] === true)
+            binaries[c] = applyBinaryDiff(binaries[c] ?? new Uint8Array(0), builder.intermediate());
+          next[c] = i + 1;
+        };
+        // Act
+        for (const [c, encodeOther] of steps) {
+          take(c);
+          if (encodeOther) BSONColumn.encode(columns[(c + 1) % columns.length]?.[0] ?? []);
+        }
+        for (const [c] of columns.entries()) while ((next[c] ?? 0) < (columns[c]?.[0].length ?? 0)) take(c);
+        // Assert
+        for (const [c, [values]] of columns.entries()) {
+          const builder = builders[c] as BSONColumnBuilder;
+          const column = applyBinaryDiff(binaries[c] ?? new Uint8Array(0), builder.intermediate());
+          expect(hex(column)).toBe(hex(BSONColumn.encode(values)));
+        }
+      }),
+      { numRuns: 200 },
     );
   }, 120_000);
 

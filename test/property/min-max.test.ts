@@ -8,6 +8,7 @@ import {
   maxDocument,
   minDocument,
   minMaxFromDocuments,
+  snapshotMinMax,
   takeDocuments,
   takeUpdates,
   updateMinMax,
@@ -342,6 +343,119 @@ describe('MinMax properties', () => {
       }),
       { numRuns: 1500 },
     );
+  });
+
+  it('(b) snapshotMinMax on every commit (compressed buckets) holds the documents of its commit, read at any time', () => {
+    const flatBatches = fc.array(
+      fc.array(fc.dictionary(names, scalar, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }),
+      {
+        minLength: 1,
+        maxLength: 8,
+      },
+    );
+    // Numbers and dates mostly, so that batches stay in typed slots and leave them now and then.
+    const slotted = fc.oneof(
+      { weight: 8, arbitrary: fc.constantFrom(-2.5, 0.5, 1, 3, 0, -0, NaN) },
+      { weight: 8, arbitrary: fc.integer({ min: -3, max: 3 }).map((t) => new Date(t)) },
+      { weight: 1, arbitrary: scalar },
+    );
+    const slottedBatches = fc.array(
+      fc.array(fc.dictionary(names, slotted, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }),
+      { minLength: 1, maxLength: 10 },
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(flatBatches, slottedBatches, batchesArb(names)),
+        fc.array(fc.constantFrom('now', 'later', 'takeDocuments'), { minLength: 1, maxLength: 8 }),
+        (batches, reads) => {
+          // Arrange
+          // Arrange: a twin that only folds is the reference.
+          const mm = createMinMax();
+          const twin = createMinMax();
+          updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
+          updateMinMax(twin, { time: new Date(0) }, { skipField: undefined });
+          const taken: Array<{ snapshot: ReturnType<typeof snapshotMinMax>; min: unknown; max: unknown }> =
+            [];
+          batches.forEach((batch, i) => {
+            // Act: one commit; its documents read at once or at the end, or a takeDocuments (what a
+            // version-1 first commit uses) spending the change tracking before the snapshot.
+            for (const m of batch) {
+              updateMinMax(mm, m, { skipField: 'c' });
+              updateMinMax(twin, m, { skipField: 'c' });
+            }
+            const min = minDocument(twin);
+            const max = maxDocument(twin);
+            const read = reads[i % reads.length];
+            if (read === 'takeDocuments') {
+              const docs = takeDocuments(mm);
+              expectIdentical(docs.min, min);
+              expectIdentical(docs.max, max);
+            }
+            const snapshot = snapshotMinMax(mm);
+            taken.push({ snapshot, min, max });
+            if (read === 'now') {
+              expectIdentical(snapshot.min, min);
+              expectIdentical(snapshot.max, max);
+            }
+          });
+          // Assert: every snapshot still holds its own commit's documents.
+          for (const { snapshot, min, max } of taken) {
+            expectIdentical(snapshot.min, min);
+            expectIdentical(snapshot.max, max);
+          }
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('snapshotMinMax moves a flat MinMax of numbers and dates to typed slots, and back to the tree for other values', () => {
+    // Arrange
+    const mm = createMinMax();
+    updateMinMax(mm, { t: new Date(0), a: 1, b: 5 });
+    const first = snapshotMinMax(mm);
+    // Act: a later time and an `a` within the range (only maxima change), nothing, then a string field.
+    updateMinMax(mm, { t: new Date(10), a: 2, b: 5 });
+    const second = snapshotMinMax(mm);
+    const third = snapshotMinMax(mm);
+    updateMinMax(mm, { t: new Date(20), a: 3, b: 5, c: 'x' });
+    const fourth = snapshotMinMax(mm);
+    updateMinMax(mm, { t: new Date(30), a: 0 });
+    const fifth = snapshotMinMax(mm);
+    // Assert: the first snapshot is made from the tree and starts the slots; the string field ends them.
+    expect(first.minValues).toEqual([new Date(0), 1, 5]);
+    expect(mm.slots).toBeUndefined();
+    expect(second.numbers).toEqual([0, 10, 1, 2, 5, 5]);
+    expect(second.names).toBe(first.names);
+    expect(third).toBe(second);
+    expect(fourth.names).toEqual(['t', 'a', 'b', 'c']);
+    expect(fifth.names).toBe(fourth.names);
+    expect(first.max).toEqual({ t: new Date(0), a: 1, b: 5 });
+    expect(second.max).toEqual({ t: new Date(10), a: 2, b: 5 });
+    expect(fourth.min).toEqual({ t: new Date(0), a: 1, b: 5, c: 'x' });
+    expect(fifth.min).toEqual({ t: new Date(0), a: 0, b: 5, c: 'x' });
+    expect(fifth.max).toEqual({ t: new Date(30), a: 3, b: 5, c: 'x' });
+    expect(Object.keys(fourth.max)).toEqual(['t', 'a', 'b', 'c']);
+  });
+
+  it('typed slots keep a hostile field name an own field of the snapshot documents', () => {
+    // Arrange: a measurement with an own `__proto__` field, folded into slots after the first snapshot.
+    const mm = createMinMax();
+    const hostile = (t: number, v: number) => {
+      const m: Record<string, unknown> = { t: new Date(t) };
+      defineField(m, '__proto__', v);
+      return m;
+    };
+    updateMinMax(mm, hostile(0, 1));
+    snapshotMinMax(mm);
+    // Act
+    updateMinMax(mm, hostile(5, 7));
+    const snapshot = snapshotMinMax(mm);
+    // Assert
+    expect(snapshot.numbers).toEqual([0, 5, 1, 7]);
+    expect(Object.getPrototypeOf(snapshot.max)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(snapshot.max, '__proto__')?.value).toBe(7);
+    expect(Object.keys(snapshot.min)).toEqual(['t', '__proto__']);
   });
 
   it('(b) also after reopening from the written documents', () => {

@@ -34,6 +34,7 @@ import { isInt32Number } from '../../util/bson-value.js';
 import { ElementWriter } from './bson-element.js';
 import { ByteWriter } from './byte-writer.js';
 import { EncodingState } from './encoding-state.js';
+import type { FlushTail } from './encoding-state.js';
 import type { RefField, RefObject } from './interleaved-reference.js';
 import {
   countLeaves,
@@ -77,6 +78,19 @@ function isCurrentLong(value: unknown): value is Long {
   return v._bsontype === 'Long' && v[kBsonVersion] === kCurrentBsonVersion && v.toBSON === undefined;
 }
 
+/**
+ * The element writer of values that are not numbers or dates, shared by every builder (one per builder
+ * cost about 450 bytes of heap per open column of strings or objects): taken while in use, so that a
+ * nested encode (from a `toBSON`) gets its own.
+ */
+let idleElementWriter: ElementWriter | undefined;
+
+/**
+ * Scratch for the leaves of an object matched against the reference, shared by every builder: filled and
+ * read within one call, which runs no user code.
+ */
+const leavesScratch: Array<RefField | undefined> = [];
+
 /** `#lastControl` when no control byte was recorded (the server's `kInvalidControlByte`). */
 const kNoControl = -1;
 
@@ -98,29 +112,88 @@ const scratch = {
 const kSlabSize = 8192;
 const kMaxSlabbed = 1024;
 let slab = new Uint8Array(kSlabSize);
+// Kept next to the slab: reading `slab.buffer` per diff showed in profiles.
+let slabBuffer = slab.buffer;
 let slabUsed = 0;
 
 /**
- * A copy of `src[start, end)` that the caller owns. Small copies are cut from a shared slab, as Node's
- * pooled `Buffer`s are: allocating an `ArrayBuffer` per diff made garbage collection most of the cost of an
- * intermediate() call. A slab is never written again once handed out (a full slab is replaced, not
- * reused), so a diff never changes; it only keeps its slab alive.
+ * Reserve `n` bytes (at most {@link kMaxSlabbed}) of the current slab, starting a new slab when it is
+ * full, and return where they start. Small diffs are cut from a shared slab, as Node's pooled `Buffer`s
+ * are: allocating an `ArrayBuffer` per diff made garbage collection most of the cost of an intermediate()
+ * call. A slab is never written again once handed out (a full slab is replaced, not reused), so a diff
+ * never changes; it only keeps its slab alive.
  */
+function reserveSlab(n: number): number {
+  if (slabUsed + n > kSlabSize) {
+    slab = new Uint8Array(kSlabSize);
+    slabBuffer = slab.buffer;
+    slabUsed = 0;
+  }
+  const at = slabUsed;
+  slabUsed += n;
+  return at;
+}
+
+/** A copy of `src[start, end)` that the caller owns (from the slab when small, see {@link reserveSlab}). */
 function copyToSlab(src: Uint8Array, start: number, end: number): Uint8Array {
   const n = end - start;
   if (n > kMaxSlabbed) return src.slice(start, end);
-  if (slabUsed + n > kSlabSize) {
-    slab = new Uint8Array(kSlabSize);
-    slabUsed = 0;
-  }
-  const out = slab.subarray(slabUsed, slabUsed + n);
+  const at = reserveSlab(n);
   // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates another view.
-  for (let i = 0; i < n; i++) out[i] = src[start + i] ?? 0;
-  slabUsed += n;
-  return out;
+  const dest = slab;
+  for (let i = 0; i < n; i++) dest[at + i] = src[start + i] ?? 0;
+  return new Uint8Array(slabBuffer, at, n);
 }
 
-/** Initial capacity of a builder's buffer: after intermediate() it holds at most one control block. */
+/** The `bytes` of a diff written into a sink (unused: the sink holds them). */
+const kNoBytes = new Uint8Array(0);
+
+/** Copies longer than this go through `set(subarray())`; shorter ones are cheaper as a loop. */
+const kLoopCopyMax = 48;
+
+/**
+ * Copy `src[start, end)` to `dest` at `at`.
+ *
+ * @returns the end of the copy in `dest`.
+ */
+function copyInto(dest: Uint8Array, at: number, src: Uint8Array, start: number, end: number): number {
+  const n = end - start;
+  if (n <= 0) return at;
+  // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates a view.
+  if (n <= kLoopCopyMax) for (let i = 0; i < n; i++) dest[at + i] = src[start + i] ?? 0;
+  else dest.set(src.subarray(start, end), at);
+  return at + n;
+}
+
+/**
+ * Where {@link BSONColumnBuilder.intermediateInto} appends a diff's bytes: `buf[0, length)` is in use. When
+ * `buf` is too small it is replaced by a larger copy (views of the previous `buf` stay valid: its bytes
+ * are never written again).
+ */
+export interface DiffSink {
+  /** The bytes; replaced by a larger array when a diff does not fit. */
+  buf: Uint8Array;
+  /** Bytes of `buf` in use; a diff is appended at this position. */
+  length: number;
+}
+
+/** Reserve `n` bytes at the end of `sink` (growing it) and return where they start. */
+function reserveInSink(sink: DiffSink, n: number): number {
+  const at = sink.length;
+  if (at + n > sink.buf.length) {
+    const grown = new Uint8Array(Math.max(2 * sink.buf.length, at + n, 256));
+    grown.set(sink.buf.subarray(0, at));
+    sink.buf = grown;
+  }
+  sink.length = at + n;
+  return at;
+}
+
+/**
+ * Initial capacity of a builder's buffer, and the size it goes back to when it holds little: after
+ * intermediate() it holds at most one control block (up to 129 bytes), and typed arrays of up to 64 bytes
+ * live on the heap, without a separate backing store.
+ */
 const kInitialCapacity = 64;
 /** A buffer this much larger than what it holds after intermediate() is replaced by a smaller one. */
 const kShrinkFactor = 4;
@@ -160,8 +233,6 @@ export class BSONColumnBuilder {
   #lastControl = kNoControl;
   #lastControlOffset = 0;
   #lastBufLength = 0;
-  // Created on the first value that is not a number or a date (those have their own paths).
-  #elementWriter: ElementWriter | undefined;
   // Reset rather than replaced between sections and columns: a new state allocates its tables.
   readonly #regular = new EncodingState(this.#out);
   #mode: Mode = Mode.regular;
@@ -172,7 +243,6 @@ export class BSONColumnBuilder {
   // empty arrays of its own): #buffered and #streams are replaced, never pushed to, until a section starts.
   #buffered: Array<RefObject | undefined> = kNothingBuffered;
   #streams: SubStream[] = kNoStreams;
-  #leavesScratch: Array<RefField | undefined> | undefined;
 
   /**
    * Append one entry.
@@ -202,14 +272,20 @@ export class BSONColumnBuilder {
       this.skip();
       return;
     }
-    const el = (this.#elementWriter ??= new ElementWriter());
-    el.write(value);
-    if (el.type === BsonType.object || el.type === BsonType.array) {
-      this.#appendObject(el, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
-      return;
+    // Taken out while in use: serializing may run a `toBSON` that encodes another column.
+    const el = idleElementWriter ?? new ElementWriter();
+    idleElementWriter = undefined;
+    try {
+      el.write(value);
+      if (el.type === BsonType.object || el.type === BsonType.array) {
+        this.#appendObject(el, parseRefObject(el.bytes, el.start, el.type === BsonType.array));
+        return;
+      }
+      if (this.#mode !== Mode.regular) this.#flushSubObjMode();
+      this.#regular.append(el.type, el.bytes, el.start, el.end);
+    } finally {
+      idleElementWriter = el;
     }
-    if (this.#mode !== Mode.regular) this.#flushSubObjMode();
-    this.#regular.append(el.type, el.bytes, el.start, el.end);
   }
 
   /** Append a missing entry. */
@@ -271,6 +347,34 @@ export class BSONColumnBuilder {
    *   that buffer alive.
    */
   intermediate(): BinaryDiff {
+    if (this.#mode === Mode.regular) {
+      const tail = this.#regular.writeFlushTail();
+      if (tail !== undefined) return this.#regularDiff(tail, undefined);
+    }
+    return this.#generalDiff(undefined);
+  }
+
+  /**
+   * {@link intermediate} without a diff object: the changed tail's bytes are appended to `sink` (at
+   * `sink.length`, which grows by their number) and its offset in the column is returned. What a caller
+   * collecting the diffs of many columns in one buffer uses, so that a commit allocates nothing per column.
+   *
+   * @param sink - where the bytes go.
+   * @returns where the changed tail starts in the previous binary (see {@link intermediate}).
+   */
+  intermediateInto(sink: DiffSink): number {
+    if (this.#mode === Mode.regular) {
+      const tail = this.#regular.writeFlushTail();
+      if (tail !== undefined) return this.#regularDiff(tail, sink).offset;
+    }
+    return this.#generalDiff(sink).offset;
+  }
+
+  /**
+   * {@link intermediate} by finalizing a copy of the tail (interleaved mode, or nothing pending): into
+   * `sink` when given (the returned `bytes` are then not meaningful).
+   */
+  #generalDiff(sink: DiffSink | undefined): BinaryDiff {
     const out = this.#out;
     const length = out.length;
     const control = this.#mode === Mode.regular ? this.#regular.controlPos : -1;
@@ -291,38 +395,123 @@ export class BSONColumnBuilder {
         last += next;
         next = 1 + 8 * (((buf[last] ?? 0) & 0x0f) + 1);
       }
-      const lastByte = buf[last] ?? 0;
-      // The same last control byte at the same place as last time: the blocks written before that call
-      // are unchanged, only the ones flushed from pending values may differ.
-      if (
-        this.#lastControl !== kNoControl &&
-        prevOffset !== 0 &&
-        this.#lastControlOffset === last &&
-        this.#lastControl === lastByte
-      ) {
-        identical = this.#lastBufLength - control;
-      }
-      const controlByte = buf[control] ?? 0;
-      if (scaleIndexForControlByte(lastByte) !== scaleIndexForControlByte(controlByte)) {
-        this.#lastControl = lastByte;
-        this.#lastControlOffset = last - control;
-      } else {
-        this.#lastControl = controlByte;
-        this.#lastControlOffset = 0;
-      }
-      this.#lastBufLength = length - control;
+      identical = this.#trackControls(control, length, last, buf[last] ?? 0, buf[control] ?? 0);
+    }
+    let bytes: Uint8Array = kNoBytes;
+    if (sink !== undefined) {
+      const at = reserveInSink(sink, total - identical);
+      copyInto(sink.buf, at, buf, identical, total);
+    } else {
+      // A diff at offset 0 is a whole column, which a store is likely to keep as is: its own buffer.
+      bytes = prevOffset + identical === 0 ? buf.slice(0, total) : copyToSlab(buf, identical, total);
+    }
+    this.#restoreTail(length);
+    this.#keepFrom(control < 0 ? length : control);
+    return { offset: prevOffset + identical, bytes };
+  }
+
+  /**
+   * Record the open control byte (at `control`, now `controlByte`) and the last control byte of the
+   * binary (at `last`, `lastByte`) for the next call, as the server's `lastControl`, `lastControlOffset`
+   * and `lastBufLength` do; #out holds `length` bytes before the final tail.
+   *
+   * @returns how many bytes from the start of #out are as the previous call left them: the blocks written
+   *   before it are unchanged when its last control byte is still the last, at the same place.
+   */
+  #trackControls(
+    control: number,
+    length: number,
+    last: number,
+    lastByte: number,
+    controlByte: number,
+  ): number {
+    let identical = 0;
+    if (
+      this.#lastControl !== kNoControl &&
+      this.#base !== 0 &&
+      this.#lastControlOffset === last &&
+      this.#lastControl === lastByte
+    ) {
+      identical = this.#lastBufLength - control;
+    }
+    if (scaleIndexForControlByte(lastByte) !== scaleIndexForControlByte(controlByte)) {
+      this.#lastControl = lastByte;
+      this.#lastControlOffset = last - control;
+    } else {
+      this.#lastControl = controlByte;
+      this.#lastControlOffset = 0;
+    }
+    this.#lastBufLength = length - control;
+    return identical;
+  }
+
+  /**
+   * {@link intermediate} in regular mode, from the blocks the pending values flush to (`tail`): the
+   * binary is #out (its open control byte as `tail` leaves it), `tail` and the EOO, and #out is left as
+   * it is.
+   */
+  #regularDiff(tail: FlushTail, sink: DiffSink | undefined): BinaryDiff {
+    const out = this.#out;
+    const length = out.length;
+    const control = this.#regular.controlPos;
+    const prevOffset = this.#base;
+    const tailBytes = tail.bytes;
+    const total = length + tailBytes.length + 1;
+    let identical = 0;
+    if (control < 0) {
+      this.#lastControl = kNoControl;
+      this.#lastControlOffset = 0;
+      this.#lastBufLength = 0;
+    } else {
+      // The last control byte of the finalized binary: the open one, or the last the tail opened.
+      identical = this.#trackControls(
+        control,
+        length,
+        tail.lastControlPos,
+        tail.lastControl,
+        tail.openControl,
+      );
     }
     // A diff at offset 0 is a whole column, which a store is likely to keep as is: give it its own buffer.
-    const bytes = prevOffset + identical === 0 ? buf.slice(0, total) : copyToSlab(buf, identical, total);
-    this.#restoreTail(length);
-    // Keep only what may still change: from the open control byte, or nothing.
-    const keepFrom = control < 0 ? length : control;
+    // Other diffs are cut from the shared slab (see reserveSlab).
+    const n = total - identical;
+    let dest: Uint8Array;
+    let at: number;
+    let bytes: Uint8Array;
+    if (sink !== undefined) {
+      at = reserveInSink(sink, n);
+      dest = sink.buf;
+      bytes = kNoBytes;
+    } else if (prevOffset + identical === 0 || n > kMaxSlabbed) {
+      bytes = dest = new Uint8Array(n);
+      at = 0;
+    } else {
+      at = reserveSlab(n);
+      dest = slab;
+      bytes = new Uint8Array(slabBuffer, at, n);
+    }
+    const k = copyInto(dest, at, out.buf, identical, length);
+    if (control >= identical) dest[at + control - identical] = tail.openControl;
+    dest[copyInto(dest, k, tailBytes.buf, identical > length ? identical - length : 0, tailBytes.length)] = 0;
+    this.#keepFrom(control < 0 ? length : control);
+    return { offset: prevOffset + identical, bytes };
+  }
+
+  /**
+   * Drop the bytes of #out before `keepFrom`: they are final. A writer left empty gives up its storage
+   * (about 260 bytes of heap per open column: the columns of a bucket that holds one measurement have no
+   * open control and keep nothing).
+   */
+  #keepFrom(keepFrom: number): void {
+    const out = this.#out;
     if (keepFrom > 0) {
-      out.dropFront(keepFrom, kShrinkFactor);
+      // Only storage that lives on the heap: one kept out of it (larger than kInitialCapacity) would be
+      // allocated again (and zeroed) within a few appends, as a column's open control grows.
+      if (keepFrom === out.length && out.buf.length <= kInitialCapacity) out.release();
+      else out.dropFront(keepFrom, kShrinkFactor, kInitialCapacity);
       this.#regular.rebase(keepFrom);
       this.#base += keepFrom;
     }
-    return { offset: prevOffset + identical, bytes };
   }
 
   /**
@@ -395,7 +584,12 @@ export class BSONColumnBuilder {
         const control = this.#regular.controlPos;
         // The copy counts its blocks into the shared open control byte: keep the real one.
         scratch.controlByte = control >= 0 ? (out.buf[control] ?? 0) : 0;
-        if (this.#regular.writeFlushTail()) break;
+        const tail = this.#regular.writeFlushTail();
+        if (tail !== undefined) {
+          if (control >= 0) out.buf[control] = tail.openControl;
+          out.bytes(tail.bytes.buf, 0, tail.bytes.length);
+          break;
+        }
         const state = (scratch.regular ??= new EncodingState(out));
         state.copyFrom(this.#regular);
         state.flush();
@@ -477,7 +671,7 @@ export class BSONColumnBuilder {
       return;
     }
     if (this.#mode === Mode.determining) {
-      const leaves = (this.#leavesScratch ??= []);
+      const leaves = leavesScratch;
       leaves.length = 0;
       if (!lockStep(this.#reference, obj, leaves)) {
         const merged = mergeRefObject(this.#reference, obj);
@@ -522,7 +716,7 @@ export class BSONColumnBuilder {
       for (const s of streams) s.state.skip();
       return true;
     }
-    const leaves = (this.#leavesScratch ??= []);
+    const leaves = leavesScratch;
     leaves.length = 0;
     if (!lockStep(this.#reference, obj, leaves)) {
       this.#flushSubObjMode();

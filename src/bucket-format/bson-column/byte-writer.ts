@@ -7,6 +7,13 @@
 const kDefaultCapacity = 256;
 /** Largest storage {@link ByteWriter.reset} keeps. */
 const kMaxRetainedBytes = 1 << 16;
+/**
+ * Smallest storage a writer grows to (after {@link ByteWriter.release}): 64 bytes, the most a typed array
+ * holds on the heap, so that a released column builder's buffer is allocated again once, cheaply.
+ */
+const kMinGrowth = 64;
+/** The storage of a released writer, shared: it is never written (every write reserves first). */
+const kNoStorage = new Uint8Array(0);
 
 /** Growable byte buffer. `length` is the number of bytes written. */
 export class ByteWriter {
@@ -26,7 +33,7 @@ export class ByteWriter {
   #reserve(n: number): void {
     const need = this.length + n;
     if (need <= this.buf.length) return;
-    const next = new Uint8Array(Math.max(need, this.buf.length * 2));
+    const next = new Uint8Array(Math.max(need, this.buf.length * 2, kMinGrowth));
     next.set(this.buf.subarray(0, this.length));
     this.buf = next;
   }
@@ -111,17 +118,28 @@ export class ByteWriter {
   }
 
   /**
+   * Give up the storage of an empty writer (the next write allocates again): a column builder holds a
+   * writer for as long as its bucket is open, and most of the time nothing in it.
+   */
+  release(): void {
+    this.length = 0;
+    this.buf = kNoStorage;
+  }
+
+  /**
    * Drop the first `n` bytes written, moving the rest to the front; when the storage is then more than
-   * `shrinkFactor` times what it holds (and larger than the default capacity), move it to a smaller one so
-   * that a long-lived writer does not keep the peak size of its past.
+   * `shrinkFactor` times what it holds (and larger than `minCapacity`), move it to a smaller one so that a
+   * long-lived writer does not keep the peak size of its past.
    *
    * @param n - bytes to drop, at most {@link ByteWriter.length}.
    * @param shrinkFactor - how much larger than its content the storage may stay.
+   * @param minCapacity - the smallest storage worth moving to.
+   * @defaultValue minCapacity 256
    */
-  dropFront(n: number, shrinkFactor: number): void {
+  dropFront(n: number, shrinkFactor: number, minCapacity: number = kDefaultCapacity): void {
     const left = this.length - n;
-    if (this.buf.length > kDefaultCapacity && left * shrinkFactor < this.buf.length) {
-      const next = new Uint8Array(Math.max(kDefaultCapacity, left * 2));
+    if (this.buf.length > minCapacity && left * shrinkFactor < this.buf.length) {
+      const next = new Uint8Array(Math.max(minCapacity, left * 2));
       next.set(this.buf.subarray(n, this.length));
       this.buf = next;
     } else {

@@ -7,7 +7,7 @@
  */
 import { InternalInvariantError } from '../../errors.js';
 import { BsonType, kControlByteForScaleIndex, kMaxBlocksPerControl } from './bsoncolumn-util.js';
-import type { ByteWriter } from './byte-writer.js';
+import { ByteWriter } from './byte-writer.js';
 import { Simple8bBuilder, Simple8bBuilder64 } from './simple8b-builder.js';
 import type { Simple8bSink, Simple8bSink64 } from './simple8b-builder.js';
 import type { ScaledDouble } from './simple8b-type-util.js';
@@ -41,10 +41,11 @@ function usesDeltaOfDelta(type: number): boolean {
   return type === BsonType.date || type === BsonType.timestamp || type === BsonType.objectId;
 }
 
-// Scratch for the bytes of a double appended as a number, and for reading a stored one.
-const doubleBits = new DataView(new ArrayBuffer(8));
-const kNoBytes = new Uint8Array(0);
-const kNoView = new DataView(kNoBytes.buffer);
+// Scratch for the bits of a double (little-endian hosts, as every platform Node supports: word 0 is the
+// low half), and for the bytes of a short previous value handed to a reader of bytes.
+const f64 = new Float64Array(1);
+const f64Words = new Uint32Array(f64.buffer);
+const shortPrevious = new Uint8Array(8);
 
 /**
  * Scratch results of the halves helpers, shared by every state: a column builder lives as long as its
@@ -71,11 +72,31 @@ function readUint32(b: Uint8Array, at: number): number {
   return ((b[at] ?? 0) | ((b[at + 1] ?? 0) << 8) | ((b[at + 2] ?? 0) << 16) | ((b[at + 3] ?? 0) << 24)) >>> 0;
 }
 
+/** Little-endian unsigned integer of the `n` (0..4) bytes at `at`. */
+function readUintLE(b: Uint8Array, at: number, n: number): number {
+  let v = 0;
+  for (let i = n - 1; i >= 0; i--) v = v * 256 + (b[at + i] ?? 0);
+  return v;
+}
+
+/** Write `v` (a uint32) little-endian at `at`. */
+function writeUint32LE(b: Uint8Array, at: number, v: number): void {
+  b[at] = v & 0xff;
+  b[at + 1] = (v >>> 8) & 0xff;
+  b[at + 2] = (v >>> 16) & 0xff;
+  b[at + 3] = v >>> 24;
+}
+
+/** The double whose bits are `(hi:lo)`. */
+function doubleFromBits(lo: number, hi: number): number {
+  f64Words[0] = lo;
+  f64Words[1] = hi;
+  return f64[0] ?? 0;
+}
+
 /** Little-endian double at `at`. */
 function readFloat64(b: Uint8Array, at: number): number {
-  doubleBits.setUint32(0, readUint32(b, at), true);
-  doubleBits.setUint32(4, readUint32(b, at + 4), true);
-  return doubleBits.getFloat64(0, true);
+  return doubleFromBits(readUint32(b, at), readUint32(b, at + 4));
 }
 
 /** Sink for the double re-scaling trial: it only records that a block would have been written. */
@@ -104,27 +125,57 @@ const trialSink = new TrialSink();
 const spare64: Simple8bBuilder64[] = [];
 
 /**
- * Sink of {@link EncodingState.writeFlushTail}: places blocks under control bytes as
- * {@link EncodingState.writeBlock64} does, from a few fields set per call instead of a copy of the state.
+ * What {@link EncodingState.writeFlushTail} wrote: the blocks flushing the state would append to its
+ * output, in a scratch writer shared by every state, and what they change in the output. Positions count
+ * in the output followed by the scratch bytes. Read it before the next call.
  */
-class TailSink implements Simple8bSink64 {
-  out: ByteWriter | undefined;
+export interface FlushTail {
+  /** The blocks (and any control bytes they open), to append after the state's output. */
+  readonly bytes: ByteWriter;
+  /** The new value of the state's open control byte (its `controlPos`), when it has one. */
+  readonly openControl: number;
+  /** Position of the last control byte of the output and the blocks, or -1 when there is none. */
+  readonly lastControlPos: number;
+  /** Value of that control byte. */
+  readonly lastControl: number;
+}
+
+/**
+ * Sink of {@link EncodingState.writeFlushTail}: places blocks under control bytes as
+ * {@link EncodingState.writeBlock64} does, into the shared scratch writer and without touching the state's
+ * output, from a few fields set per call instead of a copy of the state: the column builder's intermediate
+ * binaries then copy the output and these bytes once, with nothing to undo.
+ */
+class TailSink implements Simple8bSink64, FlushTail {
+  readonly bytes = new ByteWriter(64);
+  /** Length of the state's output: positions from there on are in {@link TailSink.bytes}. */
+  base = 0;
   /** The control byte of the stream's scale (count bits 0). */
   control = 0;
   controlPos = -1;
   controlBlocks = 0;
+  /** Current value of the control byte at `controlPos`. */
+  controlValue = 0;
+  openControl = 0;
+  openControlPos = -1;
+  lastControlPos = -1;
+  lastControl = 0;
   writeBlock64(lo: number, hi: number): void {
-    const out = this.out;
-    if (out === undefined) throw new InternalInvariantError(7003, 'tail sink used outside writeFlushTail');
+    const bytes = this.bytes;
     const control = this.control;
-    if (this.controlPos >= 0 && ((out.buf[this.controlPos] ?? 0) & 0xf0) !== control) this.controlPos = -1;
+    if (this.controlPos >= 0 && (this.controlValue & 0xf0) !== control) this.controlPos = -1;
     if (this.controlPos < 0) {
-      this.controlPos = out.length;
+      this.controlPos = this.base + bytes.length;
       this.controlBlocks = 0;
-      out.u8(control);
+      bytes.u8(control);
     }
-    out.u64Halves(lo, hi);
-    out.buf[this.controlPos] = control | this.controlBlocks;
+    bytes.u64Halves(lo, hi);
+    const value = control | this.controlBlocks;
+    this.controlValue = value;
+    if (this.controlPos === this.openControlPos) this.openControl = value;
+    else bytes.buf[this.controlPos - this.base] = value;
+    this.lastControlPos = this.controlPos;
+    this.lastControl = value;
     this.controlBlocks++;
     if (this.controlBlocks === kMaxBlocksPerControl) this.controlPos = -1;
   }
@@ -150,19 +201,21 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   #b128: Simple8bBuilder | undefined = undefined;
   #wide = false;
 
-  // The previous element (type + value bytes), copied: the caller's buffer is reused.
+  // The previous element (type + value bytes), copied: the caller's buffer is reused. Values of at most
+  // 8 bytes (numbers, dates, booleans: nearly every column) are held in two number fields, little-endian,
+  // the bytes past #prevSize zero: a state lives as long as its open bucket, and a typed array (with the
+  // DataView the number paths read it through) cost about 380 bytes of heap per state. Longer values
+  // (ObjectIds, decimals, strings, objects) go to #prevLong, allocated on the first one.
   #prevType = 0;
-  // The number paths (appendDouble, appendInt32, appendDate) read and write it through #prevView: about
-  // 6% of encoding time against byte-by-byte access, for a view's heap per state.
-  #prev = new Uint8Array(16);
-  #prevView = new DataView(this.#prev.buffer);
   #prevSize = 0;
+  #prevLo = 0;
+  #prevHi = 0;
+  #prevLong: Uint8Array | undefined = undefined;
 
-  // A view over the caller's buffer, rebuilt only when the buffer changes: the element writer reuses one
-  // scratch buffer, so this saves a DataView allocation per value.
-  #inBytes: Uint8Array = kNoBytes;
-  #inView: DataView = kNoView;
-
+  // The halves of 64-bit values in the fields below and #prevLo/#prevHi are stored as int32 (`| 0`) and
+  // read back as uint32 (`>>> 0`): a uint32 of 2^31 or more is no small integer, and a field that holds
+  // one gets a heap number box in every state (16 bytes each); an int32 is a small integer in Node's
+  // builds (no pointer compression).
   // Previous encoded value of doubles (at the current scale) and ObjectIds.
   #prevEncodedLo = 0;
   #prevEncodedHi = 0;
@@ -176,13 +229,6 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   // Encoded (at the open control's scale) value at the end of the blocks written: the decoder's base.
   #blockEndLo = 0;
   #blockEndHi = 0;
-  // Scratch results of the halves helpers, shared by all states (module scope, see `shared`).
-  readonly #scaled: ScaledDouble = shared.scaled;
-  readonly #delta: Int64Halves = shared.delta;
-  readonly #block: Int64Halves = shared.block;
-  readonly #pending: Int64Halves = shared.pending;
-  readonly #rescaled: Int64Halves = shared.rescaled;
-
   #controlPos = -1;
   #controlBlocks = 0;
   #controlEntries = 0;
@@ -215,6 +261,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#wide = false;
     this.#prevType = 0;
     this.#prevSize = 0;
+    this.#prevLo = 0;
+    this.#prevHi = 0;
     this.#prevEncodedLo = 0;
     this.#prevEncodedHi = 0;
     this.#prevEncoded128 = undefined;
@@ -248,11 +296,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#wide = other.#wide;
     this.#prevType = other.#prevType;
     const size = other.#prevSize;
-    if (size > this.#prev.length) {
-      this.#prev = new Uint8Array(other.#prev.length);
-      this.#prevView = new DataView(this.#prev.buffer);
-    }
-    for (let i = 0; i < size; i++) this.#prev[i] = other.#prev[i] ?? 0;
+    this.#prevLo = other.#prevLo;
+    this.#prevHi = other.#prevHi;
+    if (size > 8) this.#storeLong(other.#prevLong ?? shortPrevious, 0, size);
     this.#prevSize = size;
     this.#prevEncodedLo = other.#prevEncodedLo;
     this.#prevEncodedHi = other.#prevEncodedHi;
@@ -269,23 +315,31 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   /**
-   * Append to the output what {@link EncodingState.flush} would write, leaving this state as it is (the
-   * open control byte excepted, which the caller saves and restores): the column builder's intermediate
-   * binaries, without copying the state.
+   * Write to a shared scratch writer what {@link EncodingState.flush} would append to the output, leaving
+   * this state and its output as they are: the column builder's intermediate binaries, without copying
+   * the state.
    *
-   * @returns `false`, having written nothing, when it cannot (128-bit streams, an RLE run whose remainder
-   *   is not cached): the caller flushes a copy made with {@link EncodingState.copyFrom}.
+   * @returns the tail written, or `undefined`, having written nothing, when it cannot (128-bit streams,
+   *   an RLE run whose remainder is not cached): the caller flushes a copy made with
+   *   {@link EncodingState.copyFrom}.
    */
-  writeFlushTail(): boolean {
-    if (this.#wide) return false;
+  writeFlushTail(): FlushTail | undefined {
+    if (this.#wide) return undefined;
     const sink = tailSink;
-    sink.out = this.#out;
+    const out = this.#out;
+    const controlPos = this.#controlPos;
+    const openControl = controlPos >= 0 ? (out.buf[controlPos] ?? 0) : 0;
+    sink.bytes.length = 0;
+    sink.base = out.length;
     sink.control = kControlByteForScaleIndex[this.#scaleIndex] ?? 0;
-    sink.controlPos = this.#controlPos;
+    sink.controlPos = controlPos;
     sink.controlBlocks = this.#controlBlocks;
-    const done = this.#b64.writePendingTo(sink);
-    sink.out = undefined;
-    return done;
+    sink.controlValue = openControl;
+    sink.openControl = openControl;
+    sink.openControlPos = controlPos;
+    sink.lastControlPos = controlPos;
+    sink.lastControl = openControl;
+    return this.#b64.writePendingTo(sink) ? sink : undefined;
   }
 
   /** Offset in the output of the open Simple-8b control byte (one that may still change), or -1. */
@@ -385,11 +439,11 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     encodedHi: number,
   ): void {
     this.#storePrevious(type, bytes, start, end);
-    this.#prevDeltaLo = deltaLo;
-    this.#prevDeltaHi = deltaHi;
+    this.#prevDeltaLo = deltaLo | 0;
+    this.#prevDeltaHi = deltaHi | 0;
     if (type === BsonType.objectId) {
-      this.#prevEncodedLo = encodedLo;
-      this.#prevEncodedHi = encodedHi;
+      this.#prevEncodedLo = encodedLo | 0;
+      this.#prevEncodedHi = encodedHi | 0;
     }
   }
 
@@ -434,14 +488,10 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     } else if (this.#wide) {
       compressed = this.#append128(type, bytes, start, end);
     } else {
-      if (bytes !== this.#inBytes) {
-        this.#inBytes = bytes;
-        this.#inView = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      }
       compressed =
         type === BsonType.double
-          ? this.#appendDouble(this.#inView.getFloat64(start, true))
-          : this.#append64(type, bytes, this.#inView, start);
+          ? this.#appendDouble(readFloat64(bytes, start))
+          : this.#append64(type, bytes, start);
     }
     this.#storePrevious(type, bytes, start, end);
     if (!compressed) {
@@ -458,20 +508,19 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    */
   appendDouble(x: number): void {
     // The bytes as the element writer stores them, to compare with the previous value bit for bit.
-    doubleBits.setFloat64(0, x, true);
-    const lo = doubleBits.getUint32(0, true);
-    const hi = doubleBits.getUint32(4, true);
-    const prev = this.#prevView;
+    f64[0] = x;
+    const lo = f64Words[0] ?? 0;
+    const hi = f64Words[1] ?? 0;
     let compressed = false;
     if (this.#prevType === BsonType.double) {
-      if (lo === prev.getUint32(0, true) && hi === prev.getUint32(4, true)) {
+      if ((lo | 0) === this.#prevLo && (hi | 0) === this.#prevHi) {
         // A repeated value: a zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
       } else compressed = this.#appendDouble(x);
     }
-    prev.setUint32(0, lo, true);
-    prev.setUint32(4, hi, true);
+    this.#prevLo = lo | 0;
+    this.#prevHi = hi | 0;
     if (!compressed) this.#writeLiteral(BsonType.double, 8);
   }
 
@@ -481,21 +530,21 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * @param x - an integer in int32 range.
    */
   appendInt32(x: number): void {
-    const prev = this.#prevView;
     let compressed = false;
     if (this.#prevType === BsonType.int32) {
-      const previous = prev.getInt32(0, true);
+      const previous = this.#prevLo;
       if (x === previous) {
         // A zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
       } else {
-        const d = this.#delta;
+        const d = shared.delta;
         zigzagNumber(x - previous, d);
         compressed = this.#b64.append(d.lo, d.hi);
       }
     }
-    prev.setInt32(0, x, true);
+    this.#prevLo = x | 0;
+    this.#prevHi = 0;
     if (!compressed) this.#writeLiteral(BsonType.int32, 4);
   }
 
@@ -508,20 +557,19 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     // An integer below 2^53 in magnitude: both halves are exact. NaN gives 0 in both.
     const lo = ms >>> 0;
     const hi = highHalf(ms);
-    const prev = this.#prevView;
     let compressed = false;
     if (this.#prevType === BsonType.date) {
-      const d = this.#delta;
-      sub64(lo, hi, prev.getUint32(0, true), prev.getUint32(4, true), d);
+      const d = shared.delta;
+      sub64(lo, hi, this.#prevLo >>> 0, this.#prevHi >>> 0, d);
       const deltaLo = d.lo;
       const deltaHi = d.hi;
-      zigzagDelta64(deltaLo, deltaHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
-      this.#prevDeltaLo = deltaLo;
-      this.#prevDeltaHi = deltaHi;
+      zigzagDelta64(deltaLo, deltaHi, this.#prevDeltaLo >>> 0, this.#prevDeltaHi >>> 0, d);
+      this.#prevDeltaLo = deltaLo | 0;
+      this.#prevDeltaHi = deltaHi | 0;
       compressed = this.#b64.append(d.lo, d.hi);
     }
-    prev.setUint32(0, lo, true);
-    prev.setUint32(4, hi, true);
+    this.#prevLo = lo | 0;
+    this.#prevHi = hi | 0;
     if (!compressed) this.#writeLiteral(BsonType.date, 8);
   }
 
@@ -533,24 +581,23 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * @param hi - bits 32..63, unsigned.
    */
   appendInt64(lo: number, hi: number): void {
-    const prev = this.#prevView;
     let compressed = false;
     if (this.#prevType === BsonType.int64) {
-      const prevLo = prev.getUint32(0, true);
-      const prevHi = prev.getUint32(4, true);
+      const prevLo = this.#prevLo >>> 0;
+      const prevHi = this.#prevHi >>> 0;
       if (lo === prevLo && hi === prevHi) {
         // A zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
       } else {
-        const d = this.#delta;
+        const d = shared.delta;
         sub64(lo, hi, prevLo, prevHi, d);
         zigzagDelta64(d.lo, d.hi, 0, 0, d);
         compressed = this.#b64.append(d.lo, d.hi);
       }
     }
-    prev.setUint32(0, lo, true);
-    prev.setUint32(4, hi, true);
+    this.#prevLo = lo | 0;
+    this.#prevHi = hi | 0;
     if (!compressed) this.#writeLiteral(BsonType.int64, 8);
   }
 
@@ -577,13 +624,13 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     if (builder.blocksWritten === before || this.#prevType !== BsonType.double) return;
     // Blocks were written: start the next block at the smallest scale that fits the last value written.
     let onlySkips = builder.rleCount === 0 || builder.rleIsMissing;
-    const v = this.#pending;
+    const v = shared.pending;
     for (let i = 0; i < builder.pendingCount && onlySkips; i++) onlySkips = !builder.pendingAt(i, v);
     if (onlySkips) {
-      const s = this.#scaled;
+      const s = shared.scaled;
       scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
-      this.#prevEncodedLo = s.lo;
-      this.#prevEncodedHi = s.hi;
+      this.#prevEncodedLo = s.lo | 0;
+      this.#prevEncodedHi = s.hi | 0;
       this.#scaleIndex = s.scaleIndex;
     } else {
       // Pending deltas are at the old scale: re-add them (the server would mis-scale them here).
@@ -615,11 +662,11 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       this.#controlEntries = 0;
       out.u8(control);
       if (isDouble) {
-        const base = this.#block;
+        const base = shared.block;
         if (!encodeDouble(this.#lastValueInPrevBlock, this.#scaleIndex, base))
           throw new InternalInvariantError(7001, 'double control scale cannot encode its base');
-        this.#blockEndLo = base.lo;
-        this.#blockEndHi = base.hi;
+        this.#blockEndLo = base.lo | 0;
+        this.#blockEndHi = base.hi | 0;
       }
     }
     out.u64Halves(lo, hi);
@@ -627,10 +674,10 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#controlBlocks++;
     this.#controlEntries += entries;
     if (isDouble) {
-      const end = this.#block;
-      add64(this.#blockEndLo, this.#blockEndHi, sumLo, sumHi, end);
-      this.#blockEndLo = end.lo;
-      this.#blockEndHi = end.hi;
+      const end = shared.block;
+      add64(this.#blockEndLo >>> 0, this.#blockEndHi >>> 0, sumLo, sumHi, end);
+      this.#blockEndLo = end.lo | 0;
+      this.#blockEndHi = end.hi | 0;
       this.#lastValueInPrevBlock = decodeDouble(end.lo, end.hi, this.#scaleIndex);
     }
     if (this.#controlBlocks === kMaxBlocksPerControl) this.#closeControl();
@@ -648,24 +695,52 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   #equalsPrevious(bytes: Uint8Array, start: number, end: number): boolean {
-    if (end - start !== this.#prevSize) return false;
-    const prev = this.#prev;
-    for (let i = 0; i < this.#prevSize; i++) if (prev[i] !== bytes[start + i]) return false;
+    const size = end - start;
+    if (size !== this.#prevSize) return false;
+    if (size <= 8) {
+      return (
+        readUintLE(bytes, start, size < 4 ? size : 4) === this.#prevLo >>> 0 &&
+        (size <= 4 || readUintLE(bytes, start + 4, size - 4) === this.#prevHi >>> 0)
+      );
+    }
+    const prev = this.#prevLong ?? shortPrevious;
+    for (let i = 0; i < size; i++) if (prev[i] !== bytes[start + i]) return false;
     return true;
   }
 
   #storePrevious(type: number, bytes: Uint8Array, start: number, end: number): void {
     const size = end - start;
-    if (size > this.#prev.length) {
-      this.#prev = new Uint8Array(Math.max(size, this.#prev.length * 2));
-      this.#prevView = new DataView(this.#prev.buffer);
+    if (size <= 8) {
+      this.#prevLo = readUintLE(bytes, start, size < 4 ? size : 4) | 0;
+      this.#prevHi = (size <= 4 ? 0 : readUintLE(bytes, start + 4, size - 4)) | 0;
+    } else {
+      this.#storeLong(bytes, start, size);
     }
-    // Values are mostly 4-16 bytes: a plain loop beats `set(subarray())`, which allocates a view.
-    const prev = this.#prev;
-    if (size <= 16) for (let i = 0; i < size; i++) prev[i] = bytes[start + i] ?? 0;
-    else prev.set(bytes.subarray(start, end));
     this.#prevSize = size;
     this.#prevType = type;
+  }
+
+  /** Copy a previous value longer than 8 bytes to #prevLong. */
+  #storeLong(bytes: Uint8Array, start: number, size: number): void {
+    let prev = this.#prevLong;
+    if (prev === undefined || size > prev.length) {
+      prev = new Uint8Array(Math.max(size, 2 * (prev?.length ?? 8)));
+      this.#prevLong = prev;
+    }
+    // Values are mostly 12-16 bytes: a plain loop beats `set(subarray())`, which allocates a view.
+    if (size <= 16) for (let i = 0; i < size; i++) prev[i] = bytes[start + i] ?? 0;
+    else prev.set(bytes.subarray(start, start + size));
+  }
+
+  /**
+   * The previous value's bytes, from index 0 to #prevSize. A short value is written to a shared scratch:
+   * read it before the next call to this method.
+   */
+  #previousBytes(): Uint8Array {
+    if (this.#prevSize > 8) return this.#prevLong ?? shortPrevious;
+    writeUint32LE(shortPrevious, 0, this.#prevLo);
+    writeUint32LE(shortPrevious, 4, this.#prevHi);
+    return shortPrevious;
   }
 
   #writeLiteralFromPrevious(): void {
@@ -674,7 +749,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const start = out.length;
     out.u8(this.#prevType);
     out.u8(0);
-    out.bytes(this.#prev, 0, this.#prevSize);
+    out.bytes(this.#previousBytes(), 0, this.#prevSize);
     this.#items?.push(start, out.length, 1);
     this.#scaleIndex = kMemoryAsInteger;
     this.#prevDeltaLo = 0;
@@ -687,15 +762,15 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
 
   #initializeFromPrevious(): void {
     const type = this.#prevType;
-    const prev = this.#prev;
+    const prev = this.#previousBytes();
     this.#wide = uses128(type);
     switch (type) {
       case BsonType.double: {
-        const s = this.#scaled;
-        this.#lastValueInPrevBlock = readFloat64(this.#prev, 0);
+        const s = shared.scaled;
+        this.#lastValueInPrevBlock = doubleFromBits(this.#prevLo, this.#prevHi);
         scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
-        this.#prevEncodedLo = s.lo;
-        this.#prevEncodedHi = s.hi;
+        this.#prevEncodedLo = s.lo | 0;
+        this.#prevEncodedHi = s.hi | 0;
         this.#scaleIndex = s.scaleIndex;
         this.#b64.trackSum = true;
         break;
@@ -713,10 +788,10 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         this.#prevEncoded128 = readUint128LE(prev, 0, 16);
         break;
       case BsonType.objectId: {
-        const e = this.#delta;
+        const e = shared.delta;
         encodeObjectId(prev, 0, e);
-        this.#prevEncodedLo = e.lo;
-        this.#prevEncodedHi = e.hi;
+        this.#prevEncodedLo = e.lo | 0;
+        this.#prevEncodedHi = e.hi | 0;
         break;
       }
       default:
@@ -735,7 +810,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       case BsonType.binData: {
         const len = end - start - 5;
         // Deltas only between binData of the same length and subtype (the decoder copies both).
-        if (len === this.#prevSize - 5 && bytes[start + 4] === this.#prev[4] && len <= 16) {
+        if (len === this.#prevSize - 5 && bytes[start + 4] === this.#previousBytes()[4] && len <= 16) {
           encoded = readUint128LE(bytes, start + 5, len);
         }
         break;
@@ -753,16 +828,15 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     return ok;
   }
 
-  #append64(type: number, bytes: Uint8Array, view: DataView, start: number): boolean {
-    const prev = this.#prev;
-    const d = this.#delta;
+  #append64(type: number, bytes: Uint8Array, start: number): boolean {
+    const d = shared.delta;
     switch (type) {
       case BsonType.int32:
         // An int32 delta is exact in a number: zigzag it without 64-bit arithmetic.
-        zigzagNumber(view.getInt32(start, true) - (readUint32(prev, 0) | 0), d);
+        zigzagNumber((readUint32(bytes, start) | 0) - (this.#prevLo | 0), d);
         return this.#b64.append(d.lo, d.hi);
       case BsonType.bool:
-        zigzagNumber((bytes[start] ?? 0) - (this.#prev[0] ?? 0), d);
+        zigzagNumber((bytes[start] ?? 0) - (this.#prevLo & 0xff), d);
         return this.#b64.append(d.lo, d.hi);
       case BsonType.null:
       case BsonType.undefined:
@@ -773,22 +847,23 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       case BsonType.date:
       case BsonType.timestamp:
         sub64(
-          view.getUint32(start, true),
-          view.getUint32(start + 4, true),
-          readUint32(prev, 0),
-          readUint32(prev, 4),
+          readUint32(bytes, start),
+          readUint32(bytes, start + 4),
+          this.#prevLo >>> 0,
+          this.#prevHi >>> 0,
           d,
         );
         break;
       case BsonType.objectId: {
         // The 5 process-unique bytes are not encoded: they must match the previous ObjectId.
-        for (let i = 4; i < 9; i++) if (bytes[start + i] !== this.#prev[i]) return false;
+        const prev = this.#previousBytes();
+        for (let i = 4; i < 9; i++) if (bytes[start + i] !== prev[i]) return false;
         encodeObjectId(bytes, start, d);
         const curLo = d.lo;
         const curHi = d.hi;
-        sub64(curLo, curHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
-        this.#prevEncodedLo = curLo;
-        this.#prevEncodedHi = curHi;
+        sub64(curLo, curHi, this.#prevEncodedLo >>> 0, this.#prevEncodedHi >>> 0, d);
+        this.#prevEncodedLo = curLo | 0;
+        this.#prevEncodedHi = curHi | 0;
         break;
       }
       default:
@@ -801,9 +876,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       zigzagDelta64(curLo, curHi, 0, 0, d);
     } else {
       // Delta of delta (date, timestamp, ObjectId).
-      zigzagDelta64(curLo, curHi, this.#prevDeltaLo, this.#prevDeltaHi, d);
-      this.#prevDeltaLo = curLo;
-      this.#prevDeltaHi = curHi;
+      zigzagDelta64(curLo, curHi, this.#prevDeltaLo >>> 0, this.#prevDeltaHi >>> 0, d);
+      this.#prevDeltaLo = curLo | 0;
+      this.#prevDeltaHi = curHi | 0;
     }
     return this.#b64.append(d.lo, d.hi);
   }
@@ -817,7 +892,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * @returns `false` when it needs a literal.
    */
   #appendDouble(value: number, replayedPrevious?: number): boolean {
-    const s = this.#scaled;
+    const s = shared.scaled;
     scaleAndEncodeDouble(value, this.#scaleIndex, s);
     let encLo = s.lo;
     let encHi = s.hi;
@@ -831,14 +906,14 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         rescaled.trackSum = true;
         spare64.push(this.#b64);
         this.#b64 = rescaled;
-        this.#prevEncodedLo = encLo;
-        this.#prevEncodedHi = encHi;
+        this.#prevEncodedLo = encLo | 0;
+        this.#prevEncodedHi = encHi | 0;
         this.#scaleIndex = scale;
         return true;
       }
       this.#b64.flush();
       this.#closeControl();
-      const previous = replayedPrevious ?? readFloat64(this.#prev, 0);
+      const previous = replayedPrevious ?? doubleFromBits(this.#prevLo, this.#prevHi);
       scaleAndEncodeDouble(previous, scale, s);
       let prevLo = s.lo;
       let prevHi = s.hi;
@@ -851,18 +926,18 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         prevLo = s.lo;
         prevHi = s.hi;
       }
-      this.#prevEncodedLo = prevLo;
-      this.#prevEncodedHi = prevHi;
+      this.#prevEncodedLo = prevLo | 0;
+      this.#prevEncodedHi = prevHi | 0;
       this.#scaleIndex = scale;
     }
     const builder = this.#b64;
     const before = builder.blocksWritten;
-    const d = this.#delta;
-    zigzagDelta64(encLo, encHi, this.#prevEncodedLo, this.#prevEncodedHi, d);
+    const d = shared.delta;
+    zigzagDelta64(encLo, encHi, this.#prevEncodedLo >>> 0, this.#prevEncodedHi >>> 0, d);
     if (!builder.append(d.lo, d.hi)) return false;
     if (builder.blocksWritten === before || this.#restartChangesNothing(builder)) {
-      this.#prevEncodedLo = encLo;
-      this.#prevEncodedHi = encHi;
+      this.#prevEncodedLo = encLo | 0;
+      this.#prevEncodedHi = encHi | 0;
       return true;
     }
     this.#restartScaleAfterBlock();
@@ -881,7 +956,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     // The restart's smallest scale for the last value written is the current one when no smaller scale
     // encodes it (the current scale does: the block holds it).
     const last = this.#lastValueInPrevBlock;
-    const v = this.#pending;
+    const v = shared.pending;
     for (let i = 0; i < this.#scaleIndex; i++) if (encodeDouble(last, i, v)) return false;
     return true;
   }
@@ -892,15 +967,15 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    */
   #restartScaleAfterBlock(): void {
     const prevScale = this.#scaleIndex;
-    const s = this.#scaled;
+    const s = shared.scaled;
     scaleAndEncodeDouble(this.#lastValueInPrevBlock, 0, s);
-    this.#prevEncodedLo = s.lo;
-    this.#prevEncodedHi = s.hi;
+    this.#prevEncodedLo = s.lo | 0;
+    this.#prevEncodedHi = s.hi | 0;
     this.#scaleIndex = s.scaleIndex;
     const old = this.#b64;
     this.#b64 = this.#acquire64(this, true, old);
     let prev = this.#lastValueInPrevBlock;
-    const v = this.#pending;
+    const v = shared.pending;
     if (!encodeDouble(prev, prevScale, v))
       throw new InternalInvariantError(7002, 'last block value not encodable at its scale');
     let prevLo = v.lo;
@@ -925,8 +1000,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
 
   #tryRescalePending(encLo: number, encHi: number, newScale: number): Simple8bBuilder64 | undefined {
     const old = this.#b64;
-    const prev = this.#pending;
-    const prevRescaled = this.#rescaled;
+    const prev = shared.pending;
+    const prevRescaled = shared.rescaled;
     const last = this.#lastValueInPrevBlock;
     if (!encodeDouble(last, this.#scaleIndex, prev) || !encodeDouble(last, newScale, prevRescaled))
       return undefined;
@@ -963,9 +1038,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     rescaledHi: number,
   ): boolean {
     // The trial writes to trialSink, which never calls back into this state: the scratches are safe.
-    const v = this.#pending;
-    const r = this.#rescaled;
-    const d = this.#delta;
+    const v = shared.pending;
+    const r = shared.rescaled;
+    const d = shared.delta;
     const n = old.pendingCount + old.rleCount;
     for (let i = 0; i < n; i++) {
       if (!old.pendingAt(i, v)) {

@@ -35,8 +35,6 @@ export interface Simple8bSink {
 
 /** Largest number of pending values: 60 one-bit slots, plus the value being tested. */
 const kMaxPending = 64;
-/** Pending values a 64-bit builder has room for until it needs more: 64 bytes, kept on the heap. */
-const kInitialPending = 8;
 const kTypes = 4;
 const k2Pow64 = 1n << 64n;
 const kMax64 = k2Pow64 - 1n;
@@ -499,7 +497,7 @@ const packed = { lo: 0, hi: 0, sumLo: 0, sumHi: 0 };
  * @returns the number of values the block holds.
  */
 function packBlock(
-  pending: Uint32Array,
+  pending: ReadonlyArray<number>,
   from: number,
   count: number,
   type: number,
@@ -523,8 +521,8 @@ function packBlock(
   let sumLo = 0;
   let sumHi = 0;
   for (let i = from; i < from + entries; i++, offset += width) {
-    let slo = pending[2 * i] ?? 0;
-    let shi = pending[2 * i + 1] ?? 0;
+    let slo = (pending[2 * i] ?? 0) >>> 0;
+    let shi = (pending[2 * i + 1] ?? 0) >>> 0;
     if (isMissing(slo, shi)) {
       slo = onesLo;
       shi = onesHi;
@@ -589,12 +587,12 @@ export class Simple8bBuilder64 {
   /** Blocks written so far. */
   blocksWritten = 0;
 
-  // Pending values as halves, value i at [2i] (low) and [2i + 1] (high); (kMissingHalf, kMissingHalf) is
-  // a skip. One typed array rather than a view per half: a builder lives as long as its column's open
-  // bucket, and each view costs about 150 bytes of heap.
-  // Room for kInitialPending values at first (small enough to live on the heap), grown to kMaxPending by
-  // the first stream that needs more: most streams' blocks hold a few wide values.
-  #pending = new Uint32Array(2 * kInitialPending);
+  // Pending values as halves, value i at [2i] (low) and [2i + 1] (high), stored as int32 (`| 0`, read
+  // back with `>>> 0`); (kMissingHalf, kMissingHalf) is a skip. A plain array, grown by writes past its
+  // end: a builder lives as long as its column's open bucket, a typed array costs about 260 bytes of heap
+  // whatever it holds, and a stream's blocks mostly hold a few values, which as int32 are small integers
+  // (4 bytes each in the array).
+  #pending: number[] = [];
   // Per extension type (packed), the largest width among the pending values.
   #maxWidths = kMinWidths;
   // Bit t set: type t can still hold all pending values.
@@ -612,13 +610,6 @@ export class Simple8bBuilder64 {
   /** @param sink - receives the blocks. */
   constructor(sink: Simple8bSink64) {
     this.sink = sink;
-  }
-
-  /** Room for the most pending values there can be, once a stream needs more than the initial room. */
-  #grow(): void {
-    const grown = new Uint32Array(2 * kMaxPending);
-    grown.set(this.#pending);
-    this.#pending = grown;
   }
 
   /**
@@ -675,8 +666,9 @@ export class Simple8bBuilder64 {
     this.lastWrittenHi = other.lastWrittenHi;
     this.blocksWritten = other.blocksWritten;
     const n = other.#count;
-    if (n > kInitialPending && this.#pending.length < 2 * kMaxPending) this.#grow();
-    for (let i = 0; i < 2 * n; i++) this.#pending[i] = other.#pending[i] ?? 0;
+    const pending = this.#pending;
+    const from = other.#pending;
+    for (let i = 0; i < 2 * n; i++) pending[i] = from[i] ?? 0;
     this.#maxWidths = other.#maxWidths;
     this.#possible = other.#possible;
     this.#fittingMaxWidths = other.#fittingMaxWidths;
@@ -707,8 +699,8 @@ export class Simple8bBuilder64 {
    */
   pendingAt(i: number, out: Int64Halves): boolean {
     if (i < this.#count) {
-      out.lo = this.#pending[2 * i] ?? 0;
-      out.hi = this.#pending[2 * i + 1] ?? 0;
+      out.lo = (this.#pending[2 * i] ?? 0) >>> 0;
+      out.hi = (this.#pending[2 * i + 1] ?? 0) >>> 0;
     } else {
       out.lo = this.#rleLo;
       out.hi = this.#rleHi;
@@ -902,9 +894,8 @@ export class Simple8bBuilder64 {
       }
     }
     const p = this.#count++;
-    if (2 * p === this.#pending.length) this.#grow();
-    this.#pending[2 * p] = lo;
-    this.#pending[2 * p + 1] = hi;
+    this.#pending[2 * p] = lo | 0;
+    this.#pending[2 * p + 1] = hi | 0;
     this.#maxWidths = this.#fittingMaxWidths;
     return true;
   }
@@ -933,8 +924,8 @@ export class Simple8bBuilder64 {
     const pending = this.#pending;
     const entries = packBlock(pending, 0, this.#count, type, this.trackSum);
     const { lo: wordLo, hi: wordHi, sumLo, sumHi } = packed;
-    const lastLo = pending[2 * entries - 2] ?? 0;
-    const lastHi = pending[2 * entries - 1] ?? 0;
+    const lastLo = (pending[2 * entries - 2] ?? 0) >>> 0;
+    const lastHi = (pending[2 * entries - 1] ?? 0) >>> 0;
     // Drop the written values from the front. Usually none or one remain: a plain loop is cheaper than
     // `copyWithin` builtin calls, and recomputing their widths cheaper than keeping every value's.
     const left = this.#count - entries;
@@ -944,7 +935,7 @@ export class Simple8bBuilder64 {
       const vhi = pending[2 * (entries + j) + 1] ?? 0;
       pending[2 * j] = vlo;
       pending[2 * j + 1] = vhi;
-      if (!isMissing(vlo, vhi)) max = maxWidths(max, valueWidths(vlo, vhi));
+      if (!isMissing(vlo, vhi)) max = maxWidths(max, valueWidths(vlo >>> 0, vhi >>> 0));
     }
     this.#maxWidths = max;
     this.#possible = kAllTypes;
@@ -999,9 +990,8 @@ export class Simple8bBuilder64 {
     for (let k = 0; k < n; k++) {
       while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
       const p = this.#count++;
-      if (2 * p === this.#pending.length) this.#grow();
-      this.#pending[2 * p] = lo;
-      this.#pending[2 * p + 1] = hi;
+      this.#pending[2 * p] = lo | 0;
+      this.#pending[2 * p + 1] = hi | 0;
       this.#maxWidths = this.#fittingMaxWidths;
     }
   }

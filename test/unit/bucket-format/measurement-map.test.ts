@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { compressBucket } from '../../../src/bucket-format/bucket-compression.js';
 import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
 import { applyBinaryDiff } from '../../../src/bucket-format/bson-column/binary-diff.js';
+import { columnDiffsOf } from '../../../src/bucket-format/column-tails.js';
 import { MeasurementMap } from '../../../src/bucket-format/measurement-map.js';
 
 const at = (s: string) => new Date(s);
@@ -111,6 +112,48 @@ describe('MeasurementMap', () => {
             expect(base64(bytes)).toBe(base64(BSONColumn.encode(values)));
           }
           expect(map.compressedSize).toBe([...stored.values()].reduce((n, b) => n + b.length, 0));
+        },
+      ),
+    );
+  });
+
+  it('packed tails hold the same diffs as intermediate(), new columns last', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.dictionary(
+            fc.constantFrom('a', 'b', '1', 'c', '__proto__'),
+            fc.oneof(fc.integer(), fc.double({ noNaN: true }), fc.string(), fc.boolean()),
+            { maxKeys: 4 },
+          ),
+          { minLength: 1, maxLength: 40 },
+        ),
+        fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 10 }),
+        (rows, splits) => {
+          // Arrange: two maps fed the same measurements, committed at the same points.
+          const measurements = rows.map((r, i) => ({ t: new Date(i * 1000), ...r }));
+          const diffed = new MeasurementMap('t');
+          const packed = new MeasurementMap('t');
+          let i = 0;
+          for (let s = 0; i < measurements.length; s++) {
+            const end = Math.min(measurements.length, i + (splits[s % splits.length] ?? 1));
+            for (; i < end; i++) {
+              diffed.insertOne(measurements[i]!, undefined);
+              packed.insertOne(measurements[i]!, undefined);
+            }
+            // Act
+            const { diffs } = diffed.intermediate();
+            const tails = packed.intermediateTails();
+            // Assert
+            const unpacked = columnDiffsOf(tails);
+            expect(unpacked.map((d) => [d.field, d.offset, base64(d.bytes), d.created])).toEqual(
+              diffs.map((d) => [d.field, d.offset, base64(d.bytes), d.created]),
+            );
+            expect(tails.fields.slice(tails.firstCreated, tails.count)).toEqual(
+              diffs.filter((d) => d.created).map((d) => d.field),
+            );
+            expect(packed.compressedSize).toBe(diffed.compressedSize);
+          }
         },
       ),
     );

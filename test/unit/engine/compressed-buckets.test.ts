@@ -86,6 +86,44 @@ describe('compressed buckets (MongoDB 8.0+)', () => {
     ]);
   });
 
+  it('integer-like field names, a nested field and reads between commits: the columns of encoding everything at once', async () => {
+    // Arrange: JS lists the fields '7' and '2' first in any object, so the stored document's columns are
+    // in another order than the bucket's (time first, then order of appearance).
+    const { coll } = await setup();
+    const times = ['10:00:01', '10:00:02', '10:00:03', '10:00:04'].map((t) => at(`2024-01-01T${t}Z`));
+    const read = async () => (await coll.buckets.find().toArray())[0];
+    // Act: commits that create columns, a nested value (control.min/max no longer flat), reads between.
+    await coll.insertOne({ ts: times[0], sensor: 's', b: 1, '7': 'x' });
+    const first = await read();
+    await coll.insertOne({ ts: times[1], sensor: 's', b: 2, '7': 'y', '2': true });
+    await coll.insertOne({ ts: times[2], sensor: 's', b: 3, o: { p: 1 } });
+    const third = await read();
+    await coll.insertOne({ ts: times[3], sensor: 's', b: 0, '7': 'a' });
+    // Assert: what was read earlier did not change; the last state is exact.
+    expect(first!.data).toStrictEqual({ ts: column(times.slice(0, 1)), b: column([1]), '7': column(['x']) });
+    expect((third!.control as { max: unknown }).max).toStrictEqual({
+      ts: times[2],
+      b: 3,
+      '7': 'y',
+      '2': true,
+      o: { p: 1 },
+    });
+    const bucket = await read();
+    expect(bucket!.control).toStrictEqual({
+      version: 2,
+      min: { ts: at('2024-01-01T10:00:00Z'), b: 0, '7': 'a', '2': true, o: { p: 1 } },
+      max: { ts: times[3], b: 3, '7': 'y', '2': true, o: { p: 1 } },
+      count: 4,
+    });
+    expect(bucket!.data).toStrictEqual({
+      ts: column(times),
+      b: column([1, 2, 3, 0]),
+      '7': column(['x', 'y', undefined, 'a']),
+      '2': column([undefined, true, undefined, undefined]),
+      o: column([undefined, undefined, { p: 1 }, undefined]),
+    });
+  });
+
   it('a commit earlier than the last stored time makes the bucket version 3; an equal time does not', async () => {
     const { coll, stats } = await setup();
     await coll.insertOne({ ts: at('2024-01-01T10:00:05Z'), sensor: 'a', v: 1 });

@@ -1,0 +1,92 @@
+/**
+ * The shape of a flat measurement (names in order, each value a number, a date or a boolean) that an open
+ * compressed bucket has already accepted: a measurement of the same shape adds no field and cannot
+ * change the bucket's schema, so the rollover check skips the size estimate and the schema walk for it
+ * (one pass of name comparisons instead of two passes of map lookups per field).
+ *
+ * Why that is exact, for a bucket whose `knownShape` is S:
+ * - its schema recorded every name of S with the canonical type of S's kind (schema entries of an open
+ *   bucket never change once recorded), and each name is a committed or staged column;
+ * - a measurement with exactly S's names and kinds therefore gets `compatible` from `updateSchema`
+ *   without recording anything, and no new field from `calculateBucketFieldsAndSizeChange`;
+ * - numbers, dates and booleans are at most 8 bytes, below the 8.0 large-measurement threshold, so a
+ *   compressed bucket estimates nothing for them: the size change is zero.
+ *
+ * Shapes are shared: a collection keeps its last shape, and a bucket whose measurement has that shape
+ * points to it (one pointer per bucket).
+ *
+ * @packageDocumentation
+ */
+import type { Measurement } from '../bucket-format/bucket-document.js';
+import { hasOwnField } from '../util/safe-record.js';
+
+/** The kinds of a flat value: number (any width: one canonical type), date, boolean; 0 for any other. */
+const kNumber = 1;
+const kDate = 2;
+const kBoolean = 3;
+
+/** The names (in enumeration order, without the metaField) and kinds of a flat measurement. */
+export interface FlatShape {
+  readonly names: ReadonlyArray<string>;
+  readonly kinds: ReadonlyArray<number>;
+  /** The metaField left out. */
+  readonly metaField: string | undefined;
+}
+
+function kindOf(value: unknown): number {
+  if (typeof value === 'number') return kNumber;
+  if (typeof value === 'boolean') return kBoolean;
+  if (value instanceof Date) return kDate;
+  return 0;
+}
+
+/**
+ * Whether `measurement` has exactly the names (in order) and kinds of `shape`.
+ *
+ * @param shape - a bucket's known shape, or `undefined`.
+ * @param measurement - a validated measurement.
+ * @param metaField - the collection's metaField (left out).
+ * @returns `true` only when it matches.
+ */
+export function matchesFlatShape(
+  shape: FlatShape | undefined,
+  measurement: Measurement,
+  metaField: string | undefined,
+): boolean {
+  if (shape === undefined || shape.metaField !== metaField) return false;
+  const { names, kinds } = shape;
+  let i = 0;
+  // for-in with an own-property check, as the passes it replaces (no array of names per measurement).
+  for (const name in measurement) {
+    if (!hasOwnField(measurement, name) || name === metaField) continue;
+    if (names[i] !== name || kinds[i] !== kindOf(measurement[name])) return false;
+    i++;
+  }
+  return i === names.length;
+}
+
+/**
+ * The flat shape of `measurement`, or `undefined` when a value is not a number, date or boolean.
+ *
+ * @param measurement - a measurement the bucket has just accepted through the full checks.
+ * @param metaField - the collection's metaField (left out).
+ * @param previous - a shape to share when equal (the collection's last one).
+ * @returns `previous` when the measurement has that shape, a new shape, or `undefined`.
+ */
+export function flatShapeOf(
+  measurement: Measurement,
+  metaField: string | undefined,
+  previous: FlatShape | undefined,
+): FlatShape | undefined {
+  if (matchesFlatShape(previous, measurement, metaField)) return previous;
+  const names: string[] = [];
+  const kinds: number[] = [];
+  for (const name in measurement) {
+    if (!hasOwnField(measurement, name) || name === metaField) continue;
+    const kind = kindOf(measurement[name]);
+    if (kind === 0) return undefined;
+    names.push(name);
+    kinds.push(kind);
+  }
+  return { names, kinds, metaField };
+}

@@ -1,0 +1,156 @@
+/**
+ * The live columns of `MemoryStorage`'s compressed buckets: commits (packed column tails and a min/max
+ * snapshot) spliced in, guarded on the count and the columns' lengths, the document rebuilt when read.
+ */
+import { Binary, ObjectId } from 'bson';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
+import type { CompressedBucketCommit } from '../../../src/bucket-format/compressed-bucket.js';
+import { MeasurementMap } from '../../../src/bucket-format/measurement-map.js';
+import { MinMaxSnapshot } from '../../../src/bucket-format/min-max-snapshot.js';
+import { LiveColumns } from '../../../src/storage/live-columns.js';
+import type { StoredBucket } from '../../../src/storage/storage.js';
+import { defineField } from '../../../src/util/safe-record.js';
+
+const column = (values: ReadonlyArray<unknown>) =>
+  new Binary(BSONColumn.encode(values), Binary.SUBTYPE_COLUMN);
+
+/** A bucket's first document, as the catalog inserts it: the map's first diffs are its columns. */
+function firstDocument(map: MeasurementMap, id: ObjectId): StoredBucket {
+  const data: Record<string, Binary> = {};
+  for (const d of map.intermediate().diffs)
+    defineField(data, d.field, new Binary(d.bytes, Binary.SUBTYPE_COLUMN));
+  return { _id: id, control: { version: 2, min: {}, max: {}, count: map.count }, data };
+}
+
+function commitOf(map: MeasurementMap, id: ObjectId, before: number, n: number): CompressedBucketCommit {
+  return {
+    format: 'compressed',
+    bucketId: id,
+    bucketIdHex: id.toHexString(),
+    numPreviouslyCommittedMeasurements: before,
+    count: before + n,
+    version: undefined,
+    minMax: MinMaxSnapshot.ofDocuments({ n: before }, { n: before + n }),
+    tails: map.intermediateTails(),
+  };
+}
+
+/** Each column's bytes as base64, by field. */
+function columnBytes(doc: StoredBucket): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, b] of Object.entries(doc.data as Record<string, Binary>)) {
+    defineField(out, field, Buffer.from(b.buffer.subarray(0, b.position)).toString('base64'));
+  }
+  return out;
+}
+
+describe('LiveColumns', () => {
+  it('commits applied one after another give the columns of encoding every measurement at once, read at any time', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.dictionary(
+            fc.constantFrom('a', '7', 'b', '2', '__proto__'),
+            fc.oneof(fc.integer(), fc.string()),
+            {
+              maxKeys: 4,
+            },
+          ),
+          { minLength: 2, maxLength: 30 },
+        ),
+        fc.array(fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()), { minLength: 1, maxLength: 10 }),
+        (rows, steps) => {
+          // Arrange: the first measurement inserted as a document (integer-like names make its columns'
+          // order differ from the bucket's).
+          const measurements = rows.map((r, i) => ({ t: new Date(i * 1000), ...r }));
+          const id = new ObjectId();
+          const key = id.toHexString();
+          const map = new MeasurementMap('t');
+          map.insertOne(measurements[0]!, undefined);
+          const docs = new Map<string, StoredBucket>([[key, firstDocument(map, id)]]);
+          const live = new LiveColumns();
+          let i = 1;
+          let before = 0;
+          const readDocs: Array<{ doc: StoredBucket; bytes: Record<string, string> }> = [];
+          for (let s = 0; i < measurements.length; s++) {
+            const [size, read] = steps[s % steps.length]!;
+            before = i;
+            const end = Math.min(measurements.length, i + size);
+            for (; i < end; i++) map.insertOne(measurements[i]!, undefined);
+            // Act
+            const applied = live.apply(key, docs, commitOf(map, id, before, end - before));
+            // Assert: every commit applies; a read rebuilds the document.
+            expect(applied).toBe(true);
+            if (read) {
+              live.materialize(docs);
+              const doc = docs.get(key)!;
+              readDocs.push({ doc, bytes: columnBytes(doc) });
+            }
+          }
+          // Assert: documents read earlier were not changed by later commits.
+          for (const { doc, bytes } of readDocs) expect(columnBytes(doc)).toEqual(bytes);
+          live.materialize(docs);
+          // Assert: the columns, and the last commit's control fields.
+          const doc = docs.get(key)!;
+          const expected: Record<string, Binary> = {};
+          for (const field of Object.keys(doc.data as object)) {
+            const values = measurements.map((m): unknown => Object.getOwnPropertyDescriptor(m, field)?.value);
+            defineField(expected, field, column(values));
+          }
+          expect(doc.data).toStrictEqual(expected);
+          expect(Object.keys(doc.data as object).sort()).toEqual(
+            [...new Set(measurements.flatMap((m) => Object.keys(m)))].sort(),
+          );
+          expect(doc.control).toStrictEqual({
+            version: 2,
+            min: { n: before },
+            max: { n: measurements.length },
+            count: measurements.length,
+          });
+        },
+      ),
+    );
+  });
+
+  it('applies nothing when the count or a column does not match the commit', () => {
+    // Arrange: a bucket of two measurements, and a commit of a third prepared against it.
+    const id = new ObjectId();
+    const key = id.toHexString();
+    const map = new MeasurementMap('t');
+    map.insertOne({ t: new Date(0), a: 1 }, undefined);
+    map.insertOne({ t: new Date(1), a: 2 }, undefined);
+    const stored = firstDocument(map, id);
+    map.insertOne({ t: new Date(2), a: 3, b: 'new' }, undefined);
+    const commit = commitOf(map, id, 2, 1);
+    const live = new LiveColumns();
+    // Act / Assert: a count that differs, then a column shorter than where the commit cuts it.
+    const recount = new Map([[key, { ...stored, control: { version: 2, min: {}, max: {}, count: 3 } }]]);
+    expect(live.matches(key, recount, commit)).toBe(false);
+    expect(live.apply(key, recount, commit)).toBe(false);
+    live.forget(key);
+    const short = new Map([
+      [key, { ...stored, data: { ...(stored.data as object), a: new Binary(new Uint8Array(1), 7) } }],
+    ]);
+    expect(live.apply(key, short, commit)).toBe(false);
+    live.materialize(short);
+    expect(short.get(key)!.data).toStrictEqual({
+      ...(stored.data as object),
+      a: new Binary(new Uint8Array(1), 7),
+    });
+    // The stored bucket as the commit expects it: applied, the new column last.
+    live.forget(key);
+    const docs = new Map([[key, stored]]);
+    expect(live.matches(key, docs, commit)).toBe(true);
+    expect(live.apply(key, docs, commit)).toBe(true);
+    live.materialize(docs);
+    expect(docs.get(key)!.data).toStrictEqual({
+      t: column([new Date(0), new Date(1), new Date(2)]),
+      a: column([1, 2, 3]),
+      b: column([undefined, undefined, 'new']),
+    });
+    expect(Object.keys(docs.get(key)!.data as object)).toEqual(['t', 'a', 'b']);
+  });
+});
