@@ -95,7 +95,7 @@ function nodePaths(spec: ResolvedCalendarSpec, prefix: FieldPath): NodePaths {
  * @param ms - a time.
  * @returns the period start.
  */
-export function calendarPeriodOf(paths: CalendarPaths, ms: number): number {
+function calendarPeriodOf(paths: CalendarPaths, ms: number): number {
   if (ms >= paths.periodStart && ms < paths.periodEnd) return paths.periodStart;
   const start = periodStart(ms, paths.spec.period);
   paths.periodStart = start;

@@ -85,7 +85,7 @@ export function foldRound(
  * @param timeField - the collection's time field (a `Date` in every staged measurement).
  * @returns the times (the first `measurements.length` entries); valid until the next call.
  */
-export function batchTimes(measurements: ReadonlyArray<Measurement>, timeField: string): Float64Array {
+function batchTimes(measurements: ReadonlyArray<Measurement>, timeField: string): Float64Array {
   if (scratchTimes.length < measurements.length) scratchTimes = new Float64Array(measurements.length * 2);
   for (let i = 0; i < measurements.length; i++) {
     scratchTimes[i] = ((measurements[i] as Readonly<Record<string, unknown>>)[timeField] as Date).getTime();
@@ -100,10 +100,10 @@ export function batchTimes(measurements: ReadonlyArray<Measurement>, timeField: 
  * @param accs - the group's accumulators so far, in order of first touch; grown.
  * @param spec - the rollup.
  * @param measurements - the batch's measurements.
- * @param times - their times (from {@link batchTimes}).
+ * @param times - their times (from `batchTimes`).
  * @param pool - accumulators to reuse (the rollup's, see {@link releaseSlotAccs}); taken from.
  */
-export function foldBatch(
+function foldBatch(
   accs: SlotAcc[],
   spec: ResolvedRollupSpec,
   measurements: ReadonlyArray<Measurement>,
