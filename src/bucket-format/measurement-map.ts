@@ -12,7 +12,7 @@
 import { BSONColumnBuilder } from './bson-column/bsoncolumn-builder.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { Measurement } from './bucket-document.js';
-import type { BinaryDiff } from './bson-column/binary-diff.js';
+import type { DiffSink } from './bson-column/bsoncolumn-builder.js';
 import type { ColumnDiff, ColumnTails } from './column-tails.js';
 
 /** The per-field columns of one open compressed bucket. */
@@ -184,65 +184,52 @@ export class MeasurementMap {
   intermediateTails(): ColumnTails {
     const builders = this.#builders;
     const n = builders.length;
-    const diffs = kDiffScratch;
-    let total = 0;
-    let size = 0;
-    for (let i = 0; i < n; i++) {
-      const diff = (builders[i] as BSONColumnBuilder).intermediate();
-      diffs[i] = diff;
-      total += diff.bytes.length;
-      size += diff.offset + diff.bytes.length;
-    }
-    // Columns are only appended, so the ones created since the last call are the last ones.
-    const firstCreated = this.#firstCreated;
-    this.#firstCreated = n;
-    if (byteSlabUsed + total > byteSlab.length) {
-      byteSlab = new Uint8Array(Math.max(kByteSlabSize, total));
-      byteSlabUsed = 0;
+    // A fresh slab when this one is nearly full, rather than growing it by a copy in the middle of a commit.
+    if (byteSink.length > kByteSlabSize - kByteSlabReserve) {
+      byteSink.buf = new Uint8Array(kByteSlabSize);
+      byteSink.length = 0;
     }
     if (layoutSlabUsed + 2 * n > layoutSlab.length) {
       layoutSlab = new Int32Array(Math.max(kLayoutSlabSize, 2 * n));
       layoutSlabUsed = 0;
     }
-    const bytes = byteSlab;
-    const bytesStart = byteSlabUsed;
+    const bytesStart = byteSink.length;
     const layout = layoutSlab;
     const layoutStart = layoutSlabUsed;
+    let size = 0;
     let end = bytesStart;
     for (let i = 0; i < n; i++) {
-      const diff = diffs[i] as BinaryDiff;
-      const tail = diff.bytes;
-      // Tails are mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
-      if (tail.length > 64) bytes.set(tail, end);
-      else for (let j = 0; j < tail.length; j++) bytes[end + j] = tail[j] as number;
-      end += tail.length;
-      layout[layoutStart + 2 * i] = diff.offset;
+      // Each builder appends its tail to the slab itself: no diff object, no second copy.
+      const offset = (builders[i] as BSONColumnBuilder).intermediateInto(byteSink);
+      size += offset + byteSink.length - end;
+      end = byteSink.length;
+      layout[layoutStart + 2 * i] = offset;
       layout[layoutStart + 2 * i + 1] = end;
     }
-    byteSlabUsed = end;
+    // Columns are only appended, so the ones created since the last call are the last ones.
+    const firstCreated = this.#firstCreated;
+    this.#firstCreated = n;
     layoutSlabUsed += 2 * n;
     this.#compressedSize = size;
+    // The slab as it is now: a tail that made it grow moved the commit's earlier tails along.
+    const bytes = byteSink.buf;
     return { fields: this.#names, count: n, firstCreated, layout, layoutStart, bytes, bytesStart };
   }
 }
 
 /**
- * The diffs of one {@link MeasurementMap.intermediateTails} call, between its two passes: one array for
- * every call (the calls are synchronous and never nest). Its entries are overwritten, never cleared: they
- * only keep small diffs alive until the next call.
- */
-const kDiffScratch: BinaryDiff[] = [];
-
-/**
  * The slabs commits' tails are cut from, as Node's pooled `Buffer`s are: an array or two per commit made
- * garbage collection a large part of a one-measurement commit. A slab's part is never written again once
- * cut (a full slab is replaced, not reused), so tails never change; a commit only keeps its slabs alive
- * until the storage has copied the tails.
+ * garbage collection a large part of a one-measurement commit. The builders append their tails to the
+ * byte slab ({@link BSONColumnBuilder.intermediateInto}). A slab's part is never written again once cut:
+ * a full slab is replaced, not reused, and one grown in the middle of a commit is a copy (the previous
+ * array stays as it was), so tails never change; a commit only keeps its slabs alive until the storage
+ * has copied the tails.
  */
 const kByteSlabSize = 64 * 1024;
+/** Room a commit usually needs: with less left, the next commit starts a new slab. */
+const kByteSlabReserve = 8 * 1024;
 const kLayoutSlabSize = 8 * 1024;
-let byteSlab = new Uint8Array(kByteSlabSize);
-let byteSlabUsed = 0;
+const byteSink: DiffSink = { buf: new Uint8Array(kByteSlabSize), length: 0 };
 let layoutSlab = new Int32Array(kLayoutSlabSize);
 let layoutSlabUsed = 0;
 

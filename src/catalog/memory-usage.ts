@@ -10,9 +10,10 @@
  * series ingested into an engine whose storage keeps nothing, the growth of `heapUsed` (after a full GC)
  * divided by the number of open buckets. Measured 2026-11-22: 2 084 bytes per bucket with 3 fields and
  * 3 838 with 11, i.e. about 220 bytes per field and about 1 360 per bucket besides its key. A bucket of
- * the compressed format (MongoDB 8.0's) also holds one incremental column builder per field and its column
- * map: measured 2026-11-25, 7 392 bytes with 3 fields and 21 209 with 11, i.e. about 1 500 bytes more per
- * field and 790 more per bucket.
+ * the compressed format (MongoDB 8.0's) also holds one incremental column builder per field, its column
+ * map and its min/max slots: measured 2026-11-25 (after the builders gave up their buffers when empty),
+ * 5 867 bytes with 3 fields and 13 114 with 11, i.e. about 690 bytes more per field and 1 720 more per
+ * bucket. A column whose open control block holds values keeps up to about 300 bytes more.
  *
  * @packageDocumentation
  */
@@ -37,11 +38,14 @@ export const kArchivedBucketOverheadBytes = 370;
  */
 const kPerFieldBytes = 220;
 
-/** Extra bytes per open bucket of the compressed format: its column map and builders' shared parts. */
-const kCompressedBucketExtraBytes = 790;
+/**
+ * Extra bytes per open bucket of the compressed format: its column map, min/max slots and snapshot, and
+ * the builders' shared parts.
+ */
+const kCompressedBucketExtraBytes = 1720;
 
 /** Extra bytes per field of a compressed bucket: its incremental column builder (encoder state, tail). */
-const kPerColumnBuilderBytes = 1500;
+const kPerColumnBuilderBytes = 690;
 
 /**
  * Estimated bytes held by an open bucket.
