@@ -111,6 +111,12 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
     const now = ctx.clock();
     const keep = projector(options.projection);
     const out: RollupDocument[] = [];
+    const visit = ctx.storage.visitDocuments?.bind(ctx.storage);
+    if (visit !== undefined && options.sort === undefined && options.limit === undefined) {
+      // In place: `present` copies only what it returns (a rolling read sums `totals` without a copy).
+      await visit(ctx.ns, filter, (doc) => out.push(present(ctx.spec, doc, now, keep)));
+      return out;
+    }
     for await (const doc of ctx.storage.find(ctx.ns, filter, findOptions)) {
       out.push(present(ctx.spec, doc, now, keep));
     }

@@ -366,6 +366,22 @@ export class MemoryStorage implements Storage {
     }
   }
 
+  /** {@inheritDoc Storage.visitDocuments} */
+  visitDocuments(
+    ns: string,
+    filter: BucketFilter,
+    visit: (doc: Readonly<StoredBucket>) => void,
+  ): Promise<number> {
+    return settle(() => {
+      let n = 0;
+      for (const doc of this.#matching(ns, filter)) {
+        visit(doc);
+        n++;
+      }
+      return n;
+    });
+  }
+
   /** {@inheritDoc Storage.deleteMany} */
   deleteMany(ns: string, filter: BucketFilter): Promise<number> {
     const entry = this.#ns(ns);

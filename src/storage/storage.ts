@@ -243,6 +243,22 @@ export interface Storage {
    */
   find(ns: string, filter: BucketFilter, options?: StorageFindOptions): AsyncIterable<StoredBucket>;
   /**
+   * Read the documents matching `filter` where they are stored: `visit` gets each one and must neither
+   * change nor keep it (it copies what it keeps). Optional, for storages that hold documents in memory:
+   * a reader that keeps little of large documents (a rolling rollup's read sums each entity's `totals`
+   * and returns the sums) uses it when present instead of `find`, which hands out whole copies.
+   *
+   * @param ns - namespace.
+   * @param filter - bucket filter.
+   * @param visit - called once per matching document, synchronously.
+   * @returns the number of documents visited.
+   */
+  visitDocuments?(
+    ns: string,
+    filter: BucketFilter,
+    visit: (doc: Readonly<StoredBucket>) => void,
+  ): Promise<number>;
+  /**
    * Delete every document matching `filter`.
    *
    * @param ns - namespace.

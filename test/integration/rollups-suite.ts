@@ -138,6 +138,23 @@ export function describeRollupSuite(
       });
     });
 
+    it('find hands out copies: changing what a read returned changes no later read', async () => {
+      const { coll } = await open();
+      await coll.createRollup('hourly', { every: 'hour', groupBy: 'sensor.id', fields: { temp: ['max'] } });
+      await coll.insertMany([{ ts: h(1, 10), sensor: { id: 'a' }, temp: 20 }]);
+      const [first] = await coll.rollup('hourly').find({});
+      (first?.temp as Record<string, unknown>).max = 99;
+      (first?.start as Date).setTime(0);
+      if (first !== undefined) first.count = 99;
+      const [again] = await coll.rollup('hourly').find({}, { projection: { _id: 0 } });
+      expect(plain(again)).toEqual({
+        group: 'a',
+        start: h(1),
+        count: 1,
+        temp: { count: 1, sum: 20, max: 20 },
+      });
+    });
+
     it('calendar: two engines on the same storage initialise one document and count every measurement', async () => {
       const first = await open();
       await first.coll.createRollup('days', {

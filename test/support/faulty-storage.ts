@@ -18,7 +18,7 @@ export type WriteFault =
 
 /**
  * A MemoryStorage whose writes (insertOne, applyCommit, updateOne, upsertOne, applyCounters, and each write of commitWrites) can be
- * made to fail or to wait on a gate, in the order faults are queued, and whose reads (find) can be made to fail. Deterministic: no timers.
+ * made to fail or to wait on a gate, in the order faults are queued, and whose reads (find, visitDocuments) can be made to fail. Deterministic: no timers.
  */
 export class FaultyStorage extends MemoryStorage {
   readonly faults: WriteFault[] = [];
@@ -146,6 +146,18 @@ export class FaultyStorage extends MemoryStorage {
   ): Promise<'updated' | 'inserted' | 'notMatched'> {
     await this.#intercept();
     return super.applyCounters(ns, id, update, upsert);
+  }
+
+  override async visitDocuments(
+    ns: string,
+    filter: BucketFilter,
+    visit: (doc: Readonly<StoredBucket>) => void,
+  ): Promise<number> {
+    this.reads++;
+    await Promise.resolve();
+    const fault = this.readFaults.shift();
+    if (fault !== undefined) throw fault;
+    return super.visitDocuments(ns, filter, visit);
   }
 
   override async *find(

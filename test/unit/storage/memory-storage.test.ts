@@ -228,3 +228,20 @@ describe('MemoryStorage.applyCounters', () => {
     expect(await all(storage, {})).toEqual([{ _id: 'k', obj: { a: 1, '0': 1 } }]);
   });
 });
+
+describe('MemoryStorage.visitDocuments', () => {
+  it('visits the stored documents matching the filter, in place, and counts them', async () => {
+    const storage = new MemoryStorage();
+    await storage.insertOne('ns', { _id: 'a', kind: 'x', n: 1 });
+    await storage.insertOne('ns', { _id: 'b', kind: 'y', n: 2 });
+    await storage.insertOne('ns', { _id: 'c', kind: 'x', n: 3 });
+    const seen: Array<Readonly<StoredBucket>> = [];
+    expect(await storage.visitDocuments('ns', { kind: 'x' }, (doc) => seen.push(doc))).toBe(2);
+    expect(seen).toEqual(await all(storage, { kind: 'x' }));
+    // The stored documents themselves (find hands out copies).
+    const [stored] = seen;
+    (stored as StoredBucket).n = 10;
+    expect(await all(storage, { _id: 'a' })).toEqual([{ _id: 'a', kind: 'x', n: 10 }]);
+    expect(await storage.visitDocuments('ns', { _id: 'zz' }, () => undefined)).toBe(0);
+  });
+});
