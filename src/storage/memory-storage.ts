@@ -9,11 +9,11 @@ import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/b
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
+import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
+import type { CounterUpdate } from './counter-update.js';
 import { handOut, handOutIndexes } from './hand-out.js';
 import { LiveColumns } from './live-columns.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
-import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
-import type { CounterUpdate } from './counter-update.js';
 import { applyOperatorUpdate } from './operator-update.js';
 import { applyPipelineUpdate } from './pipeline-update.js';
 import { applySetUpdate, matchExistsFilter } from './set-update.js';
