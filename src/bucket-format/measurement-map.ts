@@ -160,13 +160,29 @@ export class MeasurementMap {
    *   minus old total.
    */
   intermediate(): { readonly diffs: ReadonlyArray<ColumnDiff>; readonly delta: number } {
+    const n = this.#names.length;
+    // Every column's tail into one scratch array, then one copy of it that the diffs view: a first commit's
+    // document keeps one buffer rather than one per column (an open bucket each, 100 000 of them in a
+    // large ingest, each an ArrayBuffer the garbage collector tracks).
+    const sink = scratchSink;
+    sink.length = 0;
+    const offsets: number[] = [];
+    const ends: number[] = [];
+    for (let i = 0; i < n; i++) {
+      offsets.push((this.#builders[i] as BSONColumnBuilder).intermediateInto(sink));
+      ends.push(sink.length);
+    }
+    const all = sink.buf.slice(0, sink.length);
     const diffs: ColumnDiff[] = [];
     let total = 0;
-    const n = this.#names.length;
+    let start = 0;
     for (let i = 0; i < n; i++) {
-      const { offset, bytes } = (this.#builders[i] as BSONColumnBuilder).intermediate();
-      total += offset + bytes.length;
+      const offset = offsets[i] as number;
+      const end = ends[i] as number;
+      total += offset + end - start;
+      const bytes = all.subarray(start, end);
       diffs.push({ field: this.#names[i] as string, offset, bytes, created: i >= this.#firstCreated });
+      start = end;
     }
     this.#firstCreated = n;
     const delta = total - this.#compressedSize;
@@ -225,6 +241,9 @@ export class MeasurementMap {
  * array stays as it was), so tails never change; a commit only keeps its slabs alive until the storage
  * has copied the tails.
  */
+/** Where {@link MeasurementMap.intermediate} collects the tails before copying them out (reused). */
+const scratchSink: DiffSink = { buf: new Uint8Array(4096), length: 0 };
+
 const kByteSlabSize = 64 * 1024;
 /** Room a commit usually needs: with less left, the next commit starts a new slab. */
 const kByteSlabReserve = 8 * 1024;
