@@ -104,8 +104,9 @@ export async function commitTogether(
     outcomes = writes.map(() => failed);
   }
   // Every written batch is folded into the rollups before any result is published: one rollup write per
-  // touched slot and group for the whole call.
-  const settle = await foldWritten(ctx, batches, sent, outcomes);
+  // touched slot and group for the whole call. Without rollups, no step (and no promise round trip).
+  const settle =
+    ctx.rollups === undefined || ctx.rollups.empty ? ctx : await foldWritten(ctx, batches, sent, outcomes);
   stopped = false;
   for (let k = 0; k < sent.length; k++) {
     const i = sent[k] as number;
@@ -138,9 +139,9 @@ function settledNow(ctx: SettleContext, batch: WriteBatch, outcome: BucketWriteO
 }
 
 /**
- * Fold the batches whose writes were applied into the rollups, if any.
+ * Fold the batches whose writes were applied into the collection's rollups.
  *
- * @returns the context to settle the batches with (without rollups once they are folded).
+ * @returns the context to settle the batches with (without rollups: they are folded).
  */
 async function foldWritten(
   ctx: SettleContext,
@@ -148,12 +149,11 @@ async function foldWritten(
   sent: ReadonlyArray<number>,
   outcomes: ReadonlyArray<BucketWriteOutcome>,
 ): Promise<SettleContext> {
-  if (ctx.rollups === undefined || ctx.rollups.empty) return ctx;
   const written: WriteBatch[] = [];
   for (let k = 0; k < sent.length; k++) {
     if (outcomes[k]?.kind === 'applied') written.push(batches[sent[k] as number] as WriteBatch);
   }
-  await ctx.rollups.fold(written);
+  await (ctx.rollups as CommitRollups).fold(written);
   return { catalog: ctx.catalog, storage: ctx.storage, bucketsNs: ctx.bucketsNs };
 }
 
