@@ -82,7 +82,10 @@ export async function commitTogether(
   for (let i = 0; i < batches.length; i++) {
     const batch = batches[i] as WriteBatch;
     const step = prepared[i];
-    if (stopped || (ordered && step === undefined && failedForGood(batch))) {
+    // Ordered: nothing after a batch that is not written, whether it failed or its bucket was cleared
+    // before its write (its measurements are staged again, and may then fail: what comes after them must
+    // not be stored by then). The batches after it are aborted as cleared and staged again, in order.
+    if (stopped || (ordered && step === undefined && batch.result.state === 'rejected')) {
       stopped = true;
       if (step !== undefined || batch.result.state === 'pending') await abortStopped(ctx, batch);
       continue;

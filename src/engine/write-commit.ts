@@ -19,7 +19,7 @@ import { ErrorCodes, TimeseriesError } from '../errors.js';
 import { withRollupGate } from '../rollups/commit-hook.js';
 import type { CommitRollups } from '../rollups/commit-hook.js';
 import type { BucketWriteOutcome, Storage } from '../storage/storage.js';
-import { commitTogether, failedForGood, settleWrite } from './commit-together.js';
+import { commitTogether, settleWrite } from './commit-together.js';
 import { firstInterleaved, orderedRoundEnd } from './ordered-rounds.js';
 
 /** Per-item outcome of {@link commitMeasurements}. */
@@ -216,9 +216,10 @@ function stopAtFirstFailure(outcomes: MeasurementOutcome[], pending: ReadonlyArr
 }
 
 /**
- * Commit an ordered call's batches one at a time, in input order. After a batch fails (other than
- * cleared, which is retried), the batches after it are not committed: they are aborted as cleared, so
- * that their measurements before the failure are staged again and the others dropped.
+ * Commit an ordered call's batches one at a time, in input order. After a batch that is not written (it
+ * failed, or its bucket was cleared and its measurements will be staged again), the batches after it are
+ * not committed: they are aborted as cleared, so that their measurements are staged again after it (and
+ * dropped if it then fails).
  *
  * @param ctx - catalog, storage and buckets namespace.
  * @param batches - the call's batches, by first measurement.
@@ -239,7 +240,9 @@ async function commitInOrder(
       continue;
     }
     if (ctx.catalog.claimWriteBatchCommitRights(batch, opId)) await commitBatch(ctx, batch);
-    failed = failedForGood(batch);
+    // A cleared batch stops the call too: its measurements are staged again and may still fail, so
+    // nothing after them may be written before they are.
+    failed = batch.result.state === 'rejected';
   }
 }
 

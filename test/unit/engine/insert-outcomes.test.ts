@@ -189,3 +189,65 @@ describe('an ordered call stops at its first failed measurement', () => {
     },
   );
 });
+
+describe('an ordered call whose bucket is cleared under it', () => {
+  // Found by the catalog model test: an unordered call's failed write clears the bucket an ordered call
+  // staged its first measurement into; the ordered call's second measurement (next window) went to a new
+  // bucket and was written while the first was staged again, and the first then failed: the second was
+  // stored but never acknowledged.
+  const modes = [
+    { name: 'one bucket write at a time', writeConcurrency: 1, commitWrites: false, atomic: true },
+    { name: 'three bucket writes at a time', writeConcurrency: 3, commitWrites: false, atomic: true },
+    { name: 'one atomic commitWrites', writeConcurrency: 1, commitWrites: true, atomic: true },
+    { name: 'one non-atomic commitWrites (rounds)', writeConcurrency: 1, commitWrites: true, atomic: false },
+  ];
+  describe.each(modes)('$name', ({ writeConcurrency, commitWrites, atomic }) => {
+    it.each([true, false])(
+      'writes nothing after the cleared measurement until it is written, and nothing at all if it fails (compressed format: %s)',
+      async (compressed) => {
+        // Arrange
+        const storage = new FaultyStorage(writeConcurrency, { commitWrites, atomicOrderedCommits: atomic });
+        const engine = new BucketEngine({
+          storage,
+          ttlMonitor: 'disabled',
+          parameters: {
+            timeseriesAlwaysUseCompressedBuckets: compressed,
+            timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+          },
+        });
+        const coll = await engine.createCollection('o', {
+          timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 60, bucketRoundingSeconds: 60 },
+        });
+        // The unordered call's write fails, the next write succeeds, the one after fails.
+        storage.faults.push(
+          { kind: 'fail', error: new Error('first write') },
+          { kind: 'block', gate: Promise.resolve() },
+          { kind: 'fail', error: new Error('third write') },
+        );
+        // Act: both calls stage before either commits; the ordered call's second measurement is a minute
+        // later (another bucket).
+        const unordered = rejection(coll.insertMany([{ t: at(0), m: 'a', id: 0 }], { ordered: false }));
+        const ordered = rejection(
+          coll.insertMany(
+            [
+              { t: at(0), m: 'a', id: 1 },
+              { t: at(1), m: 'a', id: 2 },
+            ],
+            { ordered: true },
+          ),
+        );
+        const [first, second] = await Promise.all([unordered, ordered]);
+        // Assert: the ordered call's first measurement, staged again, takes the second write; its second
+        // measurement is written only then, and takes the failing third write. Exactly the acknowledged
+        // measurement is stored (before the fix: the second measurement took the second write while the
+        // first waited, the first then failed, and the call reported index 0 with the second stored).
+        expect(first.writeErrors.map((e) => e.index)).toEqual([0]);
+        expect(second.writeErrors.map((e) => e.index)).toEqual([1]);
+        expect(second.insertedCount).toBe(1);
+        const stored = await coll.find({}).toArray();
+        expect(stored.map((d) => d.id)).toEqual([1]);
+        await engine.close();
+      },
+    );
+  });
+});
