@@ -75,21 +75,22 @@ export async function commitTogether(
       await settleWrite(ctx, batch, undefined, { kind: 'failed', error });
     }
   }
-  // What is sent: every prepared batch; ordered, only those before the first batch that failed already.
+  // Ordered: the call is written whole or not at all. A batch that could not be prepared (its bucket was
+  // cleared, or building its write failed) stops it: its measurements are staged again or fail, and a
+  // batch holds any of the series' measurements, before or after them in input order, so none is written
+  // now. Every prepared batch is aborted as cleared; the writer stages again what precedes a failure.
+  if (ordered && prepared.includes(undefined)) {
+    for (let i = 0; i < batches.length; i++) {
+      const batch = batches[i] as WriteBatch;
+      if (prepared[i] !== undefined || batch.result.state === 'pending') await abortStopped(ctx, batch);
+    }
+    return;
+  }
+  // What is sent: every prepared batch.
   const sent: number[] = [];
   const writes: BucketWrite[] = [];
-  let stopped = false;
   for (let i = 0; i < batches.length; i++) {
-    const batch = batches[i] as WriteBatch;
     const step = prepared[i];
-    // Ordered: nothing after a batch that is not written, whether it failed or its bucket was cleared
-    // before its write (its measurements are staged again, and may then fail: what comes after them must
-    // not be stored by then). The batches after it are aborted as cleared and staged again, in order.
-    if (stopped || (ordered && step === undefined && batch.result.state === 'rejected')) {
-      stopped = true;
-      if (step !== undefined || batch.result.state === 'pending') await abortStopped(ctx, batch);
-      continue;
-    }
     if (step === undefined) continue;
     sent.push(i);
     writes.push(
@@ -110,7 +111,7 @@ export async function commitTogether(
   // touched slot and group for the whole call. Without rollups, no step (and no promise round trip).
   const settle =
     ctx.rollups === undefined || ctx.rollups.empty ? ctx : await foldWritten(ctx, batches, sent, outcomes);
-  stopped = false;
+  let stopped = false;
   for (let k = 0; k < sent.length; k++) {
     const i = sent[k] as number;
     const batch = batches[i] as WriteBatch;

@@ -249,5 +249,52 @@ describe('an ordered call whose bucket is cleared under it', () => {
         await engine.close();
       },
     );
+
+    it.each([true, false])(
+      'writes none of a series batch that also holds measurements after the cleared one (compressed format: %s)',
+      async (compressed) => {
+        // Arrange: as above, but the ordered call's measurements alternate between two windows, so one of
+        // its batches holds its first and third measurements and the other its second.
+        const storage = new FaultyStorage(writeConcurrency, { commitWrites, atomicOrderedCommits: atomic });
+        const engine = new BucketEngine({
+          storage,
+          ttlMonitor: 'disabled',
+          parameters: {
+            timeseriesAlwaysUseCompressedBuckets: compressed,
+            timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+          },
+        });
+        const coll = await engine.createCollection('o', {
+          timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 60, bucketRoundingSeconds: 60 },
+        });
+        storage.faults.push(
+          { kind: 'fail', error: new Error('first write') },
+          { kind: 'block', gate: Promise.resolve() },
+          { kind: 'fail', error: new Error('third write') },
+        );
+        // Act
+        const unordered = rejection(coll.insertMany([{ t: at(0), m: 'a', id: 0 }], { ordered: false }));
+        const ordered = rejection(
+          coll.insertMany(
+            [
+              { t: at(1), m: 'a', id: 1 },
+              { t: at(0), m: 'a', id: 2 },
+              { t: at(1), m: 'a', id: 3 },
+            ],
+            { ordered: true },
+          ),
+        );
+        const [first, second] = await Promise.all([unordered, ordered]);
+        // Assert: the ordered call stops at its second measurement; its third is not stored although it
+        // shares a bucket with the first (before the fix, with the call's batches written together, that
+        // bucket was written while the second measurement waited, and the third was stored).
+        expect(first.writeErrors.map((e) => e.index)).toEqual([0]);
+        expect(second.writeErrors.map((e) => e.index)).toEqual([1]);
+        expect(second.insertedCount).toBe(1);
+        const stored = await coll.find({}).toArray();
+        expect(stored.map((d) => d.id)).toEqual([1]);
+        await engine.close();
+      },
+    );
   });
 });
