@@ -5,6 +5,9 @@
  *
  *   node --cpu-prof --cpu-prof-dir=tmp/prof --trace-gc --import tsx bench/profile.ts
  *   node --cpu-prof --import tsx bench/profile.ts --format 1 --series 100000 --calls 2
+ *   node --cpu-prof --import tsx bench/profile.ts --series 100 --batch 1000   # 10 per series per call
+ *
+ * Each run prints wall and CPU µs per measurement (CPU time moves less on a shared machine).
  *
  * Open the `.cpuprofile` in Chrome DevTools (Performance) or VS Code. `--format` indexes the formats the
  * build writes (0: the default; 1: the 5.x-7.x format when the build has both). For line-level ticks,
