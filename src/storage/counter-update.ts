@@ -134,27 +134,35 @@ export function applyCounterUpdate(
     scratchParents[i] = undefined;
     const key = path[path.length - 1] as string | number;
     const current = valueAt(parent, key);
-    const op = operators[i] as CounterOperator;
-    let next: unknown;
-    switch (op) {
-      case '$inc':
-        next = current === undefined ? value : (current as number) + (value as number);
-        break;
-      case '$min':
-        next = current === undefined || orders(value, current) < 0 ? value : current;
-        break;
-      case '$max':
-        next = current === undefined || orders(value, current) > 0 ? value : current;
-        break;
-      default: {
-        const never: never = op;
-        throw new TypeError(`unknown counter operator ${String(never)}`);
-      }
-    }
+    const next = counterValue(operators[i] as CounterOperator, current, value);
     if (typeof key === 'number') (parent as unknown[])[key] = next;
     else defineField(parent, key, next);
   }
   return 'applied';
+}
+
+/**
+ * The value a counter operator leaves at a path (MongoDB's semantics): `$inc` adds to a number or
+ * creates it, `$min`/`$max` keep whichever of the two orders lower/higher (BSON order) or create it.
+ *
+ * @param op - the operator.
+ * @param current - the value at the path (`undefined` when absent; a number for `$inc`, checked before).
+ * @param value - the operator's value (a number for `$inc`).
+ * @returns the new value.
+ */
+export function counterValue(op: CounterOperator, current: unknown, value: unknown): unknown {
+  switch (op) {
+    case '$inc':
+      return current === undefined ? value : (current as number) + (value as number);
+    case '$min':
+      return current === undefined || orders(value, current) < 0 ? value : current;
+    case '$max':
+      return current === undefined || orders(value, current) > 0 ? value : current;
+    default: {
+      const never: never = op;
+      throw new TypeError(`unknown counter operator ${String(never)}`);
+    }
+  }
 }
 
 /** Whether two paths have the same parent path (all segments but the last equal). */
@@ -229,7 +237,12 @@ function parentOf(
   return node;
 }
 
-/** A Date or js-bson value: a scalar to MongoDB, not a document to walk into. */
-function isBsonValueObject(v: object): boolean {
+/**
+ * A Date or js-bson value: a scalar to MongoDB, not a document to walk into.
+ *
+ * @param v - an object met on a path.
+ * @returns whether a path must not walk into it.
+ */
+export function isBsonValueObject(v: object): boolean {
   return v instanceof Date || '_bsontype' in v;
 }

@@ -11,8 +11,8 @@
  *
  * @packageDocumentation
  */
-import { compareBsonValues } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
+import { counterValue, isBsonValueObject } from './counter-update.js';
 
 const kIndex = /^(?:0|[1-9][0-9]*)$/u;
 
@@ -67,21 +67,10 @@ export function applyOperatorUpdate(
       const value = fields[path];
       const parent = checked ?? (parentOf(doc, path, 'create') as Record<string, unknown> | unknown[]);
       const key = path.slice(path.lastIndexOf('.') + 1);
-      const current = valueIn(parent, key);
-      let next: unknown;
-      switch (op) {
-        case '$inc':
-          next = current === undefined ? value : (current as number) + (value as number);
-          break;
-        case '$min':
-          next = current === undefined || compareBsonValues(value, current) < 0 ? value : current;
-          break;
-        case '$max':
-          next = current === undefined || compareBsonValues(value, current) > 0 ? value : current;
-          break;
-        default:
-          next = value;
-      }
+      const next =
+        op === '$inc' || op === '$min' || op === '$max'
+          ? counterValue(op, valueIn(parent, key), value)
+          : value;
       if (Array.isArray(parent)) parent[Number(key)] = next;
       else defineField(parent, key, next);
     }
@@ -130,9 +119,4 @@ function parentOf(
     node = child as Record<string, unknown> | unknown[];
     start = dot + 1;
   }
-}
-
-/** A Date or js-bson value: a scalar to MongoDB, not a document to walk into. */
-function isBsonValueObject(v: object): boolean {
-  return v instanceof Date || '_bsontype' in v;
 }
