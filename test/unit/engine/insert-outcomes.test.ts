@@ -201,42 +201,53 @@ describe('an ordered call whose bucket is cleared under it', () => {
     { name: 'one atomic commitWrites', writeConcurrency: 1, commitWrites: true, atomic: true },
     { name: 'one non-atomic commitWrites (rounds)', writeConcurrency: 1, commitWrites: true, atomic: false },
   ];
-  describe.each(modes)('$name', ({ writeConcurrency, commitWrites, atomic }) => {
+  /**
+   * An unordered call of one measurement (its write fails, clearing its bucket) racing an ordered call of
+   * `ordered` (the second write succeeds, the third fails); both stage before either commits.
+   */
+  async function race(
+    mode: (typeof modes)[number],
+    compressed: boolean,
+    ordered: ReadonlyArray<{ t: Date; m: string; id: number }>,
+  ) {
+    const storage = new FaultyStorage(mode.writeConcurrency, {
+      commitWrites: mode.commitWrites,
+      atomicOrderedCommits: mode.atomic,
+    });
+    const engine = new BucketEngine({
+      storage,
+      ttlMonitor: 'disabled',
+      parameters: {
+        timeseriesAlwaysUseCompressedBuckets: compressed,
+        timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
+      },
+    });
+    const coll = await engine.createCollection('o', {
+      timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 60, bucketRoundingSeconds: 60 },
+    });
+    storage.faults.push(
+      { kind: 'fail', error: new Error('first write') },
+      { kind: 'block', gate: Promise.resolve() },
+      { kind: 'fail', error: new Error('third write') },
+    );
+    const [first, second] = await Promise.all([
+      rejection(coll.insertMany([{ t: at(0), m: 'a', id: 0 }], { ordered: false })),
+      rejection(coll.insertMany(ordered, { ordered: true })),
+    ]);
+    const stored = (await coll.find({}).toArray()).map((d) => d.id);
+    await engine.close();
+    return { first, second, stored };
+  }
+
+  describe.each(modes)('$name', (mode) => {
     it.each([true, false])(
       'writes nothing after the cleared measurement until it is written, and nothing at all if it fails (compressed format: %s)',
       async (compressed) => {
-        // Arrange
-        const storage = new FaultyStorage(writeConcurrency, { commitWrites, atomicOrderedCommits: atomic });
-        const engine = new BucketEngine({
-          storage,
-          ttlMonitor: 'disabled',
-          parameters: {
-            timeseriesAlwaysUseCompressedBuckets: compressed,
-            timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
-          },
-        });
-        const coll = await engine.createCollection('o', {
-          timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 60, bucketRoundingSeconds: 60 },
-        });
-        // The unordered call's write fails, the next write succeeds, the one after fails.
-        storage.faults.push(
-          { kind: 'fail', error: new Error('first write') },
-          { kind: 'block', gate: Promise.resolve() },
-          { kind: 'fail', error: new Error('third write') },
-        );
-        // Act: both calls stage before either commits; the ordered call's second measurement is a minute
-        // later (another bucket).
-        const unordered = rejection(coll.insertMany([{ t: at(0), m: 'a', id: 0 }], { ordered: false }));
-        const ordered = rejection(
-          coll.insertMany(
-            [
-              { t: at(0), m: 'a', id: 1 },
-              { t: at(1), m: 'a', id: 2 },
-            ],
-            { ordered: true },
-          ),
-        );
-        const [first, second] = await Promise.all([unordered, ordered]);
+        // Act: the ordered call's second measurement is a minute later (another bucket).
+        const { first, second, stored } = await race(mode, compressed, [
+          { t: at(0), m: 'a', id: 1 },
+          { t: at(1), m: 'a', id: 2 },
+        ]);
         // Assert: the ordered call's first measurement, staged again, takes the second write; its second
         // measurement is written only then, and takes the failing third write. Exactly the acknowledged
         // measurement is stored (before the fix: the second measurement took the second write while the
@@ -244,56 +255,27 @@ describe('an ordered call whose bucket is cleared under it', () => {
         expect(first.writeErrors.map((e) => e.index)).toEqual([0]);
         expect(second.writeErrors.map((e) => e.index)).toEqual([1]);
         expect(second.insertedCount).toBe(1);
-        const stored = await coll.find({}).toArray();
-        expect(stored.map((d) => d.id)).toEqual([1]);
-        await engine.close();
+        expect(stored).toEqual([1]);
       },
     );
 
     it.each([true, false])(
       'writes none of a series batch that also holds measurements after the cleared one (compressed format: %s)',
       async (compressed) => {
-        // Arrange: as above, but the ordered call's measurements alternate between two windows, so one of
-        // its batches holds its first and third measurements and the other its second.
-        const storage = new FaultyStorage(writeConcurrency, { commitWrites, atomicOrderedCommits: atomic });
-        const engine = new BucketEngine({
-          storage,
-          ttlMonitor: 'disabled',
-          parameters: {
-            timeseriesAlwaysUseCompressedBuckets: compressed,
-            timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
-          },
-        });
-        const coll = await engine.createCollection('o', {
-          timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 60, bucketRoundingSeconds: 60 },
-        });
-        storage.faults.push(
-          { kind: 'fail', error: new Error('first write') },
-          { kind: 'block', gate: Promise.resolve() },
-          { kind: 'fail', error: new Error('third write') },
-        );
-        // Act
-        const unordered = rejection(coll.insertMany([{ t: at(0), m: 'a', id: 0 }], { ordered: false }));
-        const ordered = rejection(
-          coll.insertMany(
-            [
-              { t: at(1), m: 'a', id: 1 },
-              { t: at(0), m: 'a', id: 2 },
-              { t: at(1), m: 'a', id: 3 },
-            ],
-            { ordered: true },
-          ),
-        );
-        const [first, second] = await Promise.all([unordered, ordered]);
+        // Act: the ordered call's measurements alternate between two windows, so one of its batches holds
+        // its first and third measurements and the other its second.
+        const { first, second, stored } = await race(mode, compressed, [
+          { t: at(1), m: 'a', id: 1 },
+          { t: at(0), m: 'a', id: 2 },
+          { t: at(1), m: 'a', id: 3 },
+        ]);
         // Assert: the ordered call stops at its second measurement; its third is not stored although it
         // shares a bucket with the first (before the fix, with the call's batches written together, that
         // bucket was written while the second measurement waited, and the third was stored).
         expect(first.writeErrors.map((e) => e.index)).toEqual([0]);
         expect(second.writeErrors.map((e) => e.index)).toEqual([1]);
         expect(second.insertedCount).toBe(1);
-        const stored = await coll.find({}).toArray();
-        expect(stored.map((d) => d.id)).toEqual([1]);
-        await engine.close();
+        expect(stored).toEqual([1]);
       },
     );
   });
