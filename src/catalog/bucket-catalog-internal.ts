@@ -12,7 +12,7 @@ import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
-import { flatShapeOf, matchesFlatShape } from './flat-shape.js';
+import { flatShapeOf, kNoFlatShape, matchesFlatShape } from './flat-shape.js';
 import type { FlatShape } from './flat-shape.js';
 import { createSchema, updateSchema } from '../bucket-format/schema.js';
 import type { SchemaUpdateOptions } from '../bucket-format/schema.js';
@@ -360,9 +360,12 @@ export function determineRolloverReason(
   if (updateSchema(bucket.schema, item.measurement, skipOptions(metaField)) === 'incompatible') {
     return 'schemaChange';
   }
-  if (bucket.measurementMap !== undefined) {
-    bucket.knownShape = flatShapeOf(item.measurement, metaField, coll.lastShape);
-    if (bucket.knownShape !== undefined) coll.lastShape = bucket.knownShape;
+  // One try per bucket: a bucket whose measurements change shape (sparse fields, strings) would otherwise
+  // build a shape for every measurement that no later one matches.
+  if (bucket.measurementMap !== undefined && bucket.knownShape === undefined) {
+    const shape = flatShapeOf(item.measurement, metaField, coll.lastShape);
+    if (shape !== undefined) coll.lastShape = shape;
+    bucket.knownShape = shape ?? kNoFlatShape;
   }
   return change;
 }

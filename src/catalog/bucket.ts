@@ -94,7 +94,8 @@ export interface Bucket {
   pendingOpenedDueToMetadata: boolean;
   /**
    * A flat measurement shape a compressed bucket has accepted (see `flat-shape.ts`): a measurement of that
-   * shape skips the size estimate and the schema walk. Shared between buckets.
+   * shape skips the size estimate and the schema walk. Shared between buckets. `undefined` until the
+   * first measurement after the bucket's first is checked; `kNoFlatShape` when that one was not flat.
    */
   knownShape: FlatShape | undefined;
   /** Whether the bucket is in its stripe's idle list (see `idle-list.ts`). */

@@ -13,7 +13,9 @@
  *   compressed bucket estimates nothing for them: the size change is zero.
  *
  * Shapes are shared: a collection keeps its last shape, and a bucket whose measurement has that shape
- * points to it (one pointer per bucket).
+ * points to it (one pointer per bucket). A bucket records a shape once, from the first measurement the
+ * full checks accept after its first: a bucket whose measurements vary keeps the first shape (which the
+ * others miss) or {@link kNoFlatShape}, rather than building a shape per measurement.
  *
  * @packageDocumentation
  */
@@ -32,6 +34,13 @@ export interface FlatShape {
   /** The metaField left out. */
   readonly metaField: string | undefined;
 }
+
+/** The shape of a bucket that has none to remember (its first checked measurement was not flat): matches nothing. */
+export const kNoFlatShape: FlatShape = Object.freeze({
+  names: Object.freeze([]),
+  kinds: Object.freeze([]),
+  metaField: undefined,
+});
 
 function kindOf(value: unknown): number {
   if (typeof value === 'number') return kNumber;
@@ -53,7 +62,7 @@ export function matchesFlatShape(
   measurement: Measurement,
   metaField: string | undefined,
 ): boolean {
-  if (shape === undefined || shape.metaField !== metaField) return false;
+  if (shape === undefined || shape === kNoFlatShape || shape.metaField !== metaField) return false;
   const { names, kinds } = shape;
   let i = 0;
   // for-in with an own-property check, as the passes it replaces (no array of names per measurement).

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createSchema, updateSchema } from '../../src/bucket-format/schema.js';
 import type { Schema, SchemaEntry } from '../../src/bucket-format/schema.js';
 import { calculateBucketFieldsAndSizeChange } from '../../src/catalog/bucket.js';
-import { flatShapeOf, matchesFlatShape } from '../../src/catalog/flat-shape.js';
+import { flatShapeOf, kNoFlatShape, matchesFlatShape } from '../../src/catalog/flat-shape.js';
 import type { FlatShape } from '../../src/catalog/flat-shape.js';
 
 // 'm' is the metaField; '__proto__' and 'constructor' are untrusted names that must stay plain fields.
@@ -116,5 +116,7 @@ describe('flat shapes', () => {
     expect(matchesFlatShape(first, { ts: new Date(1), a: 1 }, 'm')).toBe(false);
     expect(matchesFlatShape(first, { ts: new Date(1), a: 1, b: true, c: 2 }, 'm')).toBe(false);
     expect(matchesFlatShape(first, { ts: new Date(1), a: 1, b: true }, 'other')).toBe(false);
+    // The shape of a bucket that has none matches nothing, not even a measurement without fields.
+    expect(matchesFlatShape(kNoFlatShape, {}, undefined)).toBe(false);
   });
 });
