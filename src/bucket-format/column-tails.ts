@@ -78,3 +78,30 @@ export function columnDiffsOf(tails: ColumnTails): ColumnDiff[] {
   }
   return diffs;
 }
+
+/**
+ * Columns whose bytes a storage takes when it needs them (an open compressed bucket whose encoding is put
+ * off, see `MeasurementMap`): a commit then carries the source instead of its tails, and the storage
+ * applies what it takes, in order, as it would apply each commit's tails.
+ */
+export interface DeferredColumns {
+  /**
+   * Encode the first `count` measurements if they are not yet, and hand over every tail not taken before,
+   * oldest first.
+   *
+   * @param count - the measurements the storage holds (`control.count`).
+   * @param apply - called with each tail set, in order; it must copy what it keeps before returning.
+   */
+  takeTails(count: number, apply: (tails: ColumnTails) => void): void;
+}
+
+/** The tails of a commit that carries none (its source has them, {@link DeferredColumns}). */
+export const kNoTails: ColumnTails = Object.freeze({
+  fields: Object.freeze([]),
+  count: 0,
+  firstCreated: 0,
+  layout: new Int32Array(0),
+  layoutStart: 0,
+  bytes: new Uint8Array(0),
+  bytesStart: 0,
+});

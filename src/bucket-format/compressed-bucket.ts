@@ -12,7 +12,7 @@
 import type { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
-import type { ColumnTails } from './column-tails.js';
+import type { ColumnTails, DeferredColumns } from './column-tails.js';
 import type { MinMaxSnapshot } from './min-max-snapshot.js';
 import { isPathSafeFieldName } from '../util/safe-record.js';
 
@@ -62,6 +62,23 @@ export function makeCompressedBucketDocument(input: CompressedBucketInput): Reco
 }
 
 /**
+ * Where a first commit's document carries its {@link DeferredColumns} for a storage that takes them (its
+ * `data` is then empty until the storage fills it): a symbol, so that it is never a field of the document,
+ * and the storage removes it when it stores the document.
+ */
+export const kDeferredColumns: unique symbol = Symbol('tsbuckets.deferredColumns');
+
+/**
+ * The deferred columns a first commit's document carries, if any.
+ *
+ * @param doc - a bucket document to insert.
+ * @returns the columns, or `undefined`.
+ */
+export function deferredColumnsOf(doc: object): DeferredColumns | undefined {
+  return (doc as { [kDeferredColumns]?: DeferredColumns })[kDeferredColumns];
+}
+
+/**
  * A later commit to a compressed bucket, as a storage receives it: the new count (and version 3 when the
  * commit made the bucket unsorted), the new `control.min`/`control.max`, and per column the bytes to
  * splice in.
@@ -89,6 +106,14 @@ export interface CompressedBucketCommit {
    * appended to `data` whole. `columnDiffsOf` gives them one diff per column.
    */
   readonly tails: ColumnTails;
+  /**
+   * Set for a storage that takes deferred columns (`MemoryStorage`): `tails` is then empty and the
+   * storage takes the bytes from here when it needs them ({@link DeferredColumns.takeTails}, up to its
+   * `control.count`).
+   */
+  readonly deferred?: DeferredColumns;
+  /** With `deferred`: take the tails of the measurements before this commit now (they are kept long enough). */
+  readonly drain?: boolean;
 }
 
 /**

@@ -13,10 +13,80 @@ import { BSONColumnBuilder } from './bson-column/bsoncolumn-builder.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { Measurement } from './bucket-document.js';
 import type { DiffSink } from './bson-column/bsoncolumn-builder.js';
-import type { ColumnDiff, ColumnTails } from './column-tails.js';
+import type { ColumnDiff, ColumnTails, DeferredColumns } from './column-tails.js';
+import { invariant } from '../util/invariant.js';
 
-/** The per-field columns of one open compressed bucket. */
-export class MeasurementMap {
+/**
+ * How many measurements a deferred map keeps before its storage should take their tails (see
+ * {@link MeasurementMap.shouldDrain}): enough that appending them touches each column's encoder once per
+ * run rather than once per measurement, few enough that the rows kept (the validated copies) stay small
+ * next to the encoders.
+ */
+export const kDeferredDrainThreshold = 16;
+
+/**
+ * An upper bound of what one value (or one skip) can add to its column's finalized binary: at most one
+ * Simple-8b block and the control byte it may open, or a literal of at most 9 bytes (a double, a date, an
+ * int64) and the control byte that follows it. Values with larger literals add their size.
+ */
+const kValueBound = 10;
+/** What a column new to the bucket adds besides its values: its terminating byte, and one to spare. */
+const kNewColumnBound = 2;
+
+/**
+ * Upper bound of the bytes `value` adds to its column (see {@link kValueBound}); `Infinity` for values
+ * whose encoding is not bounded this simply (objects and arrays, encoded interleaved; binaries, regular
+ * expressions), which makes the catalog measure the bucket exactly.
+ */
+function valueBound(value: unknown): number {
+  switch (typeof value) {
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return kValueBound;
+    case 'string':
+      // A literal: type, length, at most 3 UTF-8 bytes per UTF-16 unit, the terminating zero.
+      return Math.max(kValueBound, 3 * value.length + 7);
+    case 'object': {
+      if (value === null || value instanceof Date) return kValueBound;
+      switch ((value as { _bsontype?: unknown })._bsontype) {
+        case 'Long':
+        case 'Int32':
+        case 'Double':
+        case 'Timestamp':
+        case 'MinKey':
+        case 'MaxKey':
+          return kValueBound;
+        case 'ObjectId':
+          return 1 + 12 + 1;
+        case 'Decimal128':
+          return 1 + 16 + 1;
+        default:
+          return Number.POSITIVE_INFINITY;
+      }
+    }
+    default:
+      return Number.POSITIVE_INFINITY;
+  }
+}
+
+/**
+ * The per-field columns of one open compressed bucket.
+ *
+ * Two ways to run, chosen when the map is made:
+ * - **eager** (a storage that receives each commit's bytes, as MongoDB does): each measurement is
+ *   encoded when appended, and every commit takes the columns' tails ({@link MeasurementMap.intermediateTails}).
+ * - **deferred** (`MemoryStorage`, which holds the bucket's columns itself): appending keeps the
+ *   measurement and an upper bound of what it adds; the storage takes the tails when it needs the bytes
+ *   ({@link MeasurementMap.takeTails}: a read, or every {@link kDeferredDrainThreshold} measurements), and
+ *   the measurements are then encoded one after another while their bucket's encoders are in the cache.
+ *   A bulk load appends one measurement to each of thousands of buckets in turn: encoding at once paid a
+ *   cache miss on every column's encoder per measurement. The bytes are the same either way.
+ *
+ * Only measurements the storage holds are ever encoded in deferred mode (the storage says how many when
+ * it takes the tails; the catalog settles only committed ones), so a failed write leaves nothing to undo.
+ */
+export class MeasurementMap implements DeferredColumns {
   /** Column index by field name. */
   readonly #columns = new Map<string, number>();
   /**
@@ -25,25 +95,44 @@ export class MeasurementMap {
    * column: a bulk load touches thousands of buckets between two measurements of one, and the arrays are
    * a few contiguous cache lines. A measurement whose fields come in the order of the columns (the usual
    * case: an ingester builds every document alike) finds each column by position, without a map lookup.
+   *
+   * Deferred, a column is named when a measurement with the field is appended and gets its encoder when
+   * that measurement is encoded: the encoders are a prefix of the names.
    */
   readonly #names: string[] = [];
   readonly #builders: BSONColumnBuilder[] = [];
   readonly #lastSeen: number[] = [];
   /** Columns from this index on are not in the stored document yet (made since the last diffs). */
   #firstCreated = 0;
+  /** Names from this index on were not reported by {@link MeasurementMap.takeNewColumns} yet. */
+  #namesTaken = 0;
   readonly #timeField: string;
+  #metaField: string | undefined;
+  /** Measurements appended. */
   #count = 0;
+  /** Measurements encoded (all of them when eager). */
+  #encoded = 0;
   #compressedSize = 0;
   /** Time of the last measurement appended, epoch ms (`NaN` when empty). */
   #lastTimeMs = Number.NaN;
+  readonly #deferred: boolean;
+  /** Deferred: the measurements `[#encoded, #count)` and each one's size bound. */
+  #rows: Measurement[] = [];
+  #rowBounds: number[] = [];
+  /** Deferred: tails made (the catalog measured the bucket) and not yet taken by the storage. */
+  #queued: ColumnTails[] | undefined;
+  /** Deferred: closed; only the queued tails are left. */
+  #sealed = false;
 
   /**
    * An empty map whose first column is the time field.
    *
    * @param timeField - the collection's time field (its column comes first in the document).
+   * @param mode - `'deferred'` for a storage that takes the tails itself (see the class comment).
    */
-  constructor(timeField: string) {
+  constructor(timeField: string, mode: 'eager' | 'deferred' = 'eager') {
     this.#timeField = timeField;
+    this.#deferred = mode === 'deferred';
   }
 
   /**
@@ -54,6 +143,7 @@ export class MeasurementMap {
    * @param data - the stored `data` object: field → BinData subtype 7.
    * @param count - the measurements in the bucket (`control.count`).
    * @param lastTimeMs - the time of the last stored measurement (for a sorted bucket, `control.max`'s).
+   * @param mode - as for the constructor.
    * @returns the map, as if every stored entry had been appended and reported.
    * @throws TimeseriesError when a column is not a valid BSONColumn.
    */
@@ -62,8 +152,9 @@ export class MeasurementMap {
     data: Readonly<Record<string, unknown>>,
     count: number,
     lastTimeMs: number,
+    mode: 'eager' | 'deferred' = 'eager',
   ): MeasurementMap {
-    const map = new MeasurementMap(timeField);
+    const map = new MeasurementMap(timeField, mode);
     for (const field of Object.keys(data)) {
       const column = data[field] as { _bsontype?: unknown; sub_type?: unknown } | undefined;
       if (column?._bsontype !== 'Binary' || column.sub_type !== kColumnSubtype) {
@@ -71,11 +162,15 @@ export class MeasurementMap {
       }
       const { buffer, position } = column as unknown as { buffer: Uint8Array; position: number };
       const bytes = buffer.subarray(0, position);
-      map.#add(field, BSONColumnBuilder.fromBinary(bytes), count - 1);
+      map.#addName(field);
+      map.#builders.push(BSONColumnBuilder.fromBinary(bytes));
+      map.#lastSeen.push(count - 1);
       map.#compressedSize += bytes.length;
     }
     map.#firstCreated = map.#names.length;
+    map.#namesTaken = map.#names.length;
     map.#count = count;
+    map.#encoded = count;
     map.#lastTimeMs = lastTimeMs;
     return map;
   }
@@ -83,6 +178,11 @@ export class MeasurementMap {
   /** Measurements in the map. */
   get count(): number {
     return this.#count;
+  }
+
+  /** Whether the map defers encoding (see the class comment). */
+  get deferred(): boolean {
+    return this.#deferred;
   }
 
   /** Total bytes of the columns as of the last {@link MeasurementMap.intermediate}. */
@@ -101,19 +201,61 @@ export class MeasurementMap {
 
   /**
    * Append one measurement (`insertOne`): a field seen for the first time gets a column of skips for the
-   * measurements before it; every column the measurement lacks gets a skip.
+   * measurements before it; every column the measurement lacks gets a skip. Deferred, the measurement is
+   * kept (it must not change afterwards) and encoded when the storage or the catalog asks.
    *
    * @param measurement - the measurement; its time field holds a `Date`.
    * @param metaField - not stored in `data`.
    */
   insertOne(measurement: Measurement, metaField: string | undefined): void {
-    const index = this.#count;
-    if (index === 0 && !this.#columns.has(this.#timeField)) {
-      this.#add(this.#timeField, new BSONColumnBuilder(), -1);
+    invariant(!this.#sealed, 2401, 'append to a closed measurement map');
+    this.#metaField = metaField;
+    this.#lastTimeMs = (measurement[this.#timeField] as Date).getTime();
+    if (!this.#deferred) {
+      this.#encode(measurement);
+      this.#count = this.#encoded;
+      return;
     }
+    const index = this.#count;
+    const names = this.#names;
+    let bound = 0;
+    if (names.length === 0) {
+      this.#addName(this.#timeField);
+      bound += kNewColumnBound;
+    }
+    let guess = 0;
+    let seen = 0;
+    for (const field in measurement) {
+      if (!hasOwnField(measurement, field) || field === metaField) continue;
+      const value = measurement[field];
+      if (value === undefined) continue;
+      if (names[guess] === field) guess++;
+      else if (!this.#columns.has(field)) {
+        this.#addName(field);
+        // Its skips for the measurements before it.
+        bound += kNewColumnBound + kValueBound * index;
+      }
+      bound += valueBound(value);
+      seen++;
+    }
+    // A skip in every column the measurement lacks.
+    bound += kValueBound * (names.length - seen);
+    this.#rows.push(measurement);
+    this.#rowBounds.push(bound);
+    this.#count = index + 1;
+  }
+
+  /** Encode one measurement into the columns' encoders. */
+  #encode(measurement: Measurement): void {
+    const index = this.#encoded;
     const names = this.#names;
     const builders = this.#builders;
     const lastSeen = this.#lastSeen;
+    const metaField = this.#metaField;
+    if (builders.length === 0) {
+      if (names.length === 0) this.#addName(this.#timeField);
+      this.#addBuilder(0);
+    }
     // Where the next field is expected if the measurement follows the column order (the time column comes
     // first in the bucket, wherever it is in the measurement, so order is checked among the others).
     let guess = 0;
@@ -123,34 +265,125 @@ export class MeasurementMap {
       const value = measurement[field];
       if (value === undefined) continue;
       let at = names[guess] === field ? guess++ : -1;
-      if (at < 0) {
-        const found = this.#columns.get(field);
-        if (found === undefined) {
-          const builder = new BSONColumnBuilder();
-          for (let i = 0; i < index; i++) builder.skip();
-          at = names.length;
-          this.#add(field, builder, -1);
-        } else at = found;
-      }
+      if (at < 0) at = this.#columns.get(field) ?? this.#addName(field);
+      if (at >= builders.length) this.#addBuilder(at);
       // The builder encodes the value now: the caller may reuse its objects afterwards.
       (builders[at] as BSONColumnBuilder).append(value);
       lastSeen[at] = index;
     }
-    this.#count = index + 1;
+    this.#encoded = index + 1;
     for (let i = 0; i < lastSeen.length; i++) {
       if (lastSeen[i] !== index) {
         (builders[i] as BSONColumnBuilder).skip();
         lastSeen[i] = index;
       }
     }
-    this.#lastTimeMs = (measurement[this.#timeField] as Date).getTime();
   }
 
-  #add(field: string, builder: BSONColumnBuilder, lastSeen: number): void {
-    this.#columns.set(field, this.#names.length);
+  /** Name a new column; returns its index. */
+  #addName(field: string): number {
+    const at = this.#names.length;
+    this.#columns.set(field, at);
     this.#names.push(field);
+    return at;
+  }
+
+  /** Give column `at` (the first without one) its encoder, with a skip for each measurement before. */
+  #addBuilder(at: number): void {
+    invariant(at === this.#builders.length, 2402, 'column encoders out of order');
+    const builder = new BSONColumnBuilder();
+    for (let i = 0; i < this.#encoded; i++) builder.skip();
     this.#builders.push(builder);
-    this.#lastSeen.push(lastSeen);
+    this.#lastSeen.push(-1);
+  }
+
+  /**
+   * The columns named since the last call (a deferred commit's new columns), or `undefined` when none is.
+   *
+   * @returns the names, in column order.
+   */
+  takeNewColumns(): ReadonlyArray<string> | undefined {
+    const names = this.#names;
+    if (this.#namesTaken === names.length) return undefined;
+    const created = names.slice(this.#namesTaken);
+    this.#namesTaken = names.length;
+    return created;
+  }
+
+  /**
+   * Whether the storage should take the tails with the next commit: enough measurements wait to be
+   * encoded, or the catalog measured the bucket and left tails behind.
+   *
+   * @returns whether to drain.
+   */
+  shouldDrain(): boolean {
+    return this.#rows.length >= kDeferredDrainThreshold || this.#queued !== undefined;
+  }
+
+  /**
+   * The columns' size after the first `count` measurements: exact up to the measurements encoded, plus
+   * the bound of each one still kept (eager maps are always exact). When `count` is below the measurements
+   * encoded (the storage took a commit the catalog has not finished), the encoded size is given: an upper
+   * bound still.
+   *
+   * @param count - measurements counted (the bucket's committed ones).
+   * @returns the size or its upper bound (`Infinity` when a kept value has none).
+   */
+  sizeBound(count: number): number {
+    let size = this.#compressedSize;
+    const rows = this.#rowBounds;
+    for (let i = 0, n = count - this.#encoded; i < n; i++) size += rows[i] as number;
+    return size;
+  }
+
+  /**
+   * Encode the first `count` measurements (deferred), leaving their tails for the storage: afterwards
+   * {@link MeasurementMap.sizeBound} is exact for `count`.
+   *
+   * @param count - measurements the storage holds (at most {@link MeasurementMap.count}).
+   */
+  settle(count: number): void {
+    const from = this.#encoded;
+    if (count <= from) return;
+    invariant(!this.#sealed && count <= this.#count, 2403, 'settle beyond the measurements appended');
+    const rows = this.#rows;
+    const n = count - from;
+    for (let i = 0; i < n; i++) this.#encode(rows[i] as Measurement);
+    rows.splice(0, n);
+    this.#rowBounds.splice(0, n);
+    const tails = this.intermediateTails();
+    if (this.#queued === undefined) this.#queued = [tails];
+    else this.#queued.push(tails);
+  }
+
+  /**
+   * {@inheritDoc DeferredColumns.takeTails}
+   */
+  takeTails(count: number, apply: (tails: ColumnTails) => void): void {
+    this.settle(count);
+    const queued = this.#queued;
+    if (queued === undefined) return;
+    this.#queued = undefined;
+    for (const tails of queued) apply(tails);
+  }
+
+  /**
+   * Close a deferred map: encode the first `count` measurements for the storage to take, and let go of
+   * the encoders and of the measurements after them (a failed write's). The tails left are copied out of
+   * the shared slabs, which they would otherwise keep alive.
+   *
+   * @param count - the bucket's committed measurements.
+   */
+  seal(count: number): void {
+    if (!this.#deferred || this.#sealed) return;
+    this.settle(Math.min(count, this.#count));
+    this.#sealed = true;
+    this.#queued = this.#queued?.map(ownTails);
+    this.#columns.clear();
+    this.#builders.length = 0;
+    this.#lastSeen.length = 0;
+    this.#rows = [];
+    this.#rowBounds = [];
   }
 
   /**
@@ -160,7 +393,7 @@ export class MeasurementMap {
    *   minus old total.
    */
   intermediate(): { readonly diffs: ReadonlyArray<ColumnDiff>; readonly delta: number } {
-    const n = this.#names.length;
+    const n = this.#builders.length;
     // Every column's tail into one scratch array, then one copy of it that the diffs view: a first commit's
     // document keeps one buffer rather than one per column (an open bucket each, 100 000 of them in a
     // large ingest, each an ArrayBuffer the garbage collector tracks).
@@ -231,6 +464,26 @@ export class MeasurementMap {
     const bytes = byteSink.buf;
     return { fields: this.#names, count: n, firstCreated, layout, layoutStart, bytes, bytesStart };
   }
+}
+
+/** A copy of `tails` in arrays of its own. */
+function ownTails(tails: ColumnTails): ColumnTails {
+  const { count, layout, layoutStart, bytesStart } = tails;
+  const end = count === 0 ? bytesStart : (layout[layoutStart + 2 * count - 1] as number);
+  const own = new Int32Array(2 * count);
+  for (let i = 0; i < count; i++) {
+    own[2 * i] = layout[layoutStart + 2 * i] as number;
+    own[2 * i + 1] = (layout[layoutStart + 2 * i + 1] as number) - bytesStart;
+  }
+  return {
+    fields: tails.fields,
+    count,
+    firstCreated: tails.firstCreated,
+    layout: own,
+    layoutStart: 0,
+    bytes: tails.bytes.slice(bytesStart, end),
+    bytesStart: 0,
+  };
 }
 
 /**

@@ -116,6 +116,8 @@ export interface CatalogState {
   readonly onBucketClosed: BucketClosedHook | undefined;
   /** Whether late measurements may reopen buckets from storage (`'enabled'` by default). */
   readonly reopening: 'enabled' | 'disabled';
+  /** Whether compressed buckets defer their encoding to the storage (`MeasurementMap`'s deferred mode). */
+  readonly deferredColumns: boolean;
 }
 
 /** One measurement to stage, with what the caller already derived from it. */
@@ -341,7 +343,8 @@ export function determineRolloverReason(
   const known =
     bucket.measurementMap !== undefined && matchesFlatShape(bucket.knownShape, item.measurement, metaField);
   const change = known ? kNoChange : calculateBucketFieldsAndSizeChange(bucket, item.measurement, metaField);
-  const newSize = bucket.size + change.sizeToBeAdded;
+  const limit = Math.min(params.timeseriesBucketMaxSize, kLargeMeasurementsMaxBucketSize);
+  const newSize = bucketSize(bucket, limit - change.sizeToBeAdded) + change.sizeToBeAdded;
   // A parameter above 16 MiB still never lets a bucket document grow past what BSON holds: such a
   // measurement goes to a new bucket, where one too large for any bucket is refused (BSONObjectTooLarge).
   if (newSize > params.timeseriesBucketMaxSize || newSize > kLargeMeasurementsMaxBucketSize) {
@@ -502,7 +505,7 @@ function allocateBucket(
     // whose format no longer matches; here the parameter is fixed for the catalog's life).
     measurementMap:
       state.parameters.timeseriesAlwaysUseCompressedBuckets === true
-        ? new MeasurementMap(options.timeField)
+        ? new MeasurementMap(options.timeField, state.deferredColumns ? 'deferred' : 'eager')
         : undefined,
     committedMeasurements: 0,
     fieldNames: [],
@@ -589,13 +592,28 @@ export function rollover(
     performRolloverAction(state, lock, coll, bucket);
 }
 
+/**
+ * The bucket's size as the rollover rules count it. A deferred bucket's columns count by their upper bound
+ * while that stays within `limit`; above it, the committed measurements are encoded and measured (the
+ * server's size after each commit is the measured one), so every decision is the one exact sizes give.
+ */
+function bucketSize(bucket: Bucket, limit: number): number {
+  const map = bucket.measurementMap;
+  if (map === undefined || !map.deferred) return bucket.size;
+  const committed = bucket.numCommittedMeasurements;
+  const bound = bucket.size + map.sizeBound(committed);
+  if (bound <= limit) return bound;
+  map.settle(committed);
+  return bucket.size + map.sizeBound(committed);
+}
+
 /** Whether a bucket is full by count, or definitely full by size (`timeseriesBucketMinCount` reached). */
 function fullBy(state: CatalogState, bucket: Bucket): 'count' | 'size' | undefined {
   const params = state.parameters;
   if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return 'count';
   if (
-    bucket.size >= params.timeseriesBucketMaxSize &&
-    bucket.numMeasurements >= params.timeseriesBucketMinCount
+    bucket.numMeasurements >= params.timeseriesBucketMinCount &&
+    bucketSize(bucket, params.timeseriesBucketMaxSize - 1) >= params.timeseriesBucketMaxSize
   ) {
     return 'size';
   }
@@ -671,6 +689,8 @@ export function closeOpenBucket(
   stripe.idleBuckets.delete(bucket);
   removeOpenBucket(lock, bucket);
   state.memoryUsage -= bucket.memoryUsage;
+  // Nothing appends to it any more: what the storage has not taken is encoded, the encoders let go.
+  bucket.measurementMap?.seal(bucket.numCommittedMeasurements);
   if (how !== 'archived') coll.stats.addActiveBuckets(-1);
   if (how === 'closed' && bucket.numCommittedMeasurements > 0) {
     state.onBucketClosed?.(bucket.id.ns, bucket.id.oid);

@@ -144,6 +144,12 @@ export interface BucketCatalogOptions {
    * @defaultValue 'enabled'
    */
   readonly reopening?: 'enabled' | 'disabled';
+  /**
+   * Whether the storage takes compressed buckets' columns when it needs them (`MemoryStorage`): the
+   * buckets' encoding is then deferred (see `MeasurementMap`). Only for the compressed format.
+   * @defaultValue false
+   */
+  readonly deferredColumns?: boolean;
 }
 
 /**
@@ -181,6 +187,7 @@ export class BucketCatalog {
       nextOpId: 1,
       onBucketClosed: options.onBucketClosed,
       reopening: options.reopening ?? 'enabled',
+      deferredColumns: options.deferredColumns === true,
     };
   }
 
@@ -350,7 +357,14 @@ export class BucketCatalog {
     // A candidate used as stored is the document rehydrated (the query measured it); a rewritten one was
     // measured while it was built.
     const size = stored.doc === candidate.doc ? candidate.size : stored.size;
-    const result = rehydrateBucket(coll, key, stored.doc, size, compressed ? 'compressed' : 'uncompressed');
+    const result = rehydrateBucket(
+      coll,
+      key,
+      stored.doc,
+      size,
+      compressed ? 'compressed' : 'uncompressed',
+      this.#state.deferredColumns ? 'deferred' : 'eager',
+    );
     if (result.kind === 'ok') return result.bucket;
     coll.stats.inc('numBucketReopeningsFailed');
     return undefined;

@@ -15,10 +15,12 @@ import type { ObjectId } from 'bson';
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import {
   kCompressedUnsortedVersion,
+  kDeferredColumns,
   makeCompressedBucketDocument,
 } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
-import type { ColumnDiff } from '../bucket-format/column-tails.js';
+import { kNoTails } from '../bucket-format/column-tails.js';
+import type { ColumnDiff, DeferredColumns } from '../bucket-format/column-tails.js';
 import { snapshotMinMax } from '../bucket-format/min-max.js';
 import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
@@ -65,11 +67,45 @@ export function prepareCompressedWrite(
       stats.inc('numCompressedBucketsConvertedToUnsorted');
     }
   }
+  // Deferred: the measurements kept so far are all committed (one prepared batch per bucket, and a failed
+  // one clears the bucket), so the storage may take them once it has applied this commit's guard.
+  const drain = map.deferred && map.shouldDrain();
   for (const m of measurements) map.insertOne(m, metaField);
-  const sizeBefore = map.compressedSize;
   // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then.
   const minMax = snapshotMinMax(bucket.minMax);
   const bucketId = bucket.id.oid;
+  if (map.deferred) {
+    // The bucket's size counts the columns through the map (MeasurementMap.sizeBound), not per batch.
+    batch.compressedSizeDelta = 0;
+    batch.createdColumns = map.takeNewColumns() ?? batch.createdColumns;
+    if (n === 0) {
+      const document = makeCompressedBucketDocument({
+        id: bucketId,
+        hasMeta: bucket.hasMeta,
+        normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
+        min: minMax.min,
+        max: minMax.max,
+        count: map.count,
+        data: {},
+      });
+      (document as { [kDeferredColumns]?: DeferredColumns })[kDeferredColumns] = map;
+      return { kind: 'insert', bucketId, document };
+    }
+    const commit: CompressedBucketCommit = {
+      format: 'compressed',
+      bucketId,
+      bucketIdHex: bucket.id.hex,
+      numPreviouslyCommittedMeasurements: n,
+      count: n + measurements.length,
+      version: unsorted ? kCompressedUnsortedVersion : undefined,
+      minMax,
+      tails: kNoTails,
+      deferred: map,
+      drain,
+    };
+    return { kind: 'update', bucketId, commit };
+  }
+  const sizeBefore = map.compressedSize;
   if (n === 0) {
     const { diffs } = map.intermediate();
     batch.compressedSizeDelta = map.compressedSize - sizeBefore;

@@ -272,6 +272,7 @@ export type RehydrateResult =
  * @param doc - the stored document.
  * @param size - its BSON size, when already known.
  * @param format - which format the catalog writes: the document must be in it.
+ * @param mode - a compressed bucket's encoding: deferred when the storage takes the columns itself.
  * @returns the bucket, or why it cannot be reopened.
  */
 export function rehydrateBucket(
@@ -280,6 +281,7 @@ export function rehydrateBucket(
   doc: StoredBucket,
   size?: number,
   format: 'uncompressed' | 'compressed' = 'uncompressed',
+  mode: 'eager' | 'deferred' = 'eager',
 ): RehydrateResult {
   const options = collection.options;
   const id = doc._id;
@@ -320,6 +322,7 @@ export function rehydrateBucket(
         data as Record<string, unknown>,
         count,
         lastTimeMs,
+        mode,
       );
     } catch {
       return { kind: 'failed', reason: 'malformed compressed column' };
@@ -335,7 +338,9 @@ export function rehydrateBucket(
     startMs: start.getTime(),
     minMax: minMaxFromDocuments(min, max),
     schema: schema.schema,
-    size: size ?? bsonValueSize(doc),
+    // A deferred map counts the columns itself (MeasurementMap.sizeBound): the bucket's size is the rest.
+    size:
+      (size ?? bsonValueSize(doc)) - (measurementMap?.deferred === true ? measurementMap.compressedSize : 0),
     measurementMap,
     // `rehydrateBucket`: a reopened version-3 bucket stays unsorted.
     sortedByTime: control.version !== 3,

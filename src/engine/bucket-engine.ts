@@ -11,6 +11,7 @@ import { TimeseriesError } from '../errors.js';
 import { resolveCollectionOptions, sameCollectionOptions } from '../options.js';
 import type { CreateCollectionOptions } from '../options.js';
 import type { Storage } from '../storage/storage.js';
+import { takesDeferredColumns } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
 import type { MeasurementDocument } from '../reader/reader.js';
 import { checkCollectionName } from './argument-checks.js';
@@ -108,6 +109,7 @@ export class BucketEngine {
         timeseriesValidateCompressedBuckets: parameters.timeseriesValidateCompressedBuckets,
       },
       reopening: resolved.reopening,
+      deferredColumns: takesDeferredColumns(this.storage),
       ...(compressor === undefined
         ? {}
         : {

@@ -15,6 +15,7 @@ import { LRUCache } from 'lru-cache';
 import { columnDiffsOf } from '../bucket-format/column-tails.js';
 import { binaryBytes } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import { invariant } from '../util/invariant.js';
 import { getOwnField } from '../util/safe-record.js';
 
 /** The stored columns of one compressed bucket, and the count they hold. */
@@ -146,6 +147,8 @@ export function spliceColumns(
   stored: ReadonlyMap<string, Uint8Array>,
   commit: CompressedBucketCommit,
 ): Map<string, Binary> | undefined {
+  // Only a storage that says it takes deferred columns is sent commits without their bytes.
+  invariant(commit.deferred === undefined, 2404, 'deferred columns sent to MongoStorage');
   const out = new Map<string, Binary>();
   for (const diff of columnDiffsOf(commit.tails)) {
     if (diff.created) {

@@ -10,6 +10,7 @@
  */
 import { Binary } from 'bson';
 
+import type { ColumnTails, DeferredColumns } from '../bucket-format/column-tails.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
@@ -45,6 +46,11 @@ interface LiveBucket {
   readonly lengths: number[];
   /** Whether a materialised document views `arena` (the next commit copies it first). */
   shared: boolean;
+  /**
+   * Where the bytes of the measurements after those in `arena` are (the catalog's encoders, deferred):
+   * taken up to `count` when the bucket is read, or when a commit asks to drain.
+   */
+  source: DeferredColumns | undefined;
 }
 
 /** The live compressed buckets of one namespace. */
@@ -99,27 +105,17 @@ export class LiveColumns {
   apply(key: string, docs: ReadonlyMap<string, StoredBucket>, commit: CompressedBucketCommit): boolean {
     const live = this.#matching(key, docs, commit);
     if (live === undefined) return false;
-    const { fields, count, firstCreated, layout, layoutStart, bytes } = commit.tails;
-    const { starts, caps, lengths } = live;
-    if (live.shared) relayout(live, -1, 0);
-    let arena = live.arena;
-    let start = commit.tails.bytesStart;
-    for (let i = 0; i < count; i++) {
-      const offset = layout[layoutStart + 2 * i] as number;
-      const tailEnd = layout[layoutStart + 2 * i + 1] as number;
-      const end = offset + tailEnd - start;
-      const at =
-        i < firstCreated ? positionOf(live, fields[i] as string, i) : newColumn(live, fields[i] as string);
-      if (end > (caps[at] as number)) {
-        relayout(live, at, end);
-        arena = live.arena;
-      }
-      const to = (starts[at] as number) + offset;
-      // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
-      if (tailEnd - start > 64) arena.set(bytes.subarray(start, tailEnd), to);
-      else for (let j = start, o = to; j < tailEnd; j++, o++) arena[o] = bytes[j] as number;
-      lengths[at] = end;
-      start = tailEnd;
+    const deferred = commit.deferred;
+    // Another source (a bucket reopened by a new map, or written by another catalog): what the old one
+    // holds for this bucket comes first.
+    if (live.source !== undefined && live.source !== deferred) {
+      take(live);
+      live.source = undefined;
+    }
+    if (deferred === undefined) applyTails(live, commit.tails);
+    else {
+      if (commit.drain === true) take(live);
+      live.source = deferred;
     }
     live.count = commit.count;
     if (commit.version !== undefined) live.version = commit.version;
@@ -139,9 +135,38 @@ export class LiveColumns {
       const live = this.#buckets.get(key);
       const base = docs.get(key);
       if (live === undefined || base === undefined) continue;
+      take(live);
       docs.set(key, documentOf(base, live));
     }
     this.#dirty.clear();
+  }
+
+  /**
+   * Keep a first commit's document whose columns its source holds (its `data` is empty): the document is
+   * built when read.
+   *
+   * @param key - the bucket's key in the namespace's documents.
+   * @param doc - the stored document (version 2, `control.count` set).
+   * @param source - where the columns are.
+   */
+  adopt(key: string, doc: StoredBucket, source: DeferredColumns): void {
+    const control = doc.control as Record<string, unknown>;
+    this.#buckets.set(key, {
+      count: Number(control.count),
+      version: control.version,
+      minMax: MinMaxSnapshot.ofDocuments(
+        control.min as Readonly<Record<string, unknown>>,
+        control.max as Readonly<Record<string, unknown>>,
+      ),
+      names: [],
+      arena: kEmpty,
+      starts: [],
+      caps: [],
+      lengths: [],
+      shared: false,
+      source,
+    });
+    this.#dirty.add(key);
   }
 
   /**
@@ -187,6 +212,7 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
     caps: names.map(() => 0),
     lengths: columns.map((bytes) => bytes.length),
     shared: false,
+    source: undefined,
   };
   // Regions sized for the columns' lengths (the empty buffer has nothing to copy), then filled.
   relayout(live, -1, 0);
@@ -197,6 +223,40 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
 }
 
 const kEmpty = new Uint8Array(0);
+
+/** Take from the bucket's source what it holds up to the bucket's count. */
+function take(live: LiveBucket): void {
+  live.source?.takeTails(live.count, (tails) => {
+    applyTails(live, tails);
+  });
+}
+
+/** Splice each column's tail in (a new column is appended). */
+function applyTails(live: LiveBucket, tails: ColumnTails): void {
+  const { fields, count, firstCreated, layout, layoutStart, bytes } = tails;
+  if (count === 0) return;
+  const { starts, caps, lengths } = live;
+  if (live.shared) relayout(live, -1, 0);
+  let arena = live.arena;
+  let start = tails.bytesStart;
+  for (let i = 0; i < count; i++) {
+    const offset = layout[layoutStart + 2 * i] as number;
+    const tailEnd = layout[layoutStart + 2 * i + 1] as number;
+    const end = offset + tailEnd - start;
+    const at =
+      i < firstCreated ? positionOf(live, fields[i] as string, i) : newColumn(live, fields[i] as string);
+    if (end > (caps[at] as number)) {
+      relayout(live, at, end);
+      arena = live.arena;
+    }
+    const to = (starts[at] as number) + offset;
+    // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
+    if (tailEnd - start > 64) arena.set(bytes.subarray(start, tailEnd), to);
+    else for (let j = start, o = to; j < tailEnd; j++, o++) arena[o] = bytes[j] as number;
+    lengths[at] = end;
+    start = tailEnd;
+  }
+}
 
 /**
  * Move the bucket's columns to a new buffer, each region twice its bytes (at least 64), column `at`'s

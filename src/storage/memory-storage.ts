@@ -6,6 +6,7 @@ import { update as applyUpdate } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/bucket-document.js';
+import { deferredColumnsOf, kDeferredColumns } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField } from '../util/safe-record.js';
@@ -31,6 +32,7 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
+import { kTakesDeferredColumns } from './storage.js';
 import {
   bsonNumberValue,
   bsonValueSize,
@@ -122,8 +124,14 @@ export class MemoryStorage implements Storage {
     if (entry.docs.has(key)) throw duplicateKey(ns, key);
     // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
     indexMeta(entry, key, doc);
+    const deferred = deferredColumnsOf(doc);
+    if (deferred === undefined) entry.live.forget(key);
+    else {
+      // A first commit whose columns the catalog's encoders hold: kept, filled in when read.
+      Reflect.deleteProperty(doc, kDeferredColumns);
+      entry.live.adopt(key, doc, deferred);
+    }
     entry.docs.set(key, doc);
-    entry.live.forget(key);
   }
 
   /**
@@ -530,6 +538,10 @@ export class MemoryStorage implements Storage {
     }
   }
 }
+
+// Compressed buckets' columns are taken from the catalog's encoders when read (or every few commits): a
+// commit costs what recording its count costs, and the encoding runs a bucket at a time (subclasses too).
+Object.defineProperty(MemoryStorage.prototype, kTakesDeferredColumns, { value: true });
 
 /**
  * The keys a document is filed under in the meta index: `''` without `meta`, else {@link equalityKey} of

@@ -16,6 +16,23 @@ import type { CounterUpdate } from './counter-update.js';
  */
 export type StorageCommit = BucketCommit | CompressedBucketCommit;
 
+/**
+ * `true` on a storage that takes compressed buckets' columns when it needs them (`DeferredColumns`:
+ * commits with `deferred` set, first documents carrying `kDeferredColumns`). Internal: the engine defers
+ * encoding only for such a storage; any other receives every commit's bytes.
+ */
+export const kTakesDeferredColumns: unique symbol = Symbol('tsbuckets.takesDeferredColumns');
+
+/**
+ * Whether `storage` takes deferred columns ({@link kTakesDeferredColumns}).
+ *
+ * @param storage - the engine's storage.
+ * @returns whether it does.
+ */
+export function takesDeferredColumns(storage: object): boolean {
+  return (storage as { [kTakesDeferredColumns]?: unknown })[kTakesDeferredColumns] === true;
+}
+
 /** A MongoDB query filter over bucket documents. */
 export type BucketFilter = Readonly<Record<string, unknown>>;
 

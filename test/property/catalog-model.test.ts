@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { BucketEngine, BulkWriteError } from '../../src/index.js';
 import type { TimeseriesCollection } from '../../src/index.js';
 import { Deferred } from '../../src/util/deferred.js';
+import { eagerColumns } from '../support/eager-columns.js';
 import { FaultyStorage } from '../support/faulty-storage.js';
 import { unpackV1 } from '../support/unpack-v1.js';
 
@@ -177,18 +178,21 @@ describe('engine write path against a model', () => {
       fc.asyncProperty(
         fc.commands([commandArb], { maxCommands: 12 }),
         fc.constantFrom<1 | 3 | 'together' | 'bulk'>(1, 3, 'together', 'bulk'),
-        fc.boolean(),
-        async (cmds, writes, alwaysCompressed) => {
+        fc.constantFrom('deferred', 'eager', 'v1'),
+        async (cmds, writes, format) => {
           // writeConcurrency 3: each call commits up to three batches at once, as over a network;
           // 'together': each call's batches in one commitWrites, ordered ones all or nothing; 'bulk': in
           // one commitWrites that keeps the writes before a failed one (MongoDB's ordered bulkWrite), so
           // ordered calls are written in rounds. Either bucket format: 8.0+ (compressed
-          // from the first commit) or 5.x–7.x (compressed on close).
+          // from the first commit; its columns taken by the storage when it needs them, or sent with
+          // each commit as to MongoDB) or 5.x–7.x (compressed on close).
           const together = writes === 'together' || writes === 'bulk';
           const storage = new FaultyStorage(typeof writes === 'number' ? writes : 1, {
             commitWrites: together,
             atomicOrderedCommits: writes !== 'bulk',
           });
+          if (format === 'eager') eagerColumns(storage);
+          const alwaysCompressed = format !== 'v1';
           const engine = new BucketEngine({
             storage,
             parameters: {

@@ -21,6 +21,7 @@ import type {
   StorageFindOptions,
 } from '../../src/index.js';
 import type { BucketCommit } from '../../src/bucket-format/bucket-document.js';
+import { eagerColumns } from '../support/eager-columns.js';
 
 const kMetas = ['a', 'b', 'c'] as const;
 type Meta = (typeof kMetas)[number];
@@ -136,14 +137,17 @@ describe('writes model', () => {
       fc.asyncProperty(
         fc.scheduler(),
         fc.array(waveArb, { minLength: 1, maxLength: 6 }),
-        fc.boolean(),
-        async (s, waves, alwaysCompressed) => {
+        fc.constantFrom('deferred', 'eager', 'v1'),
+        async (s, waves, format) => {
           // Arrange: small buckets so they close (and are compressed), archive and reopen often; either
-          // bucket format (8.0+ compressed from the first commit, or 5.x–7.x compressed on close).
+          // bucket format (8.0+ compressed from the first commit, its columns taken by the storage or sent
+          // with each commit; or 5.x–7.x compressed on close).
+          const storage = new ScheduledStorage(s);
+          if (format === 'eager') eagerColumns(storage);
           const engine = new BucketEngine({
-            storage: new ScheduledStorage(s),
+            storage,
             parameters: {
-              timeseriesAlwaysUseCompressedBuckets: alwaysCompressed,
+              timeseriesAlwaysUseCompressedBuckets: format !== 'v1',
               timeseriesBucketMaxCount: 3,
               timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
             },

@@ -2,6 +2,7 @@
  * The columns of an open compressed bucket: the server's own diff fixture (timeseries_write_util_test.cpp,
  * `MakeTimeseriesCompressedDiffUpdateOp`), and the law that the diffs rebuild the one-shot encoding.
  */
+import { Decimal128, Long, ObjectId } from 'bson';
 import type { Binary } from 'bson';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -154,6 +155,87 @@ describe('MeasurementMap', () => {
             );
             expect(packed.compressedSize).toBe(diffed.compressedSize);
           }
+        },
+      ),
+    );
+  });
+
+  it('deferred: tails taken at any points rebuild the one-shot encoding, and the size bound covers the exact size', () => {
+    const scalar = fc.oneof(
+      fc.integer(),
+      fc.double(),
+      // Decimals of varying scale: the encoder rescales its pending values.
+      fc
+        .tuple(fc.integer({ min: -100_000, max: 100_000 }), fc.constantFrom(1, 10, 100, 1000, 1e4, 1e8))
+        .map(([n, d]) => n / d),
+      fc.string({ maxLength: 24 }),
+      fc.boolean(),
+      fc.constant(null),
+      fc.date({ noInvalidDate: true }),
+      fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map((v) => Long.fromBigInt(v)),
+      fc.uint8Array({ minLength: 12, maxLength: 12 }).map((b) => new ObjectId(b)),
+      fc.constantFrom(Decimal128.fromString('1.5'), Decimal128.fromString('-7E+12')),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.dictionary(
+            fc.constantFrom('a', 'b', '1', 'c', '__proto__'),
+            fc.oneof(scalar, fc.record({ x: scalar })),
+            {
+              maxKeys: 4,
+            },
+          ),
+          { minLength: 1, maxLength: 50 },
+        ),
+        fc.array(fc.tuple(fc.integer({ min: 1, max: 6 }), fc.nat(8)), { minLength: 1, maxLength: 12 }),
+        fc.nat(60),
+        (rows, steps, sealAt) => {
+          // Arrange: the values of each row (ticks of one second), a deferred map and an eager one.
+          const measurements = rows.map((r, i) => ({ t: new Date(i * 1000), ...r }));
+          const deferred = new MeasurementMap('t', 'deferred');
+          const eager = new MeasurementMap('t');
+          const stored = new Map<string, Uint8Array>();
+          const take = (count: number) => {
+            deferred.takeTails(count, (tails) => {
+              for (const d of columnDiffsOf(tails)) {
+                stored.set(d.field, applyBinaryDiff(stored.get(d.field) ?? new Uint8Array(0), d));
+              }
+            });
+          };
+          let taken = 0;
+          let i = 0;
+          // Act: appends of the given sizes; after each, the storage takes up to a point (maybe none).
+          for (let s = 0; i < measurements.length && i < sealAt; s++) {
+            const [size, back] = steps[s % steps.length]!;
+            const end = Math.min(measurements.length, i + size);
+            for (; i < end; i++) {
+              deferred.insertOne(measurements[i]!, undefined);
+              eager.insertOne(measurements[i]!, undefined);
+            }
+            const count = Math.max(taken, i - back);
+            const bound = deferred.sizeBound(count);
+            take(count);
+            taken = count;
+            // Assert: encoded up to `count`, the size is exact and within the bound given before.
+            const exact = [...stored.values()].reduce((n, b) => n + b.length, 0);
+            expect(deferred.sizeBound(count)).toBe(exact);
+            expect(exact).toBeLessThanOrEqual(bound);
+          }
+          // Closing keeps what the storage has not taken up to the committed count, and nothing after.
+          deferred.seal(i);
+          take(i);
+          expect(() => {
+            deferred.insertOne({ t: new Date(0) }, undefined);
+          }).toThrow(/closed measurement map/);
+          for (const [field, bytes] of stored) {
+            const values = measurements
+              .slice(0, i)
+              .map((m) => (Object.hasOwn(m, field) ? (m as Record<string, unknown>)[field] : undefined));
+            expect(base64(bytes)).toBe(base64(BSONColumn.encode(values)));
+          }
+          eager.intermediate();
+          expect([...stored.values()].reduce((n, b) => n + b.length, 0)).toBe(eager.compressedSize);
         },
       ),
     );
