@@ -93,6 +93,12 @@ export interface DeferredColumns {
    * @param apply - called with each tail set, in order; it must copy what it keeps before returning.
    */
   takeTails(count: number, apply: (tails: ColumnTails) => void): void;
+  /**
+   * Whether the storage should take the tails now, having applied a commit: enough measurements wait to
+   * be encoded (or tails were left behind). The source holds exactly the measurements the storage holds
+   * then (one commit of a bucket is in flight at a time).
+   */
+  shouldDrain(): boolean;
 }
 
 /** The tails of a commit that carries none (its source has them, {@link DeferredColumns}). */

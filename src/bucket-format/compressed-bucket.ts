@@ -112,8 +112,6 @@ export interface CompressedBucketCommit {
    * `control.count`).
    */
   readonly deferred?: DeferredColumns;
-  /** With `deferred`: take the tails of the measurements before this commit now (they are kept long enough). */
-  readonly drain?: boolean;
 }
 
 /**

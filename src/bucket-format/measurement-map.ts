@@ -18,9 +18,9 @@ import { invariant } from '../util/invariant.js';
 
 /**
  * How many measurements a deferred map keeps before its storage should take their tails (see
- * {@link MeasurementMap.shouldDrain}): enough that appending them touches each column's encoder once per
- * run rather than once per measurement, few enough that the rows kept (the validated copies) stay small
- * next to the encoders.
+ * {@link MeasurementMap.shouldDrain}): enough that encoding them touches each column's encoder once per
+ * run rather than once per measurement, few enough that the measurements kept (the validated copies)
+ * stay small next to the encoders.
  */
 export const kDeferredDrainThreshold = 16;
 
@@ -116,9 +116,20 @@ export class MeasurementMap implements DeferredColumns {
   /** Time of the last measurement appended, epoch ms (`NaN` when empty). */
   #lastTimeMs = Number.NaN;
   readonly #deferred: boolean;
-  /** Deferred: the measurements `[#encoded, #count)` and each one's size bound. */
-  #rows: Measurement[] = [];
+  /**
+   * Deferred: the measurements `[#encoded, #count)` and each one's size bound. A measurement whose values
+   * are all numbers and dates (the usual case) is kept packed, as (column, value) entries `[start, end)`
+   * of two typed arrays (a date's column as its complement, its value as epoch ms), and its row is
+   * `undefined`; any other is kept as it is (start -1). Packed, what a bucket keeps lives in two arrays
+   * reused from one run to the next, not in objects that survive the young generation's collections.
+   */
+  #rows: Array<Measurement | undefined> = [];
+  #rowStarts: number[] = [];
+  #rowEnds: number[] = [];
   #rowBounds: number[] = [];
+  #packedColumns: Int32Array = kNoColumns;
+  #packedValues: Float64Array = kNoValues;
+  #packedLength = 0;
   /** Deferred: tails made (the catalog measured the bucket) and not yet taken by the storage. */
   #queued: ColumnTails[] | undefined;
   /** Deferred: closed; only the queued tails are left. */
@@ -180,6 +191,16 @@ export class MeasurementMap implements DeferredColumns {
     return this.#count;
   }
 
+  /** Columns with an encoder (all of them when eager; deferred, those of the measurements encoded). */
+  get encodedColumns(): number {
+    return this.#builders.length;
+  }
+
+  /** Measurements kept, not yet encoded (deferred). */
+  get keptCount(): number {
+    return this.#rows.length;
+  }
+
   /** Whether the map defers encoding (see the class comment). */
   get deferred(): boolean {
     return this.#deferred;
@@ -225,24 +246,89 @@ export class MeasurementMap implements DeferredColumns {
     }
     let guess = 0;
     let seen = 0;
+    const start = this.#packedLength;
+    let end = start;
+    let packed = true;
     for (const field in measurement) {
       if (!hasOwnField(measurement, field) || field === metaField) continue;
       const value = measurement[field];
       if (value === undefined) continue;
-      if (names[guess] === field) guess++;
-      else if (!this.#columns.has(field)) {
-        this.#addName(field);
-        // Its skips for the measurements before it.
-        bound += kNewColumnBound + kValueBound * index;
+      let at = names[guess] === field ? guess++ : -1;
+      if (at < 0) {
+        const found = this.#columns.get(field);
+        if (found === undefined) {
+          at = this.#addName(field);
+          // Its skips for the measurements before it.
+          bound += kNewColumnBound + kValueBound * index;
+        } else at = found;
       }
-      bound += valueBound(value);
+      if (packed) {
+        if (end === this.#packedColumns.length) this.#growPacked();
+        if (typeof value === 'number') {
+          this.#packedColumns[end] = at;
+          this.#packedValues[end++] = value;
+          bound += kValueBound;
+        } else if (value instanceof Date) {
+          this.#packedColumns[end] = ~at;
+          this.#packedValues[end++] = value.getTime();
+          bound += kValueBound;
+        } else {
+          packed = false;
+          bound += valueBound(value);
+        }
+      } else bound += valueBound(value);
       seen++;
     }
     // A skip in every column the measurement lacks.
     bound += kValueBound * (names.length - seen);
-    this.#rows.push(measurement);
+    if (packed) {
+      this.#packedLength = end;
+      this.#rows.push(undefined);
+      this.#rowStarts.push(start);
+      this.#rowEnds.push(end);
+    } else {
+      this.#rows.push(measurement);
+      this.#rowStarts.push(-1);
+      this.#rowEnds.push(-1);
+    }
     this.#rowBounds.push(bound);
     this.#count = index + 1;
+  }
+
+  /** Double the packed entries' room (at least 32). */
+  #growPacked(): void {
+    const n = Math.max(32, 2 * this.#packedColumns.length);
+    const columns = new Int32Array(n);
+    const values = new Float64Array(n);
+    columns.set(this.#packedColumns.subarray(0, this.#packedLength));
+    values.set(this.#packedValues.subarray(0, this.#packedLength));
+    this.#packedColumns = columns;
+    this.#packedValues = values;
+  }
+
+  /** Encode a packed measurement (entries `[start, end)`) into the columns' encoders. */
+  #encodePacked(start: number, end: number): void {
+    const index = this.#encoded;
+    const builders = this.#builders;
+    const lastSeen = this.#lastSeen;
+    const columns = this.#packedColumns;
+    const values = this.#packedValues;
+    if (builders.length === 0) this.#addBuilder(0);
+    for (let e = start; e < end; e++) {
+      const column = columns[e] as number;
+      const at = column < 0 ? ~column : column;
+      if (at >= builders.length) this.#addBuilder(at);
+      const value = values[e] as number;
+      (builders[at] as BSONColumnBuilder).append(column < 0 ? new Date(value) : value);
+      lastSeen[at] = index;
+    }
+    this.#encoded = index + 1;
+    for (let i = 0; i < lastSeen.length; i++) {
+      if (lastSeen[i] !== index) {
+        (builders[i] as BSONColumnBuilder).skip();
+        lastSeen[i] = index;
+      }
+    }
   }
 
   /** Encode one measurement into the columns' encoders. */
@@ -310,12 +396,7 @@ export class MeasurementMap implements DeferredColumns {
     return created;
   }
 
-  /**
-   * Whether the storage should take the tails with the next commit: enough measurements wait to be
-   * encoded, or the catalog measured the bucket and left tails behind.
-   *
-   * @returns whether to drain.
-   */
+  /** {@inheritDoc DeferredColumns.shouldDrain} */
   shouldDrain(): boolean {
     return this.#rows.length >= kDeferredDrainThreshold || this.#queued !== undefined;
   }
@@ -347,13 +428,51 @@ export class MeasurementMap implements DeferredColumns {
     if (count <= from) return;
     invariant(!this.#sealed && count <= this.#count, 2403, 'settle beyond the measurements appended');
     const rows = this.#rows;
+    const starts = this.#rowStarts;
+    const ends = this.#rowEnds;
     const n = count - from;
-    for (let i = 0; i < n; i++) this.#encode(rows[i] as Measurement);
-    rows.splice(0, n);
-    this.#rowBounds.splice(0, n);
+    for (let i = 0; i < n; i++) {
+      const row = rows[i];
+      if (row === undefined) this.#encodePacked(starts[i] as number, ends[i] as number);
+      else this.#encode(row);
+    }
+    if (n === rows.length) {
+      rows.length = 0;
+      starts.length = 0;
+      ends.length = 0;
+      this.#rowBounds.length = 0;
+      this.#packedLength = 0;
+    } else {
+      rows.splice(0, n);
+      starts.splice(0, n);
+      ends.splice(0, n);
+      this.#rowBounds.splice(0, n);
+      this.#compactPacked();
+    }
     const tails = this.intermediateTails();
     if (this.#queued === undefined) this.#queued = [tails];
     else this.#queued.push(tails);
+  }
+
+  /** Move the packed entries of the measurements still kept to the front. */
+  #compactPacked(): void {
+    const starts = this.#rowStarts;
+    const ends = this.#rowEnds;
+    let from = -1;
+    for (let i = 0; i < starts.length && from < 0; i++) from = starts[i] as number;
+    if (from <= 0) {
+      if (from < 0) this.#packedLength = 0;
+      return;
+    }
+    this.#packedColumns.copyWithin(0, from, this.#packedLength);
+    this.#packedValues.copyWithin(0, from, this.#packedLength);
+    this.#packedLength -= from;
+    for (let i = 0; i < starts.length; i++) {
+      if ((starts[i] as number) >= 0) {
+        starts[i] = (starts[i] as number) - from;
+        ends[i] = (ends[i] as number) - from;
+      }
+    }
   }
 
   /**
@@ -383,7 +502,12 @@ export class MeasurementMap implements DeferredColumns {
     this.#builders.length = 0;
     this.#lastSeen.length = 0;
     this.#rows = [];
+    this.#rowStarts = [];
+    this.#rowEnds = [];
     this.#rowBounds = [];
+    this.#packedColumns = kNoColumns;
+    this.#packedValues = kNoValues;
+    this.#packedLength = 0;
   }
 
   /**
@@ -504,6 +628,9 @@ const kLayoutSlabSize = 8 * 1024;
 const byteSink: DiffSink = { buf: new Uint8Array(kByteSlabSize), length: 0 };
 let layoutSlab = new Int32Array(kLayoutSlabSize);
 let layoutSlabUsed = 0;
+
+const kNoColumns = new Int32Array(0);
+const kNoValues = new Float64Array(0);
 
 /** BinData subtype 7: a BSONColumn. */
 const kColumnSubtype = 7;

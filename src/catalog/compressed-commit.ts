@@ -67,9 +67,6 @@ export function prepareCompressedWrite(
       stats.inc('numCompressedBucketsConvertedToUnsorted');
     }
   }
-  // Deferred: the measurements kept so far are all committed (one prepared batch per bucket, and a failed
-  // one clears the bucket), so the storage may take them once it has applied this commit's guard.
-  const drain = map.deferred && map.shouldDrain();
   for (const m of measurements) map.insertOne(m, metaField);
   // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then.
   const minMax = snapshotMinMax(bucket.minMax);
@@ -101,7 +98,6 @@ export function prepareCompressedWrite(
       minMax,
       tails: kNoTails,
       deferred: map,
-      drain,
     };
     return { kind: 'update', bucketId, commit };
   }

@@ -15,6 +15,12 @@
  * 5 867 bytes with 3 fields and 13 114 with 11, i.e. about 690 bytes more per field and 1 720 more per
  * bucket. A column whose open control block holds values keeps up to about 300 bytes more.
  *
+ * Over `MemoryStorage` a compressed bucket defers its encoding (`MeasurementMap`): a column has its builder
+ * only once a measurement was encoded, and the bucket keeps the measurements not yet encoded (at most
+ * about 16). Measured 2026-11-25 (`bench/memory-calibration.ts 3|11 8.0 1|20`): with one measurement and
+ * no builder, 4 526 bytes with 3 fields and 7 505 with 11 (about 260 per bucket and 150 per field over the
+ * compressed bucket without its builders); with 20 measurements, 7 566 and 15 587.
+ *
  * @packageDocumentation
  */
 import type { Bucket } from './bucket.js';
@@ -47,6 +53,15 @@ const kCompressedBucketExtraBytes = 1720;
 /** Extra bytes per field of a compressed bucket: its incremental column builder (encoder state, tail). */
 const kPerColumnBuilderBytes = 690;
 
+/** Extra bytes of a deferred compressed bucket: its kept measurements' array and bounds. */
+const kDeferredBucketBytes = 260;
+
+/** Extra bytes per field of a deferred compressed bucket: the first kept measurement's value and name. */
+const kDeferredPerFieldBytes = 150;
+
+/** Bytes per field of each further measurement a deferred bucket keeps. */
+const kKeptValueBytes = 30;
+
 /**
  * Estimated bytes held by an open bucket.
  *
@@ -56,9 +71,16 @@ const kPerColumnBuilderBytes = 690;
 export function bucketMemoryUsage(bucket: Bucket): number {
   const fields = bucket.fieldNames.size + (bucket.uncommittedFieldNames?.size ?? 0);
   const base = kBucketOverheadBytes + 2 * bucket.key.signature.length + fields * kPerFieldBytes;
-  return bucket.measurementMap === undefined
-    ? base
-    : base + kCompressedBucketExtraBytes + fields * kPerColumnBuilderBytes;
+  const map = bucket.measurementMap;
+  if (map === undefined) return base;
+  if (!map.deferred) return base + kCompressedBucketExtraBytes + fields * kPerColumnBuilderBytes;
+  const kept = map.keptCount;
+  return (
+    base +
+    kCompressedBucketExtraBytes +
+    map.encodedColumns * kPerColumnBuilderBytes +
+    (kept === 0 ? 0 : kDeferredBucketBytes + fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes))
+  );
 }
 
 /**

@@ -48,7 +48,7 @@ interface LiveBucket {
   shared: boolean;
   /**
    * Where the bytes of the measurements after those in `arena` are (the catalog's encoders, deferred):
-   * taken up to `count` when the bucket is read, or when a commit asks to drain.
+   * taken up to `count` when the bucket is read, or when a commit leaves enough of them waiting.
    */
   source: DeferredColumns | undefined;
 }
@@ -113,11 +113,10 @@ export class LiveColumns {
       live.source = undefined;
     }
     if (deferred === undefined) applyTails(live, commit.tails);
-    else {
-      if (commit.drain === true) take(live);
-      live.source = deferred;
-    }
+    else live.source = deferred;
     live.count = commit.count;
+    // Enough measurements kept: encoded now, while the storage holds every one of them.
+    if (deferred?.shouldDrain() === true) take(live);
     if (commit.version !== undefined) live.version = commit.version;
     live.minMax = commit.minMax;
     this.#dirty.add(key);
@@ -167,6 +166,7 @@ export class LiveColumns {
       source,
     });
     this.#dirty.add(key);
+    if (source.shouldDrain()) take(this.#buckets.get(key) as LiveBucket);
   }
 
   /**

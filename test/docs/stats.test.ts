@@ -72,32 +72,41 @@ describe('docs/stats.md', () => {
 
     // The formula, with the example's series (31-character signature, 4 columns), gives its memoryUsage.
     const formula = section(markdown, 'formula');
-    const open = /open bucket\s*=\s*(\d+) \+ 2 × len\(signature\) \+ (\d+) ×/.exec(formula);
-    const compressed = /\+ (\d+) \+ (\d+) × \(the same column count\)\s+only in the compressed format/.exec(
+    const open = /open bucket\s*=\s*(\d+) \+ 2 × len\(signature\) \+ (\d+) × columns/.exec(formula);
+    const compressed = /\+ (\d+) \+ (\d+) × \(columns with a builder\)\s+only in the compressed format/.exec(
       formula,
     );
+    const kept =
+      /\+ (\d+) \+ \((\d+) \+ \d+ × \(kept − 1\)\) × columns\s+only while it keeps measurements/.exec(
+        formula,
+      );
     const archived = /archived record =\s*(\d+) \+ 2 × len\(signature\)/.exec(formula);
     expect(open).not.toBeNull();
     expect(compressed).not.toBeNull();
+    expect(kept).not.toBeNull();
     expect(archived).not.toBeNull();
     const signature = 'tsbuckets.weather'.length + 1 + calculateObjectSize({ '': 'a' });
     expect(signature).toBe(31);
-    // The example writes the default (compressed) format: the builders' terms apply.
-    const openBytes =
+    // The example writes the default (compressed) format over MemoryStorage, one measurement kept per
+    // bucket: no builder while new, the 4 columns' builders once reopened from the stored document.
+    const openBytes = (builders: number) =>
       Number(open![1]) +
       2 * signature +
       Number(open![2]) * 4 +
       Number(compressed![1]) +
-      Number(compressed![2]) * 4;
+      Number(compressed![2]) * builders +
+      Number(kept![1]) +
+      Number(kept![2]) * 4;
     const archivedBytes = Number(archived![1]) + 2 * signature;
     const memory = rows.map((row) => row[7]);
     expect(memory).toStrictEqual([
       0,
-      openBytes,
-      openBytes + archivedBytes,
-      openBytes + 2 * archivedBytes,
-      openBytes + archivedBytes,
+      openBytes(0),
+      openBytes(0) + archivedBytes,
+      openBytes(0) + 2 * archivedBytes,
+      openBytes(4) + archivedBytes,
     ]);
-    expect(markdown).toContain(`= ${openBytes}`);
+    expect(markdown).toContain(`= ${openBytes(0)}`);
+    expect(markdown).toContain(`= ${openBytes(4)}`);
   });
 });
