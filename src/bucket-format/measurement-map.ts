@@ -263,7 +263,7 @@ export class MeasurementMap implements DeferredColumns {
         } else at = found;
       }
       if (packed) {
-        if (end === this.#packedColumns.length) this.#growPacked();
+        if (end === this.#packedColumns.length) this.#growPacked(end);
         if (typeof value === 'number') {
           this.#packedColumns[end] = at;
           this.#packedValues[end++] = value;
@@ -295,13 +295,13 @@ export class MeasurementMap implements DeferredColumns {
     this.#count = index + 1;
   }
 
-  /** Double the packed entries' room (at least 32). */
-  #growPacked(): void {
+  /** Double the packed entries' room (at least 32), keeping the first `used` (the row being packed's too). */
+  #growPacked(used: number): void {
     const n = Math.max(32, 2 * this.#packedColumns.length);
     const columns = new Int32Array(n);
     const values = new Float64Array(n);
-    columns.set(this.#packedColumns.subarray(0, this.#packedLength));
-    values.set(this.#packedValues.subarray(0, this.#packedLength));
+    columns.set(this.#packedColumns.subarray(0, used));
+    values.set(this.#packedValues.subarray(0, used));
     this.#packedColumns = columns;
     this.#packedValues = values;
   }

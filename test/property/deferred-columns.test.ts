@@ -32,10 +32,16 @@ const call = fc.record({
   rows: fc.array(
     fc.record({
       series: fc.constantFrom('a', 'b', 'c'),
-      fields: fc.dictionary(fc.constantFrom('v', 'w', 's', 'n'), value, { maxKeys: 4 }),
+      // Numbers only (kept packed until encoded), or any values.
+      fields: fc.oneof(
+        fc.dictionary(fc.constantFrom('v', 'w', 's', 'n'), fc.double({ noNaN: true, min: -1e6, max: 1e6 }), {
+          maxKeys: 4,
+        }),
+        fc.dictionary(fc.constantFrom('v', 'w', 's', 'n'), value, { maxKeys: 4 }),
+      ),
       late: fc.boolean(),
     }),
-    { minLength: 1, maxLength: 40 },
+    { minLength: 1, maxLength: 40, size: 'max' },
   ),
   ordered: fc.boolean(),
   readAfter: fc.boolean(),

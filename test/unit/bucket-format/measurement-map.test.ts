@@ -161,13 +161,17 @@ describe('MeasurementMap', () => {
   });
 
   it('deferred: tails taken at any points rebuild the one-shot encoding, and the size bound covers the exact size', () => {
-    const scalar = fc.oneof(
+    const number = fc.oneof(
       fc.integer(),
       fc.double(),
       // Decimals of varying scale: the encoder rescales its pending values.
       fc
         .tuple(fc.integer({ min: -100_000, max: 100_000 }), fc.constantFrom(1, 10, 100, 1000, 1e4, 1e8))
         .map(([n, d]) => n / d),
+      fc.date({ noInvalidDate: true }),
+    );
+    const scalar = fc.oneof(
+      number,
       fc.string({ maxLength: 24 }),
       fc.boolean(),
       fc.constant(null),
@@ -179,17 +183,21 @@ describe('MeasurementMap', () => {
     fc.assert(
       fc.property(
         fc.array(
-          fc.dictionary(
-            fc.constantFrom('a', 'b', '1', 'c', '__proto__'),
-            fc.oneof(scalar, fc.record({ x: scalar })),
-            {
-              maxKeys: 4,
-            },
+          fc.oneof(
+            // Numbers and dates only (kept packed), or any values (kept as they are).
+            fc.dictionary(fc.constantFrom('a', 'b', '1', 'c', '__proto__'), number, { maxKeys: 4 }),
+            fc.dictionary(
+              fc.constantFrom('a', 'b', '1', 'c', '__proto__'),
+              fc.oneof(scalar, fc.record({ x: scalar })),
+              { maxKeys: 4 },
+            ),
           ),
-          { minLength: 1, maxLength: 50 },
+          { minLength: 1, maxLength: 120, size: 'max' },
         ),
-        fc.array(fc.tuple(fc.integer({ min: 1, max: 6 }), fc.nat(8)), { minLength: 1, maxLength: 12 }),
-        fc.nat(60),
+        // Appends of up to 40 measurements, each leaving up to 60 of them kept: runs long enough to grow
+        // the packed entries in the middle of a measurement.
+        fc.array(fc.tuple(fc.integer({ min: 1, max: 40 }), fc.nat(60)), { minLength: 1, maxLength: 12 }),
+        fc.nat(150),
         (rows, steps, sealAt) => {
           // Arrange: the values of each row (ticks of one second), a deferred map and an eager one.
           const measurements = rows.map((r, i) => ({ t: new Date(i * 1000), ...r }));
