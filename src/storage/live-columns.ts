@@ -215,7 +215,7 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
     source: undefined,
   };
   // Regions sized for the columns' lengths (the empty buffer has nothing to copy), then filled.
-  relayout(live, -1, 0);
+  relayout(live);
   columns.forEach((bytes, i) => {
     live.arena.set(bytes, live.starts[i]);
   });
@@ -231,59 +231,82 @@ function take(live: LiveBucket): void {
   });
 }
 
+/** Per column of the tails being applied: its position in the bucket and its new length (reused). */
+const tailAt: number[] = [];
+const tailEnd: number[] = [];
+/** Per column of the bucket: the bytes it must have room for (reused by {@link relayout}). */
+const needs: number[] = [];
+
 /** Splice each column's tail in (a new column is appended). */
 function applyTails(live: LiveBucket, tails: ColumnTails): void {
   const { fields, count, firstCreated, layout, layoutStart, bytes } = tails;
   if (count === 0) return;
-  const { starts, caps, lengths } = live;
-  if (live.shared) relayout(live, -1, 0);
-  let arena = live.arena;
+  const { caps, lengths } = live;
+  // Where each tail goes and what it needs first: a bucket that must grow moves once, not once per column
+  // (a first take creates every column).
+  let grow = live.shared;
   let start = tails.bytesStart;
   for (let i = 0; i < count; i++) {
-    const offset = layout[layoutStart + 2 * i] as number;
-    const tailEnd = layout[layoutStart + 2 * i + 1] as number;
-    const end = offset + tailEnd - start;
+    const stop = layout[layoutStart + 2 * i + 1] as number;
+    const end = (layout[layoutStart + 2 * i] as number) + stop - start;
     const at =
       i < firstCreated ? positionOf(live, fields[i] as string, i) : newColumn(live, fields[i] as string);
-    if (end > (caps[at] as number)) {
-      relayout(live, at, end);
-      arena = live.arena;
+    tailAt[i] = at;
+    tailEnd[i] = end;
+    if (end > (caps[at] as number)) grow = true;
+    start = stop;
+  }
+  if (grow) {
+    needs.length = 0;
+    for (let j = 0; j < lengths.length; j++) needs.push(lengths[j] as number);
+    for (let i = 0; i < count; i++) {
+      const at = tailAt[i] as number;
+      needs[at] = Math.max(needs[at] as number, tailEnd[i] as number);
     }
-    const to = (starts[at] as number) + offset;
+    relayout(live, needs);
+  }
+  const arena = live.arena;
+  const starts = live.starts;
+  start = tails.bytesStart;
+  for (let i = 0; i < count; i++) {
+    const at = tailAt[i] as number;
+    const end = tailEnd[i] as number;
+    const stop = layout[layoutStart + 2 * i + 1] as number;
+    const to = (starts[at] as number) + end - (stop - start);
     // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
-    if (tailEnd - start > 64) arena.set(bytes.subarray(start, tailEnd), to);
-    else for (let j = start, o = to; j < tailEnd; j++, o++) arena[o] = bytes[j] as number;
+    if (stop - start > 64) arena.set(bytes.subarray(start, stop), to);
+    else for (let k = start, o = to; k < stop; k++, o++) arena[o] = bytes[k] as number;
     lengths[at] = end;
-    start = tailEnd;
+    start = stop;
   }
 }
 
 /**
- * Move the bucket's columns to a new buffer, each region twice its bytes (at least 64), column `at`'s
- * region large enough for `end` bytes. Doubling keeps the copies logarithmic in a bucket's size.
+ * Move the bucket's columns to a new buffer, each region twice what it must hold (at least 16 bytes):
+ * `need[i]` bytes for column `i` when given, else its length. Doubling keeps the copies logarithmic in a
+ * bucket's size.
  */
-function relayout(live: LiveBucket, at: number, end: number): void {
+function relayout(live: LiveBucket, need?: ReadonlyArray<number>): void {
   const { starts, caps, lengths } = live;
+  const sizes = need ?? lengths;
   const n = starts.length;
   let total = 0;
-  const newCaps: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const cap = Math.max(64, 2 * Math.max(lengths[i] as number, i === at ? end : 0));
-    newCaps.push(cap);
-    total += cap;
-  }
+  for (let i = 0; i < n; i++) total += Math.max(kMinRegion, 2 * (sizes[i] as number));
   const arena = new Uint8Array(total);
   let next = 0;
   for (let i = 0; i < n; i++) {
     const from = starts[i] as number;
     arena.set(live.arena.subarray(from, from + (lengths[i] as number)), next);
     starts[i] = next;
-    caps[i] = newCaps[i] as number;
-    next += newCaps[i] as number;
+    caps[i] = Math.max(kMinRegion, 2 * (sizes[i] as number));
+    next += caps[i] as number;
   }
   live.arena = arena;
   live.shared = false;
 }
+
+/** Smallest region of a column. */
+const kMinRegion = 16;
 
 /** Add column `field` (rare: a commit's new column), or empty the one of that name; returns its position. */
 function newColumn(live: LiveBucket, field: string): number {
