@@ -119,16 +119,17 @@ export class MeasurementMap implements DeferredColumns {
   /**
    * Deferred: the measurements `[#encoded, #count)` and each one's size bound. A measurement whose values
    * are all numbers and dates (the usual case) is kept packed, as (column, value) entries `[start, end)`
-   * of two typed arrays (a date's column as its complement, its value as epoch ms), and its row is
+   * of two arrays (a date's column as its complement, its value as epoch ms), and its row is
    * `undefined`; any other is kept as it is (start -1). Packed, what a bucket keeps lives in two arrays
-   * reused from one run to the next, not in objects that survive the young generation's collections.
+   * reused from one run to the next (plain arrays: small integers and unboxed doubles on the heap, without
+   * an `ArrayBuffer` per bucket), not in objects that survive the young generation's collections.
    */
   #rows: Array<Measurement | undefined> = [];
   #rowStarts: number[] = [];
   #rowEnds: number[] = [];
   #rowBounds: number[] = [];
-  #packedColumns: Int32Array = kNoColumns;
-  #packedValues: Float64Array = kNoValues;
+  #packedColumns: number[] = [];
+  #packedValues: number[] = [];
   #packedLength = 0;
   /** Deferred: tails made (the catalog measured the bucket) and not yet taken by the storage. */
   #queued: ColumnTails[] | undefined;
@@ -263,7 +264,6 @@ export class MeasurementMap implements DeferredColumns {
         } else at = found;
       }
       if (packed) {
-        if (end === this.#packedColumns.length) this.#growPacked(end);
         if (typeof value === 'number') {
           this.#packedColumns[end] = at;
           this.#packedValues[end++] = value;
@@ -293,17 +293,6 @@ export class MeasurementMap implements DeferredColumns {
     }
     this.#rowBounds.push(bound);
     this.#count = index + 1;
-  }
-
-  /** Double the packed entries' room (at least 32), keeping the first `used` (the row being packed's too). */
-  #growPacked(used: number): void {
-    const n = Math.max(32, 2 * this.#packedColumns.length);
-    const columns = new Int32Array(n);
-    const values = new Float64Array(n);
-    columns.set(this.#packedColumns.subarray(0, used));
-    values.set(this.#packedValues.subarray(0, used));
-    this.#packedColumns = columns;
-    this.#packedValues = values;
   }
 
   /** Encode a packed measurement (entries `[start, end)`) into the columns' encoders. */
@@ -505,8 +494,8 @@ export class MeasurementMap implements DeferredColumns {
     this.#rowStarts = [];
     this.#rowEnds = [];
     this.#rowBounds = [];
-    this.#packedColumns = kNoColumns;
-    this.#packedValues = kNoValues;
+    this.#packedColumns = [];
+    this.#packedValues = [];
     this.#packedLength = 0;
   }
 
@@ -628,9 +617,6 @@ const kLayoutSlabSize = 8 * 1024;
 const byteSink: DiffSink = { buf: new Uint8Array(kByteSlabSize), length: 0 };
 let layoutSlab = new Int32Array(kLayoutSlabSize);
 let layoutSlabUsed = 0;
-
-const kNoColumns = new Int32Array(0);
-const kNoValues = new Float64Array(0);
 
 /** BinData subtype 7: a BSONColumn. */
 const kColumnSubtype = 7;
