@@ -87,8 +87,11 @@ function valueBound(value: unknown): number {
  * it takes the tails; the catalog settles only committed ones), so a failed write leaves nothing to undo.
  */
 export class MeasurementMap implements DeferredColumns {
-  /** Column index by field name. */
-  readonly #columns = new Map<string, number>();
+  /**
+   * Column index by field name, made when a lookup the measurement's field order does not answer finds
+   * more than {@link kScannedNames} columns to scan (a map costs about 500 bytes of heap per open bucket).
+   */
+  #columns: Map<string, number> | undefined;
   /**
    * Per column, in column order: its name, its incremental encoder, and the index of the last measurement
    * that had the field (-1: none since the column was made). Parallel arrays rather than an object per
@@ -117,17 +120,16 @@ export class MeasurementMap implements DeferredColumns {
   #lastTimeMs = Number.NaN;
   readonly #deferred: boolean;
   /**
-   * Deferred: the measurements `[#encoded, #count)` and each one's size bound. A measurement whose values
-   * are all numbers and dates (the usual case) is kept packed, as (column, value) entries `[start, end)`
-   * of two arrays (a date's column as its complement, its value as epoch ms), and its row is
-   * `undefined`; any other is kept as it is (start -1). Packed, what a bucket keeps lives in two arrays
-   * reused from one run to the next (plain arrays: small integers and unboxed doubles on the heap, without
-   * an `ArrayBuffer` per bucket), not in objects that survive the young generation's collections.
+   * Deferred: the measurements `[#encoded, #count)`, three numbers each in `#kept`: where its packed
+   * entries start and end, and its size bound. A measurement whose values are all numbers and dates (the
+   * usual case) is kept packed, as (column, value) entries of two arrays (a date's column as its
+   * complement, its value as epoch ms); any other is kept as it is, in `#rows` at the same index (made on
+   * the first such measurement), with start and end -1. Packed, what a bucket keeps lives in arrays reused
+   * from one run to the next (small integers and unboxed doubles, on the heap), not in objects that
+   * survive the young generation's collections.
    */
-  #rows: Array<Measurement | undefined> = [];
-  #rowStarts: number[] = [];
-  #rowEnds: number[] = [];
-  #rowBounds: number[] = [];
+  #kept: number[] = [];
+  #rows: Array<Measurement | undefined> | undefined;
   #packedColumns: number[] = [];
   #packedValues: number[] = [];
   #packedLength = 0;
@@ -199,7 +201,7 @@ export class MeasurementMap implements DeferredColumns {
 
   /** Measurements kept, not yet encoded (deferred). */
   get keptCount(): number {
-    return this.#rows.length;
+    return this.#kept.length / 3;
   }
 
   /** Whether the map defers encoding (see the class comment). */
@@ -256,7 +258,7 @@ export class MeasurementMap implements DeferredColumns {
       if (value === undefined) continue;
       let at = names[guess] === field ? guess++ : -1;
       if (at < 0) {
-        const found = this.#columns.get(field);
+        const found = this.#columnOf(field);
         if (found === undefined) {
           at = this.#addName(field);
           // Its skips for the measurements before it.
@@ -281,17 +283,15 @@ export class MeasurementMap implements DeferredColumns {
     }
     // A skip in every column the measurement lacks.
     bound += kValueBound * (names.length - seen);
+    const kept = this.#kept;
     if (packed) {
       this.#packedLength = end;
-      this.#rows.push(undefined);
-      this.#rowStarts.push(start);
-      this.#rowEnds.push(end);
+      kept.push(start, end, bound);
     } else {
-      this.#rows.push(measurement);
-      this.#rowStarts.push(-1);
-      this.#rowEnds.push(-1);
+      const rows = (this.#rows ??= new Array<Measurement | undefined>(kept.length / 3).fill(undefined));
+      rows[kept.length / 3] = measurement;
+      kept.push(-1, -1, bound);
     }
-    this.#rowBounds.push(bound);
     this.#count = index + 1;
   }
 
@@ -340,7 +340,7 @@ export class MeasurementMap implements DeferredColumns {
       const value = measurement[field];
       if (value === undefined) continue;
       let at = names[guess] === field ? guess++ : -1;
-      if (at < 0) at = this.#columns.get(field) ?? this.#addName(field);
+      if (at < 0) at = this.#columnOf(field) ?? this.#addName(field);
       if (at >= builders.length) this.#addBuilder(at);
       // The builder encodes the value now: the caller may reuse its objects afterwards.
       (builders[at] as BSONColumnBuilder).append(value);
@@ -358,9 +358,28 @@ export class MeasurementMap implements DeferredColumns {
   /** Name a new column; returns its index. */
   #addName(field: string): number {
     const at = this.#names.length;
-    this.#columns.set(field, at);
+    this.#columns?.set(field, at);
     this.#names.push(field);
     return at;
+  }
+
+  /**
+   * The index of column `field`, if there is one: a scan of the names while they are few, a name index
+   * (made on first need) beyond.
+   */
+  #columnOf(field: string): number | undefined {
+    let columns = this.#columns;
+    if (columns === undefined) {
+      const names = this.#names;
+      if (names.length <= kScannedNames) {
+        const at = names.indexOf(field);
+        return at < 0 ? undefined : at;
+      }
+      columns = new Map();
+      for (let i = 0; i < names.length; i++) columns.set(names[i] as string, i);
+      this.#columns = columns;
+    }
+    return columns.get(field);
   }
 
   /** Give column `at` (the first without one) its encoder, with a skip for each measurement before. */
@@ -387,7 +406,7 @@ export class MeasurementMap implements DeferredColumns {
 
   /** {@inheritDoc DeferredColumns.shouldDrain} */
   shouldDrain(): boolean {
-    return this.#rows.length >= kDeferredDrainThreshold || this.#queued !== undefined;
+    return this.#kept.length >= 3 * kDeferredDrainThreshold || this.#queued !== undefined;
   }
 
   /**
@@ -401,8 +420,8 @@ export class MeasurementMap implements DeferredColumns {
    */
   sizeBound(count: number): number {
     let size = this.#compressedSize;
-    const rows = this.#rowBounds;
-    for (let i = 0, n = count - this.#encoded; i < n; i++) size += rows[i] as number;
+    const kept = this.#kept;
+    for (let i = 0, n = count - this.#encoded; i < n; i++) size += kept[3 * i + 2] as number;
     return size;
   }
 
@@ -416,26 +435,21 @@ export class MeasurementMap implements DeferredColumns {
     const from = this.#encoded;
     if (count <= from) return;
     invariant(!this.#sealed && count <= this.#count, 2403, 'settle beyond the measurements appended');
+    const kept = this.#kept;
     const rows = this.#rows;
-    const starts = this.#rowStarts;
-    const ends = this.#rowEnds;
     const n = count - from;
     for (let i = 0; i < n; i++) {
-      const row = rows[i];
-      if (row === undefined) this.#encodePacked(starts[i] as number, ends[i] as number);
-      else this.#encode(row);
+      const start = kept[3 * i] as number;
+      if (start >= 0) this.#encodePacked(start, kept[3 * i + 1] as number);
+      else this.#encode(rows?.[i] as Measurement);
     }
-    if (n === rows.length) {
-      rows.length = 0;
-      starts.length = 0;
-      ends.length = 0;
-      this.#rowBounds.length = 0;
+    if (3 * n === kept.length) {
+      kept.length = 0;
+      this.#rows = undefined;
       this.#packedLength = 0;
     } else {
-      rows.splice(0, n);
-      starts.splice(0, n);
-      ends.splice(0, n);
-      this.#rowBounds.splice(0, n);
+      kept.splice(0, 3 * n);
+      rows?.splice(0, n);
       this.#compactPacked();
     }
     const tails = this.intermediateTails();
@@ -445,10 +459,9 @@ export class MeasurementMap implements DeferredColumns {
 
   /** Move the packed entries of the measurements still kept to the front. */
   #compactPacked(): void {
-    const starts = this.#rowStarts;
-    const ends = this.#rowEnds;
+    const kept = this.#kept;
     let from = -1;
-    for (let i = 0; i < starts.length && from < 0; i++) from = starts[i] as number;
+    for (let i = 0; i < kept.length && from < 0; i += 3) from = kept[i] as number;
     if (from <= 0) {
       if (from < 0) this.#packedLength = 0;
       return;
@@ -456,10 +469,10 @@ export class MeasurementMap implements DeferredColumns {
     this.#packedColumns.copyWithin(0, from, this.#packedLength);
     this.#packedValues.copyWithin(0, from, this.#packedLength);
     this.#packedLength -= from;
-    for (let i = 0; i < starts.length; i++) {
-      if ((starts[i] as number) >= 0) {
-        starts[i] = (starts[i] as number) - from;
-        ends[i] = (ends[i] as number) - from;
+    for (let i = 0; i < kept.length; i += 3) {
+      if ((kept[i] as number) >= 0) {
+        kept[i] = (kept[i] as number) - from;
+        kept[i + 1] = (kept[i + 1] as number) - from;
       }
     }
   }
@@ -487,13 +500,11 @@ export class MeasurementMap implements DeferredColumns {
     this.settle(Math.min(count, this.#count));
     this.#sealed = true;
     this.#queued = this.#queued?.map(ownTails);
-    this.#columns.clear();
+    this.#columns = undefined;
     this.#builders.length = 0;
     this.#lastSeen.length = 0;
-    this.#rows = [];
-    this.#rowStarts = [];
-    this.#rowEnds = [];
-    this.#rowBounds = [];
+    this.#kept = [];
+    this.#rows = undefined;
     this.#packedColumns = [];
     this.#packedValues = [];
     this.#packedLength = 0;
@@ -617,6 +628,9 @@ const kLayoutSlabSize = 8 * 1024;
 const byteSink: DiffSink = { buf: new Uint8Array(kByteSlabSize), length: 0 };
 let layoutSlab = new Int32Array(kLayoutSlabSize);
 let layoutSlabUsed = 0;
+
+/** Up to this many columns a name is looked up by a scan, not a map. */
+const kScannedNames = 16;
 
 /** BinData subtype 7: a BSONColumn. */
 const kColumnSubtype = 7;

@@ -18,7 +18,7 @@
  * Over `MemoryStorage` a compressed bucket defers its encoding (`MeasurementMap`): a column has its builder
  * only once a measurement was encoded, and the bucket keeps the measurements not yet encoded (at most
  * about 16). Measured 2026-11-25 (`bench/memory-calibration.ts 3|11 8.0 1|20`): with one measurement and
- * no builder, 4 526 bytes with 3 fields and 7 505 with 11 (about 260 per bucket and 150 per field over the
+ * no builder, 4 383 bytes with 3 fields and 6 962 with 11 (about 270 per bucket and 100 per field over the
  * compressed bucket without its builders); with 20 measurements, 7 566 and 15 587.
  *
  * @packageDocumentation
@@ -54,10 +54,10 @@ const kCompressedBucketExtraBytes = 1720;
 const kPerColumnBuilderBytes = 690;
 
 /** Extra bytes of a deferred compressed bucket: its kept measurements' array and bounds. */
-const kDeferredBucketBytes = 260;
+const kDeferredBucketBytes = 270;
 
 /** Extra bytes per field of a deferred compressed bucket: the first kept measurement's value and name. */
-const kDeferredPerFieldBytes = 150;
+const kDeferredPerFieldBytes = 100;
 
 /** Bytes per field of each further measurement a deferred bucket keeps. */
 const kKeptValueBytes = 30;
