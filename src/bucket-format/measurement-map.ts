@@ -308,7 +308,8 @@ export class MeasurementMap implements DeferredColumns {
       const at = column < 0 ? ~column : column;
       if (at >= builders.length) this.#addBuilder(at);
       const value = values[e] as number;
-      (builders[at] as BSONColumnBuilder).append(column < 0 ? new Date(value) : value);
+      if (column < 0) (builders[at] as BSONColumnBuilder).appendDateMs(value);
+      else (builders[at] as BSONColumnBuilder).append(value);
       lastSeen[at] = index;
     }
     this.#encoded = index + 1;

@@ -288,6 +288,17 @@ export class BSONColumnBuilder {
     }
   }
 
+  /**
+   * Append a date given as epoch milliseconds: what {@link BSONColumnBuilder.append} does with a `Date` of
+   * that time, without the `Date`.
+   *
+   * @param ms - the time, epoch ms (an integer).
+   */
+  appendDateMs(ms: number): void {
+    if (this.#mode === Mode.regular) this.#regular.appendDate(ms);
+    else this.append(new Date(ms));
+  }
+
   /** Append a missing entry. */
   skip(): void {
     if (this.#mode === Mode.regular) {
