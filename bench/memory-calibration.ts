@@ -6,13 +6,16 @@
  * One field count and bucket format per process (a finished run's heap is not reliably gone before the
  * next one starts); the second argument `v1` writes the 5.x–7.x format instead of the compressed one, the
  * third the measurements per bucket (default 1; a compressed bucket encodes its measurements in runs of
- * 16, so 20 gives buckets with their column encoders):
+ * 16, so 20 gives buckets with their column encoders), a fourth `eager` encodes every commit at once (as
+ * over MongoStorage) instead:
  *   node --expose-gc --import tsx bench/memory-calibration.ts 3
  *   node --expose-gc --import tsx bench/memory-calibration.ts 11 v1
  *   node --expose-gc --import tsx bench/memory-calibration.ts 11 8.0 20
+ *   node --expose-gc --import tsx bench/memory-calibration.ts 11 8.0 1 eager
  */
 import { BucketEngine } from '../src/index.js';
 import { DiscardingStorage } from './discarding-storage.js';
+import { kTakesDeferredColumns } from '../src/storage/storage.js';
 import { collectGarbage } from './harness.js';
 
 const series = 50_000;
@@ -26,7 +29,10 @@ const docs = Array.from({ length: series }, (_, i) => {
 collectGarbage();
 const before = process.memoryUsage().heapUsed;
 const engine = new BucketEngine({
-  storage: new DiscardingStorage(),
+  storage:
+    process.argv[5] === 'eager'
+      ? Object.defineProperty(new DiscardingStorage(), kTakesDeferredColumns, { value: false })
+      : new DiscardingStorage(),
   parameters: {
     timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40,
     timeseriesAlwaysUseCompressedBuckets: process.argv[3] !== 'v1',
@@ -43,6 +49,6 @@ collectGarbage();
 const heap = process.memoryUsage().heapUsed - before;
 const status = engine.serverStatus().bucketCatalog;
 console.log(
-  `${fields} fields, ${process.argv[3] === 'v1' ? '5.x–7.x' : '8.0'} format, ${perBucket} per bucket: heap ${(heap / status.numOpenBuckets).toFixed(0)} B per open bucket, estimate ${(status.memoryUsage / status.numOpenBuckets).toFixed(0)} B`,
+  `${fields} fields, ${process.argv[3] === 'v1' ? '5.x–7.x' : '8.0'} format${process.argv[5] === 'eager' ? ' (eager)' : ''}, ${perBucket} per bucket: heap ${(heap / status.numOpenBuckets).toFixed(0)} B per open bucket, estimate ${(status.memoryUsage / status.numOpenBuckets).toFixed(0)} B`,
 );
 await engine.close();

@@ -277,8 +277,9 @@ export function updateMinMax(
 }
 
 /**
- * Write the slots' values back into the tree and fold into the tree from now on: a changed value marks
- * its slot updated, as a fold into the tree would have.
+ * Make the tree's nodes again from the slots and fold into the tree from now on. Only compressed buckets
+ * have slots, and they read the tree through snapshots and documents, not through {@link takeUpdates}:
+ * every node counts as shown and updated.
  */
 function leaveSlots(mm: MinMax): void {
   const slots = mm.slots;
@@ -286,27 +287,23 @@ function leaveSlots(mm: MinMax): void {
   mm.slots = undefined;
   // The last snapshot shares the slots' form, not the arrays the tree's snapshots reuse.
   mm.snapshot = undefined;
-  const children = mm.root.children ?? kNoChildren;
-  const { kinds, values } = slots;
-  for (let i = 0; i < slots.names.length; i++) {
-    const node = children[i] as MinMaxNode;
+  const { names, kinds, values } = slots;
+  const children: MinMaxNode[] = [];
+  for (let i = 0; i < names.length; i++) {
+    const node = newNode(names[i] as string, i);
     const kind = kinds[i] as number;
-    const min = values[2 * i] as number;
-    const max = values[2 * i + 1] as number;
-    if (!Object.is(slotNumberOf(node.minValue), min)) {
-      node.minValue = slotValue(kind, min);
-      node.minUpdated = true;
-    }
-    if (!Object.is(slotNumberOf(node.maxValue), max)) {
-      node.maxValue = slotValue(kind, max);
-      node.maxUpdated = true;
-    }
+    node.minKind = 'value';
+    node.minValue = slotValue(kind, values[2 * i] as number);
+    node.minUpdated = true;
+    node.minEmitted = true;
+    node.maxKind = 'value';
+    node.maxValue = slotValue(kind, values[2 * i + 1] as number);
+    node.maxUpdated = true;
+    node.maxEmitted = true;
+    children.push(node);
   }
-}
-
-/** The number a number or date slot value is kept as in {@link MinMaxSlots}. */
-function slotNumberOf(value: unknown): number {
-  return value instanceof Date ? value.getTime() : (value as number);
+  mm.root.children = children;
+  mm.root.index = null;
 }
 
 /**
@@ -723,8 +720,15 @@ export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
   }
   const snapshot = MinMaxSnapshot.ofFields(names, minValues, maxValues);
   mm.snapshot = snapshot;
-  // Flat: later measurements are folded into typed slots, if every value fits in one.
-  mm.slots = slotsOf(names, minValues, maxValues);
+  // Flat: later measurements are folded into typed slots, if every value fits in one. The slots hold all
+  // the tree held (a node per field, 128 bytes each, and a copy of each date): the nodes are let go, and
+  // made again from the slots if a measurement ever leaves them (leaveSlots).
+  const flat = slotsOf(names, minValues, maxValues);
+  mm.slots = flat;
+  if (flat !== undefined) {
+    mm.root.children = null;
+    mm.root.index = null;
+  }
   return snapshot;
 }
 

@@ -21,6 +21,11 @@
  * no builder, 4 383 bytes with 3 fields and 6 962 with 11 (about 270 per bucket and 100 per field over the
  * compressed bucket without its builders); with 20 measurements, 7 566 and 15 587.
  *
+ * A compressed bucket whose fields are all numbers and dates keeps `control.min`/`control.max` in typed
+ * slots and lets go of the min/max tree's nodes: measured with one measurement per bucket, 3 / 11 fields,
+ * 5 306 / 11 186 bytes when each commit is encoded at once (`... 8.0 1 eager`) and 3 814 / 5 369 deferred,
+ * about 100 bytes per bucket and 150 per field less than with the nodes.
+ *
  * @packageDocumentation
  */
 import type { Bucket } from './bucket.js';
@@ -62,6 +67,12 @@ const kDeferredPerFieldBytes = 100;
 /** Bytes per field of each further measurement a deferred bucket keeps. */
 const kKeptValueBytes = 30;
 
+/** Bytes a compressed bucket with typed min/max slots does not hold (the tree's root children). */
+const kFlatMinMaxSavedBytes = 100;
+
+/** Bytes per field such a bucket does not hold: the min/max node and its copies of dates. */
+const kFlatMinMaxSavedPerFieldBytes = 150;
+
 /**
  * Estimated bytes held by an open bucket.
  *
@@ -73,11 +84,14 @@ export function bucketMemoryUsage(bucket: Bucket): number {
   const base = kBucketOverheadBytes + 2 * bucket.key.signature.length + fields * kPerFieldBytes;
   const map = bucket.measurementMap;
   if (map === undefined) return base;
-  if (!map.deferred) return base + kCompressedBucketExtraBytes + fields * kPerColumnBuilderBytes;
+  const compressed =
+    base -
+    (bucket.minMax.slots === undefined ? 0 : kFlatMinMaxSavedBytes + fields * kFlatMinMaxSavedPerFieldBytes) +
+    kCompressedBucketExtraBytes;
+  if (!map.deferred) return compressed + fields * kPerColumnBuilderBytes;
   const kept = map.keptCount;
   return (
-    base +
-    kCompressedBucketExtraBytes +
+    compressed +
     map.encodedColumns * kPerColumnBuilderBytes +
     (kept === 0 ? 0 : kDeferredBucketBytes + fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes))
   );

@@ -76,6 +76,7 @@ describe('docs/stats.md', () => {
     const compressed = /\+ (\d+) \+ (\d+) × \(columns with a builder\)\s+only in the compressed format/.exec(
       formula,
     );
+    const flat = /− (\d+) − (\d+) × columns\s+only while control\.min\/max are in typed slots/.exec(formula);
     const kept =
       /\+ (\d+) \+ \((\d+) \+ \d+ × \(kept − 1\)\) × columns\s+only while it keeps measurements/.exec(
         formula,
@@ -84,15 +85,19 @@ describe('docs/stats.md', () => {
     expect(open).not.toBeNull();
     expect(compressed).not.toBeNull();
     expect(kept).not.toBeNull();
+    expect(flat).not.toBeNull();
     expect(archived).not.toBeNull();
     const signature = 'tsbuckets.weather'.length + 1 + calculateObjectSize({ '': 'a' });
     expect(signature).toBe(31);
     // The example writes the default (compressed) format over MemoryStorage, one measurement kept per
-    // bucket: no builder while new, the 4 columns' builders once reopened from the stored document.
+    // bucket, numbers and dates (typed min/max slots): no builder while new, the 4 columns' builders once
+    // reopened from the stored document.
     const openBytes = (builders: number) =>
       Number(open![1]) +
       2 * signature +
-      Number(open![2]) * 4 +
+      Number(open![2]) * 4 -
+      Number(flat![1]) -
+      Number(flat![2]) * 4 +
       Number(compressed![1]) +
       Number(compressed![2]) * builders +
       Number(kept![1]) +
