@@ -689,8 +689,9 @@ export function closeOpenBucket(
   stripe.idleBuckets.delete(bucket);
   removeOpenBucket(lock, bucket);
   state.memoryUsage -= bucket.memoryUsage;
-  // Nothing appends to it any more: what the storage has not taken is encoded, the encoders let go.
-  bucket.measurementMap?.seal(bucket.numCommittedMeasurements);
+  // Nothing appends to it any more: what the storage has not taken is encoded, the encoders let go. Not
+  // while a batch's write is in flight (a collection cleared under it): the storage may still take it.
+  if (bucket.preparedBatch === undefined) bucket.measurementMap?.seal(bucket.numCommittedMeasurements);
   if (how !== 'archived') coll.stats.addActiveBuckets(-1);
   if (how === 'closed' && bucket.numCommittedMeasurements > 0) {
     state.onBucketClosed?.(bucket.id.ns, bucket.id.oid);
