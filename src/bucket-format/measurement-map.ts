@@ -129,6 +129,8 @@ export class MeasurementMap implements DeferredColumns {
    * survive the young generation's collections.
    */
   #kept: number[] = [];
+  /** Measurements in `#kept` (the array keeps its room from one run to the next: emptying it would not). */
+  #keptCount = 0;
   #rows: Array<Measurement | undefined> | undefined;
   #packedColumns: number[] = [];
   #packedValues: number[] = [];
@@ -201,7 +203,7 @@ export class MeasurementMap implements DeferredColumns {
 
   /** Measurements kept, not yet encoded (deferred). */
   get keptCount(): number {
-    return this.#kept.length / 3;
+    return this.#keptCount;
   }
 
   /** Whether the map defers encoding (see the class comment). */
@@ -284,14 +286,18 @@ export class MeasurementMap implements DeferredColumns {
     // A skip in every column the measurement lacks.
     bound += kValueBound * (names.length - seen);
     const kept = this.#kept;
+    const k = this.#keptCount++;
     if (packed) {
       this.#packedLength = end;
-      kept.push(start, end, bound);
+      kept[3 * k] = start;
+      kept[3 * k + 1] = end;
     } else {
-      const rows = (this.#rows ??= new Array<Measurement | undefined>(kept.length / 3).fill(undefined));
-      rows[kept.length / 3] = measurement;
-      kept.push(-1, -1, bound);
+      const rows = (this.#rows ??= new Array<Measurement | undefined>(k).fill(undefined));
+      rows[k] = measurement;
+      kept[3 * k] = -1;
+      kept[3 * k + 1] = -1;
     }
+    kept[3 * k + 2] = bound;
     this.#count = index + 1;
   }
 
@@ -407,7 +413,7 @@ export class MeasurementMap implements DeferredColumns {
 
   /** {@inheritDoc DeferredColumns.shouldDrain} */
   shouldDrain(): boolean {
-    return this.#kept.length >= 3 * kDeferredDrainThreshold || this.#queued !== undefined;
+    return this.#keptCount >= kDeferredDrainThreshold || this.#queued !== undefined;
   }
 
   /**
@@ -444,12 +450,19 @@ export class MeasurementMap implements DeferredColumns {
       if (start >= 0) this.#encodePacked(start, kept[3 * i + 1] as number);
       else this.#encode(rows?.[i] as Measurement);
     }
-    if (3 * n === kept.length) {
-      kept.length = 0;
+    if (n === this.#keptCount) {
+      this.#keptCount = 0;
       this.#rows = undefined;
       this.#packedLength = 0;
+      // The room of a large batch is not kept for the bucket's life: a usual run fits in much less.
+      if (kept.length > 6 * kDeferredDrainThreshold) this.#kept = [];
+      if (this.#packedColumns.length > kKeptEntriesRoom) {
+        this.#packedColumns = [];
+        this.#packedValues = [];
+      }
     } else {
-      kept.splice(0, 3 * n);
+      kept.copyWithin(0, 3 * n, 3 * this.#keptCount);
+      this.#keptCount -= n;
       rows?.splice(0, n);
       this.#compactPacked();
     }
@@ -462,7 +475,8 @@ export class MeasurementMap implements DeferredColumns {
   #compactPacked(): void {
     const kept = this.#kept;
     let from = -1;
-    for (let i = 0; i < kept.length && from < 0; i += 3) from = kept[i] as number;
+    const end = 3 * this.#keptCount;
+    for (let i = 0; i < end && from < 0; i += 3) from = kept[i] as number;
     if (from <= 0) {
       if (from < 0) this.#packedLength = 0;
       return;
@@ -470,7 +484,7 @@ export class MeasurementMap implements DeferredColumns {
     this.#packedColumns.copyWithin(0, from, this.#packedLength);
     this.#packedValues.copyWithin(0, from, this.#packedLength);
     this.#packedLength -= from;
-    for (let i = 0; i < kept.length; i += 3) {
+    for (let i = 0; i < end; i += 3) {
       if ((kept[i] as number) >= 0) {
         kept[i] = (kept[i] as number) - from;
         kept[i + 1] = (kept[i + 1] as number) - from;
@@ -505,6 +519,7 @@ export class MeasurementMap implements DeferredColumns {
     this.#builders.length = 0;
     this.#lastSeen.length = 0;
     this.#kept = [];
+    this.#keptCount = 0;
     this.#rows = undefined;
     this.#packedColumns = [];
     this.#packedValues = [];
@@ -629,6 +644,9 @@ const kLayoutSlabSize = 8 * 1024;
 const byteSink: DiffSink = { buf: new Uint8Array(kByteSlabSize), length: 0 };
 let layoutSlab = new Int32Array(kLayoutSlabSize);
 let layoutSlabUsed = 0;
+
+/** Packed entries a deferred map keeps room for between runs (16 measurements of 32 fields). */
+const kKeptEntriesRoom = 512;
 
 /** Up to this many columns a name is looked up by a scan, not a map. */
 const kScannedNames = 16;

@@ -526,7 +526,11 @@ export class BucketCatalog {
     // A compressed bucket's size is its measured column bytes: the staged estimate gives way to them.
     if (bucket.measurementMap !== undefined)
       bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
-    for (const field of batch.createdColumns) {
+    const created = batch.createdColumns;
+    // Indexed: most batches create no column, and an iterator per batch is garbage per measurement when
+    // every batch holds one.
+    for (let i = 0; i < created.length; i++) {
+      const field = created[i] as string;
       bucket.fieldNames.add(field);
       bucket.uncommittedFieldNames?.delete(field);
     }

@@ -114,7 +114,8 @@ export function copyMeasurement(doc: unknown, walk: Walk = makeWalk()): Record<s
   }
   walk.size = 0;
   // A refused measurement may leave containers on the path; the next one starts from the root.
-  walk.path.length = 0;
+  // Only then: emptying an array gives up its storage, and the next push would allocate it again.
+  if (walk.path.length !== 0) walk.path.length = 0;
   const out = copyDocument(doc, walk, 1);
   if (walk.size > kBSONObjMaxUserSize) checkSize(out);
   return out;
