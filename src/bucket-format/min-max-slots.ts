@@ -55,10 +55,12 @@ export function slotsOf(
     }
   }
   const kinds = new Uint8Array(n);
-  const values: number[] = [];
+  // Sized once: grown by pushes the array keeps about twice the room it needs for the bucket's life.
+  const values = new Array<number>(2 * n);
   for (let i = 0; i < n; i++) {
     kinds[i] = kindOf(minValues[i]);
-    values.push(slotNumber(minValues[i]) as number, slotNumber(maxValues[i]) as number);
+    values[2 * i] = slotNumber(minValues[i]) as number;
+    values[2 * i + 1] = slotNumber(maxValues[i]) as number;
   }
   return { names, kinds, values };
 }
