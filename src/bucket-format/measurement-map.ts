@@ -4,8 +4,9 @@
  * without the field is a skip), and what changed in each column since the last commit.
  *
  * Ownership: the catalog keeps one map per open compressed bucket; the stored document is what the
- * successive {@link MeasurementMap.intermediate} diffs built. Only the writer holding the bucket's
- * prepared slot appends to it (one prepared batch per bucket), so it needs no lock of its own.
+ * successive {@link MeasurementMap.intermediate} diffs built (over `MemoryStorage`, the tails the storage
+ * took, see {@link MeasurementMap}). Only the writer holding the bucket's prepared slot appends to it (one
+ * prepared batch per bucket), so it needs no lock of its own.
  *
  * @packageDocumentation
  */
@@ -19,8 +20,8 @@ import { invariant } from '../util/invariant.js';
 /**
  * How many measurements a deferred map keeps before its storage should take their tails (see
  * {@link MeasurementMap.shouldDrain}): enough that encoding them touches each column's encoder once per
- * run rather than once per measurement, few enough that the measurements kept (the validated copies)
- * stay small next to the encoders.
+ * run rather than once per measurement, few enough that what the bucket keeps stays small next to the
+ * encoders. Measured on the bulk-loader benchmark against 2, 4, 8 and 32: the fastest.
  */
 export const kDeferredDrainThreshold = 16;
 
