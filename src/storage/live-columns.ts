@@ -141,6 +141,22 @@ export class LiveColumns {
   }
 
   /**
+   * Rebuild one bucket's document if it changed since it was last read: a read that touches a few buckets
+   * (a reopening query for one series, a fetch by `_id`) takes only their columns.
+   *
+   * @param key - the bucket's key.
+   * @param docs - the namespace's documents, updated in place.
+   */
+  materializeOne(key: string, docs: Map<string, StoredBucket>): void {
+    if (!this.#dirty.delete(key)) return;
+    const live = this.#buckets.get(key);
+    const base = docs.get(key);
+    if (live === undefined || base === undefined) return;
+    take(live);
+    docs.set(key, documentOf(base, live));
+  }
+
+  /**
    * Keep a first commit's document whose columns its source holds (its `data` is empty): the document is
    * built when read.
    *

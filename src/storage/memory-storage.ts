@@ -265,8 +265,8 @@ export class MemoryStorage implements Storage {
     upsert: 'upsert' | 'noUpsert',
   ): Promise<'updated' | 'inserted' | 'notMatched'> {
     const entry = this.#ns(ns);
-    entry.live.materialize(entry.docs);
     const key = this.#counterKey(id);
+    entry.live.materializeOne(key, entry.docs);
     const existing = entry.docs.get(key);
     if (existing === undefined && upsert === 'noUpsert') return kCountersNotMatched;
     const target: StoredBucket = existing ?? { _id: id };
@@ -495,11 +495,11 @@ export class MemoryStorage implements Storage {
 
   #findOne(ns: string, filter: BucketFilter): StoredBucket | undefined {
     const entry = this.#ns(ns);
-    entry.live.materialize(entry.docs);
     const key = idEqualityKey(filter._id);
     if (key !== undefined) {
       // The commit path (and a rollup document's): a map lookup and the guard, without a generator.
-      const doc = this.#ns(ns).docs.get(key);
+      entry.live.materializeOne(key, entry.docs);
+      const doc = entry.docs.get(key);
       return doc !== undefined && matchesBesidesId(doc, filter) ? doc : undefined;
     }
     for (const doc of this.#matching(ns, filter)) return doc;
@@ -509,10 +509,11 @@ export class MemoryStorage implements Storage {
   /** Matching documents; a filter pinning `_id` to one ObjectId is a map lookup. */
   *#matching(ns: string, filter: BucketFilter): Generator<StoredBucket> {
     const { docs, live } = this.#ns(ns);
-    live.materialize(docs);
+    // Only the documents a read looks at are rebuilt from their live columns.
     const id = filter._id;
     const key = idEqualityKey(id);
     if (key !== undefined) {
+      live.materializeOne(key, docs);
       const doc = docs.get(key);
       if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
       return;
@@ -521,6 +522,7 @@ export class MemoryStorage implements Storage {
     if (inKeys !== undefined) {
       // `{_id: {$in: [...]}}` (a keyed fetch of rollup or entity documents): one lookup per value.
       for (const k of inKeys) {
+        live.materializeOne(k, docs);
         const doc = docs.get(k);
         if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
       }
@@ -530,10 +532,14 @@ export class MemoryStorage implements Storage {
     // candidates are snapshotted: callers may delete while iterating.
     const metaKey = metaKeyOfFilter(filter);
     const entry = this.#ns(ns);
+    if (metaKey === undefined) live.materialize(docs);
     const candidates =
       metaKey === undefined
         ? [...docs.values()]
-        : [...(entry.byMeta.get(metaKey) ?? [])].map((hex) => docs.get(hex) as StoredBucket);
+        : [...(entry.byMeta.get(metaKey) ?? [])].map((hex) => {
+            live.materializeOne(hex, docs);
+            return docs.get(hex) as StoredBucket;
+          });
     // No candidate (a series' first reopening query, typically): no query to compile.
     if (candidates.length === 0) return;
     // BsonQuery: exact BSON comparison semantics (js-bson numeric classes), mingo for other operators.

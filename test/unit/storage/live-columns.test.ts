@@ -153,4 +153,29 @@ describe('LiveColumns', () => {
     });
     expect(Object.keys(docs.get(key)!.data as object)).toEqual(['t', 'a', 'b']);
   });
+
+  it("a read of one bucket takes only that bucket's deferred columns", () => {
+    // Arrange: two buckets whose first commits carry deferred maps of three measurements each.
+    const live = new LiveColumns();
+    const docs = new Map<string, StoredBucket>();
+    const maps = [0, 1].map(() => new MeasurementMap('t', 'deferred'));
+    const keys = maps.map((map) => {
+      for (let i = 0; i < 3; i++) map.insertOne({ t: new Date(i * 1000), v: i }, undefined);
+      const id = new ObjectId();
+      const doc: StoredBucket = { _id: id, control: { version: 2, min: {}, max: {}, count: 3 }, data: {} };
+      docs.set(id.toHexString(), doc);
+      live.adopt(id.toHexString(), doc, map);
+      return id.toHexString();
+    });
+    // Act
+    live.materializeOne(keys[0]!, docs);
+    // Assert: the first bucket's document has its columns, the second bucket's map still keeps its three.
+    const first = docs.get(keys[0]!) as { data: { v: Binary } };
+    expect(BSONColumn.decode(first.data.v.buffer.subarray(0, first.data.v.position))).toEqual([0, 1, 2]);
+    expect([maps[0]!.keptCount, maps[1]!.keptCount]).toEqual([0, 3]);
+    expect((docs.get(keys[1]!) as { data: object }).data).toEqual({});
+    // A full materialization takes the rest.
+    live.materialize(docs);
+    expect(maps[1]!.keptCount).toBe(0);
+  });
 });
