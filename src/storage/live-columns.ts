@@ -1,7 +1,9 @@
 /**
  * How `MemoryStorage` keeps the compressed buckets the catalog is appending to: each bucket's columns in
  * one growable buffer, a region per column, that a commit splices its bytes into (cost proportional to
- * the bytes appended), and the bucket document rebuilt only when someone reads it.
+ * the bytes appended), and the bucket document rebuilt only when someone reads it. A commit with deferred
+ * columns brings no bytes: the bucket records the catalog's map as its source and takes the tails from it
+ * when 16 measurements wait or the bucket is read (see `MeasurementMap`).
  *
  * A document handed to a reader shares the bucket's buffer (no copy); the next commit copies it first
  * (copy on write), so a document once read never changes under its reader.
