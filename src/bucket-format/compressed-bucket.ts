@@ -111,7 +111,7 @@ export interface CompressedBucketCommit {
    * storage takes the bytes from here when it needs them ({@link DeferredColumns.takeTails}, up to its
    * `control.count`).
    */
-  readonly deferred?: DeferredColumns;
+  readonly deferred?: DeferredColumns | undefined;
 }
 
 /**

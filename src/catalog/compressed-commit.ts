@@ -71,43 +71,21 @@ export function prepareCompressedWrite(
   // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then.
   const minMax = snapshotMinMax(bucket.minMax);
   const bucketId = bucket.id.oid;
-  if (map.deferred) {
-    // The bucket's size counts the columns through the map (MeasurementMap.sizeBound), not per batch.
-    batch.compressedSizeDelta = 0;
-    batch.createdColumns = map.takeNewColumns() ?? batch.createdColumns;
-    if (n === 0) {
-      const document = makeCompressedBucketDocument({
-        id: bucketId,
-        hasMeta: bucket.hasMeta,
-        normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
-        min: minMax.min,
-        max: minMax.max,
-        count: map.count,
-        data: {},
-      });
-      (document as { [kDeferredColumns]?: DeferredColumns })[kDeferredColumns] = map;
-      return { kind: 'insert', bucketId, document };
-    }
-    const commit: CompressedBucketCommit = {
-      format: 'compressed',
-      bucketId,
-      bucketIdHex: bucket.id.hex,
-      numPreviouslyCommittedMeasurements: n,
-      count: n + measurements.length,
-      version: unsorted ? kCompressedUnsortedVersion : undefined,
-      minMax,
-      tails: kNoTails,
-      deferred: map,
-    };
-    return { kind: 'update', bucketId, commit };
-  }
+  // Deferred (a storage that takes the columns itself): no bytes now, and the bucket's size counts the
+  // columns through the map (MeasurementMap.sizeBound), not per batch.
+  const deferred = map.deferred;
   const sizeBefore = map.compressedSize;
   if (n === 0) {
-    const { diffs } = map.intermediate();
-    batch.compressedSizeDelta = map.compressedSize - sizeBefore;
-    const created: string[] = [];
-    for (const diff of diffs) if (diff.created) created.push(diff.field);
-    batch.createdColumns = created;
+    let data: Record<string, Binary> = {};
+    if (deferred) batch.createdColumns = map.takeNewColumns() ?? batch.createdColumns;
+    else {
+      const { diffs } = map.intermediate();
+      batch.compressedSizeDelta = map.compressedSize - sizeBefore;
+      const created: string[] = [];
+      for (const diff of diffs) if (diff.created) created.push(diff.field);
+      batch.createdColumns = created;
+      data = columnsOf(diffs);
+    }
     const document = makeCompressedBucketDocument({
       id: bucketId,
       hasMeta: bucket.hasMeta,
@@ -116,15 +94,20 @@ export function prepareCompressedWrite(
       min: minMax.min,
       max: minMax.max,
       count: map.count,
-      data: columnsOf(diffs),
+      data,
     });
+    if (deferred) (document as { [kDeferredColumns]?: DeferredColumns })[kDeferredColumns] = map;
     return { kind: 'insert', bucketId, document };
   }
-  const tails = map.intermediateTails();
-  batch.compressedSizeDelta = map.compressedSize - sizeBefore;
-  // Most commits create no column: no array for them.
-  if (tails.firstCreated < tails.count) {
-    batch.createdColumns = tails.fields.slice(tails.firstCreated, tails.count);
+  let tails = kNoTails;
+  if (deferred) batch.createdColumns = map.takeNewColumns() ?? batch.createdColumns;
+  else {
+    tails = map.intermediateTails();
+    batch.compressedSizeDelta = map.compressedSize - sizeBefore;
+    // Most commits create no column: no array for them.
+    if (tails.firstCreated < tails.count) {
+      batch.createdColumns = tails.fields.slice(tails.firstCreated, tails.count);
+    }
   }
   const commit: CompressedBucketCommit = {
     format: 'compressed',
@@ -135,6 +118,7 @@ export function prepareCompressedWrite(
     version: unsorted ? kCompressedUnsortedVersion : undefined,
     minMax,
     tails,
+    deferred: deferred ? map : undefined,
   };
   return { kind: 'update', bucketId, commit };
 }
