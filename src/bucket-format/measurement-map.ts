@@ -132,6 +132,12 @@ export class MeasurementMap implements DeferredColumns {
   #kept: number[] = [];
   /** Measurements in `#kept` (the array keeps its room from one run to the next: emptying it would not). */
   #keptCount = 0;
+  /**
+   * The bounds of the kept measurements summed: the finite ones, and how many have none, so that the
+   * catalog's size check (every measurement it stages) reads the bound without a pass over them.
+   */
+  #keptBound = 0;
+  #keptUnbounded = 0;
   #rows: Array<Measurement | undefined> | undefined;
   #packedColumns: number[] = [];
   #packedValues: number[] = [];
@@ -299,17 +305,18 @@ export class MeasurementMap implements DeferredColumns {
       kept[3 * k + 1] = -1;
     }
     kept[3 * k + 2] = bound;
+    if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded++;
+    else this.#keptBound += bound;
     this.#count = index + 1;
   }
 
   /** Encode a packed measurement (entries `[start, end)`) into the columns' encoders. */
   #encodePacked(start: number, end: number): void {
-    const index = this.#encoded;
+    const index = this.#startRow();
     const builders = this.#builders;
     const lastSeen = this.#lastSeen;
     const columns = this.#packedColumns;
     const values = this.#packedValues;
-    if (builders.length === 0) this.#addBuilder(0);
     for (let e = start; e < end; e++) {
       const column = columns[e] as number;
       const at = column < 0 ? ~column : column;
@@ -319,26 +326,16 @@ export class MeasurementMap implements DeferredColumns {
       else (builders[at] as BSONColumnBuilder).append(value);
       lastSeen[at] = index;
     }
-    this.#encoded = index + 1;
-    for (let i = 0; i < lastSeen.length; i++) {
-      if (lastSeen[i] !== index) {
-        (builders[i] as BSONColumnBuilder).skip();
-        lastSeen[i] = index;
-      }
-    }
+    this.#endRow(index);
   }
 
   /** Encode one measurement into the columns' encoders. */
   #encode(measurement: Measurement): void {
-    const index = this.#encoded;
+    const index = this.#startRow();
     const names = this.#names;
     const builders = this.#builders;
     const lastSeen = this.#lastSeen;
     const metaField = this.#metaField;
-    if (builders.length === 0) {
-      if (names.length === 0) this.#addName(this.#timeField);
-      this.#addBuilder(0);
-    }
     // Where the next field is expected if the measurement follows the column order (the time column comes
     // first in the bucket, wherever it is in the measurement, so order is checked among the others).
     let guess = 0;
@@ -354,6 +351,22 @@ export class MeasurementMap implements DeferredColumns {
       (builders[at] as BSONColumnBuilder).append(value);
       lastSeen[at] = index;
     }
+    this.#endRow(index);
+  }
+
+  /** Where a measurement's encoding starts: the time column (first) has its encoder; returns its index. */
+  #startRow(): number {
+    if (this.#builders.length === 0) {
+      if (this.#names.length === 0) this.#addName(this.#timeField);
+      this.#addBuilder(0);
+    }
+    return this.#encoded;
+  }
+
+  /** Close measurement `index`: a skip in every column it did not have. */
+  #endRow(index: number): void {
+    const builders = this.#builders;
+    const lastSeen = this.#lastSeen;
     this.#encoded = index + 1;
     for (let i = 0; i < lastSeen.length; i++) {
       if (lastSeen[i] !== index) {
@@ -427,10 +440,16 @@ export class MeasurementMap implements DeferredColumns {
    * @returns the size or its upper bound (`Infinity` when a kept value has none).
    */
   sizeBound(count: number): number {
-    let size = this.#compressedSize;
+    let bound = this.#keptBound;
+    let unbounded = this.#keptUnbounded;
+    // The kept measurements after the first `count` (a batch being written) are not counted.
     const kept = this.#kept;
-    for (let i = 0, n = count - this.#encoded; i < n; i++) size += kept[3 * i + 2] as number;
-    return size;
+    for (let i = Math.max(0, count - this.#encoded); i < this.#keptCount; i++) {
+      const b = kept[3 * i + 2] as number;
+      if (b === Number.POSITIVE_INFINITY) unbounded--;
+      else bound -= b;
+    }
+    return this.#compressedSize + (unbounded > 0 ? Number.POSITIVE_INFINITY : bound);
   }
 
   /**
@@ -450,6 +469,9 @@ export class MeasurementMap implements DeferredColumns {
       const start = kept[3 * i] as number;
       if (start >= 0) this.#encodePacked(start, kept[3 * i + 1] as number);
       else this.#encode(rows?.[i] as Measurement);
+      const bound = kept[3 * i + 2] as number;
+      if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded--;
+      else this.#keptBound -= bound;
     }
     if (n === this.#keptCount) {
       this.#keptCount = 0;
@@ -521,6 +543,8 @@ export class MeasurementMap implements DeferredColumns {
     this.#lastSeen.length = 0;
     this.#kept = [];
     this.#keptCount = 0;
+    this.#keptBound = 0;
+    this.#keptUnbounded = 0;
     this.#rows = undefined;
     this.#packedColumns = [];
     this.#packedValues = [];
