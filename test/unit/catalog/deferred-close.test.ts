@@ -65,16 +65,22 @@ async function stored(storage: MemoryStorage): Promise<{ count: unknown; v: unkn
   return { count: doc.control.count, v: BSONColumn.decode(column.buffer.subarray(0, column.position)) };
 }
 
+/** A catalog and a storage holding one bucket of `n` measurements (values 0, 1, ...), each committed alone. */
+async function committed(n: number): Promise<{ catalog: BucketCatalog; storage: MemoryStorage }> {
+  const catalog = newCatalog();
+  const storage = new MemoryStorage();
+  for (let i = 0; i < n; i++) {
+    const { batch, prepared } = await prepare(catalog, T0 + i * 1000, i);
+    await write(storage, prepared);
+    await catalog.finish(batch);
+  }
+  return { catalog, storage };
+}
+
 describe('deferred columns when the catalog closes a bucket', () => {
   it('an idle bucket cleared: its committed measurements are taken from the sealed map', async () => {
     // Arrange
-    const catalog = newCatalog();
-    const storage = new MemoryStorage();
-    for (let i = 0; i < 3; i++) {
-      const { batch, prepared } = await prepare(catalog, T0 + i * 1000, i);
-      await write(storage, prepared);
-      await catalog.finish(batch);
-    }
+    const { catalog, storage } = await committed(3);
     // Act
     await catalog.clear(ns);
     // Assert
@@ -83,13 +89,7 @@ describe('deferred columns when the catalog closes a bucket', () => {
 
   it('a bucket cleared with a batch in flight: the batch written afterwards is read back whole', async () => {
     // Arrange: two committed measurements, a third prepared.
-    const catalog = newCatalog();
-    const storage = new MemoryStorage();
-    for (let i = 0; i < 2; i++) {
-      const { batch, prepared } = await prepare(catalog, T0 + i * 1000, i);
-      await write(storage, prepared);
-      await catalog.finish(batch);
-    }
+    const { catalog, storage } = await committed(2);
     const third = await prepare(catalog, T0 + 2000, 2);
     // Act: the catalog forgets the bucket, then the third write lands.
     await catalog.clear(ns);
