@@ -333,9 +333,7 @@ export class BSONColumnBuilder {
     const bytes = this.#out.toBytes();
     this.#out.reset();
     this.#regular.reset();
-    this.#lastControl = kNoControl;
-    this.#lastControlOffset = 0;
-    this.#lastBufLength = 0;
+    this.#forgetControl();
     return bytes;
   }
 
@@ -395,9 +393,7 @@ export class BSONColumnBuilder {
     const buf = out.buf;
     let identical = 0;
     if (control < 0) {
-      this.#lastControl = kNoControl;
-      this.#lastControlOffset = 0;
-      this.#lastBufLength = 0;
+      this.#forgetControl();
     } else {
       // The last control byte of the finalized binary: a full control is no longer tracked, so walk on.
       let last = control;
@@ -470,9 +466,7 @@ export class BSONColumnBuilder {
     const total = length + tailBytes.length + 1;
     let identical = 0;
     if (control < 0) {
-      this.#lastControl = kNoControl;
-      this.#lastControlOffset = 0;
-      this.#lastBufLength = 0;
+      this.#forgetControl();
     } else {
       // The last control byte of the finalized binary: the open one, or the last the tail opened.
       identical = this.#trackControls(
@@ -506,6 +500,13 @@ export class BSONColumnBuilder {
     dest[copyInto(dest, k, tailBytes.buf, identical > length ? identical - length : 0, tailBytes.length)] = 0;
     this.#keepFrom(control < 0 ? length : control);
     return { offset: prevOffset + identical, bytes };
+  }
+
+  /** No control byte is tracked any more (none is open, or the column was finalized). */
+  #forgetControl(): void {
+    this.#lastControl = kNoControl;
+    this.#lastControlOffset = 0;
+    this.#lastBufLength = 0;
   }
 
   /**
