@@ -223,18 +223,37 @@ function parentOf(
       if (typeof child !== 'object' || child === null || isBsonValueObject(child)) return 'refused';
     } else {
       if (typeof segment !== 'string' || segment.length === 0 || segment.startsWith('$')) return 'refused';
-      child = Object.hasOwn(node, segment) ? node[segment] : undefined;
-      if (child === undefined) {
-        if (mode === 'check') return 'missing';
-        child = {};
-        defineField(node, segment, child);
-      } else if (typeof child !== 'object' || child === null || isBsonValueObject(child)) {
-        return 'refused';
-      }
+      const next = subDocumentOf(node, segment, mode);
+      if (next === 'missing' || next === 'refused') return next;
+      child = next;
     }
     node = child as Parent;
   }
   return node;
+}
+
+/**
+ * The sub-document a path walks into at `node[name]`: made when absent under `'create'`, `'missing'` when
+ * absent under `'check'`, `'refused'` when the field holds a scalar (a Date or js-bson value included).
+ *
+ * @param node - the document holding the field.
+ * @param name - the field name (checked by the caller).
+ * @param mode - whether to create a missing sub-document.
+ * @returns the sub-document, or why there is none to walk into.
+ */
+export function subDocumentOf(
+  node: Record<string, unknown>,
+  name: string,
+  mode: 'check' | 'create',
+): object | 'missing' | 'refused' {
+  const child = Object.hasOwn(node, name) ? node[name] : undefined;
+  if (child === undefined) {
+    if (mode === 'check') return 'missing';
+    const created = {};
+    defineField(node, name, created);
+    return created;
+  }
+  return typeof child !== 'object' || child === null || isBsonValueObject(child) ? 'refused' : child;
 }
 
 /**

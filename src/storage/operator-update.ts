@@ -12,7 +12,7 @@
  * @packageDocumentation
  */
 import { defineField } from '../util/safe-record.js';
-import { counterValue, isBsonValueObject } from './counter-update.js';
+import { counterValue, subDocumentOf } from './counter-update.js';
 
 const kIndex = /^(?:0|[1-9][0-9]*)$/u;
 
@@ -107,14 +107,9 @@ function parentOf(
       child = node[Number(segment)];
       if (typeof child !== 'object' || child === null) return 'refused';
     } else {
-      child = Object.hasOwn(node, segment) ? node[segment] : undefined;
-      if (child === undefined) {
-        if (mode === 'check') return 'missing';
-        child = {};
-        defineField(node, segment, child);
-      } else if (typeof child !== 'object' || child === null || isBsonValueObject(child)) {
-        return 'refused';
-      }
+      const next = subDocumentOf(node, segment, mode);
+      if (next === 'missing' || next === 'refused') return next;
+      child = next;
     }
     node = child as Record<string, unknown> | unknown[];
     start = dot + 1;
