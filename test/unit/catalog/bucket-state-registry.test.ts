@@ -1,9 +1,10 @@
 import { ObjectId } from 'bson';
 import { describe, expect, it } from 'vitest';
 
-import { BucketCatalog, ErrorCodes, InternalInvariantError, TimeseriesError } from '../../../src/index.js';
-import type { BucketingOptions, InsertItem, WriteBatch } from '../../../src/index.js';
+import { ErrorCodes, InternalInvariantError, TimeseriesError } from '../../../src/index.js';
+import type { InsertItem, WriteBatch, BucketCatalog } from '../../../src/index.js';
 import { makeBucketMetadata } from '../../../src/catalog/bucket-metadata.js';
+import { kTestBucketing, newTestCatalog } from '../../support/catalog.js';
 import {
   isSafeToReopen,
   makeBucketStateRegistry,
@@ -12,24 +13,10 @@ import {
 } from '../../../src/catalog/bucket-state-registry.js';
 
 const ns = 'db.t';
-const options: BucketingOptions = {
-  timeField: 'time',
-  metaField: 'm',
-  bucketMaxSpanSeconds: 3600,
-  bucketRoundingSeconds: 60,
-  reopeningIndex: 'absent',
-};
+const options = kTestBucketing;
 
 function newCatalog(): BucketCatalog {
-  return new BucketCatalog({
-    parameters: {
-      timeseriesBucketMaxCount: 1000,
-      timeseriesBucketMaxSize: 128000,
-      timeseriesBucketMinCount: 10,
-      timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: 2 ** 40,
-      timeseriesIdleBucketExpiryMaxCountPerAttempt: 3,
-    },
-  });
+  return newTestCatalog();
 }
 
 function item(meta: unknown, timeMs: number): InsertItem {

@@ -5,31 +5,19 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { BucketCatalog, MemoryStorage } from '../../../src/index.js';
-import type { BucketingOptions, InsertItem, StoredBucket, WriteBatch } from '../../../src/index.js';
+import { MemoryStorage } from '../../../src/index.js';
+import type { InsertItem, StoredBucket, WriteBatch, BucketCatalog } from '../../../src/index.js';
 import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
 import { makeBucketMetadata } from '../../../src/catalog/bucket-metadata.js';
+import { kTestBucketing, newTestCatalog } from '../../support/catalog.js';
 
 const ns = 'db.system.buckets.t';
-const options: BucketingOptions = {
-  timeField: 'time',
-  metaField: 'm',
-  bucketMaxSpanSeconds: 3600,
-  bucketRoundingSeconds: 60,
-  reopeningIndex: 'absent',
-};
+const options = kTestBucketing;
 const T0 = Date.UTC(2024, 9, 4, 10);
 
 function newCatalog(): BucketCatalog {
-  return new BucketCatalog({
-    parameters: {
-      timeseriesBucketMaxCount: 1000,
-      timeseriesBucketMaxSize: 128000,
-      timeseriesBucketMinCount: 10,
-      timeseriesIdleBucketExpiryMemoryUsageThresholdBytes: 2 ** 40,
-      timeseriesIdleBucketExpiryMaxCountPerAttempt: 3,
-      timeseriesAlwaysUseCompressedBuckets: true,
-    },
+  return newTestCatalog({
+    parameters: { timeseriesAlwaysUseCompressedBuckets: true },
     deferredColumns: true,
   });
 }
