@@ -157,19 +157,28 @@ export function stripeFor(state: CatalogState, key: BucketKey): Stripe {
   return state.stripes[stripeNumber(key)] as Stripe;
 }
 
-/** One series' share of an insert call, staged by {@link stageSeries}. */
+/**
+ * The stripe of an open bucket.
+ *
+ * @param state - the catalog.
+ * @param bucket - the bucket.
+ * @returns its series' stripe.
+ */
+export function stripeOfBucket(state: CatalogState, bucket: Bucket): Stripe {
+  return state.stripes[bucket.stripe] as Stripe;
+}
+
+/** What the series of one insert call share, staged series by series by {@link stageSeries}. */
 export interface SeriesStaging {
   /** The collection. */
   readonly coll: CollectionState;
   /** Its bucketing options. */
   readonly options: BucketingOptions;
-  /** The series. */
-  readonly key: BucketKey;
   /** The call's measurements (every series'). */
   readonly items: ReadonlyArray<InsertItem>;
   /**
-   * The series' measurements: their indices in `items`, sorted by their time (stable). An item's result
-   * goes to the same index of `out`.
+   * Every series' measurements, a run per series: their indices in `items`, each run sorted by time
+   * (stable). An item's result goes to the same index of `out`.
    */
   readonly positions: ReadonlyArray<number>;
   /** Receives one result per item. */
@@ -180,12 +189,23 @@ export interface SeriesStaging {
   readonly reopening: 'allowed' | 'done';
 }
 
+/** One series of a {@link SeriesStaging}: its key and its run of `positions`. */
+export interface SeriesRun {
+  /** The series. */
+  readonly key: BucketKey;
+  /** First index of the run in `positions`. */
+  readonly start: number;
+  /** End of the run (exclusive). */
+  readonly end: number;
+}
+
 /**
  * Stage the measurements of one series (already sorted by time) into batches, under the stripe lock.
  *
  * @param state - the catalog.
  * @param lock - the series' stripe, held.
- * @param series - the series' measurements and where their results go.
+ * @param series - the call's measurements and where their results go.
+ * @param run - the series and its run of `series.positions`.
  * @param resume - where to resume after a pause.
  * @returns where staging stopped to reopen a bucket, or `undefined` when every item was handled.
  */
@@ -193,12 +213,14 @@ export function stageSeries(
   state: CatalogState,
   lock: StripeLock,
   series: SeriesStaging,
+  run: SeriesRun,
   resume?: StageResume,
 ): StagePause | undefined {
-  const { coll, options, key, items, positions, out, op, reopening } = series;
+  const { coll, options, items, positions, out, op, reopening } = series;
+  const key = run.key;
   // Consecutive measurements go to the same bucket until one needs a rollover (docs/mongodb-behaviour.md §5.6, newest).
   let current: Bucket | undefined;
-  for (let i = resume?.index ?? 0; i < positions.length; i++) {
+  for (let i = resume?.index ?? run.start; i < run.end; i++) {
     const position = positions[i] as number;
     const item = items[position] as InsertItem;
     let chosen: EligibleBucket | undefined;
@@ -286,7 +308,7 @@ type EligibleBucket =
 
 /** Where {@link stageSeries} stopped to reopen a bucket from disk (the caller does the I/O). */
 export interface StagePause {
-  /** Index (in the series' `positions`) of the measurement waiting for the reopened bucket. */
+  /** Index (in the call's `positions`) of the measurement waiting for the reopened bucket. */
   readonly index: number;
   /** What to read. */
   readonly request: ReopeningRequest;

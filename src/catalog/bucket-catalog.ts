@@ -25,6 +25,7 @@ import {
   skipOptions,
   stageSeries,
   stripeFor,
+  stripeOfBucket,
   updateBucketMemoryUsage,
 } from './bucket-catalog-internal.js';
 import type {
@@ -34,6 +35,7 @@ import type {
   CatalogState,
   CollectionState,
   InsertItem,
+  SeriesRun,
   SeriesStaging,
   StagePause,
   StageResult,
@@ -77,13 +79,26 @@ export type {
 export type { ReopeningSource } from './reopening.js';
 export type { CommitInfo, WriteBatch } from './write-batch.js';
 
-/** Whether the items at `positions` are in (non-decreasing) time order. */
-function inTimeOrder(items: ReadonlyArray<InsertItem>, positions: ReadonlyArray<number>): boolean {
-  for (let i = 1; i < positions.length; i++) {
+/**
+ * Sort `positions[start, end)` by the items' times, stably (equal times keep their input order). Most calls
+ * send each series' measurements in time order already: then nothing is copied.
+ */
+function sortByTime(
+  items: ReadonlyArray<InsertItem>,
+  positions: number[],
+  start: number,
+  end: number,
+): void {
+  let sorted = true;
+  for (let i = start + 1; i < end && sorted; i++) {
     const before = items[positions[i - 1] as number] as InsertItem;
-    if ((items[positions[i] as number] as InsertItem).timeMs < before.timeMs) return false;
+    sorted = (items[positions[i] as number] as InsertItem).timeMs >= before.timeMs;
   }
-  return true;
+  if (sorted) return;
+  const run = positions.slice(start, end);
+  // Array.prototype.sort is stable.
+  run.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
+  for (let i = 0; i < run.length; i++) positions[start + i] = run[i] as number;
 }
 
 /** Whether an insert may share batches with other writers (`CombineWithInsertsFromOtherClients`). */
@@ -251,57 +266,99 @@ export class BucketCatalog {
   ): Promise<StageResult[]> {
     const coll = this.#collection(ns, options);
     const effectiveOpId = combine === 'allow' ? 0 : opId;
-    // Group by series (Map keeps first-appearance order), remembering each item's position.
-    const groups = new Map<string, { key: BucketKey; positions: number[] }>();
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i] as InsertItem;
-      let group = groups.get(item.metadata.key);
-      if (group === undefined) {
-        group = { key: keyFor(ns, item.metadata), positions: [] };
-        groups.set(item.metadata.key, group);
+    const n = items.length;
+    // The call's series in order of first appearance (their keys and sizes), and each item's series: a
+    // bulk loader sends one measurement for each of thousands of series, so no object per series.
+    const seriesOf = new Map<string, number>();
+    const keys: BucketKey[] = [];
+    const counts: number[] = [];
+    const seriesIndex = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const metadata = (items[i] as InsertItem).metadata;
+      let s = seriesOf.get(metadata.key);
+      if (s === undefined) {
+        s = keys.length;
+        seriesOf.set(metadata.key, s);
+        keys.push(keyFor(ns, metadata));
+        counts.push(0);
       }
-      group.positions.push(i);
+      seriesIndex[i] = s;
+      counts[s] = (counts[s] as number) + 1;
     }
-    // One stripe acquisition per stripe touched, not per series: a call often spans many series.
-    const byStripe = new Map<number, Array<{ key: BucketKey; positions: number[] }>>();
-    for (const group of groups.values()) {
-      const n = stripeNumber(group.key);
-      const list = byStripe.get(n);
-      if (list === undefined) byStripe.set(n, [group]);
-      else list.push(group);
+    // The series grouped by stripe (one stripe acquisition per stripe touched, not per series), in order
+    // of first appearance within a stripe; then each series' run of positions, in that order.
+    const stripeOf = keys.map(stripeNumber);
+    const next = new Array<number>(kNumberOfStripes).fill(0);
+    for (const stripe of stripeOf) next[stripe] = (next[stripe] as number) + 1;
+    for (let t = 0, at = 0; t < kNumberOfStripes; t++) {
+      const count = next[t] as number;
+      next[t] = at;
+      at += count;
     }
-    const out: StageResult[] = new Array<StageResult>(items.length);
-    const op = { batchKey: effectiveOpId, writer: opId };
-    const reopening = source === undefined ? 'done' : 'allowed';
-    for (const [n, stripeGroups] of byStripe) {
-      const stripe = this.#state.stripes[n] as Stripe;
+    const order = new Array<number>(keys.length);
+    for (let s = 0; s < keys.length; s++) {
+      const stripe = stripeOf[s] as number;
+      order[next[stripe] as number] = s;
+      next[stripe] = (next[stripe] as number) + 1;
+    }
+    const runStart = new Array<number>(keys.length);
+    for (let k = 0, at = 0; k < order.length; k++) {
+      const s = order[k] as number;
+      runStart[s] = at;
+      at += counts[s] as number;
+    }
+    const positions = new Array<number>(n);
+    const fill = runStart.slice();
+    for (let i = 0; i < n; i++) {
+      const s = seriesIndex[i] as number;
+      positions[fill[s] as number] = i;
+      fill[s] = (fill[s] as number) + 1;
+    }
+    const out: StageResult[] = new Array<StageResult>(n);
+    const series: SeriesStaging = {
+      coll,
+      options,
+      items,
+      positions,
+      out,
+      op: { batchKey: effectiveOpId, writer: opId },
+      reopening: source === undefined ? 'done' : 'allowed',
+    };
+    // The run being staged (one object, rewritten series after series; copied only for a pause).
+    const run = { key: keys[0] as BucketKey, start: 0, end: 0 };
+    for (let k = 0; k < order.length; ) {
+      const stripeNo = stripeOf[order[k] as number] as number;
+      let to = k + 1;
+      while (to < order.length && stripeOf[order[to] as number] === stripeNo) to++;
+      const from = k;
+      k = to;
+      const stripe = this.#state.stripes[stripeNo] as Stripe;
       // Stage synchronously; a series that needs a bucket from storage pauses and is finished below.
       const paused = await withStripeSync(stripe, (lock) => {
-        const waiting: Array<{ series: SeriesStaging; pause: StagePause }> = [];
-        for (const { key, positions } of stripeGroups) {
-          // Array.prototype.sort is stable: equal times keep their input order. Most calls send each
-          // series' measurements in time order already; sorting them anyway copies the array.
-          if (!inTimeOrder(items, positions)) {
-            positions.sort((a, b) => (items[a] as InsertItem).timeMs - (items[b] as InsertItem).timeMs);
-          }
-          const series = { coll, options, key, items, positions, out, op, reopening } as const;
-          const pause = stageSeries(this.#state, lock, series);
-          if (pause !== undefined) waiting.push({ series, pause });
+        let waiting: Array<{ run: SeriesRun; pause: StagePause }> | undefined;
+        for (let j = from; j < to; j++) {
+          const s = order[j] as number;
+          run.key = keys[s] as BucketKey;
+          run.start = runStart[s] as number;
+          run.end = run.start + (counts[s] as number);
+          sortByTime(items, positions, run.start, run.end);
+          const pause = stageSeries(this.#state, lock, series, run);
+          if (pause !== undefined) (waiting ??= []).push({ run: { ...run }, pause });
         }
         return waiting;
       });
-      for (const { series, pause } of paused) {
+      for (const { run: pausedRun, pause } of paused ?? []) {
         // The stripe stays locked while storage is read, so no other writer opens a second copy of the
         // bucket or another bucket for the series meanwhile.
         await withStripe(stripe, async (lock) => {
-          let next: StagePause | undefined = pause;
-          while (next !== undefined && source !== undefined) {
-            const reopened = await this.#reopen(lock, coll, series.key, source, next.request);
+          let step: StagePause | undefined = pause;
+          while (step !== undefined && source !== undefined) {
+            const reopened = await this.#reopen(lock, coll, pausedRun.key, source, step.request);
             if (reopened !== undefined) installReopenedBucket(this.#state, lock, coll, reopened);
-            next = stageSeries(this.#state, lock, series, {
-              index: next.index,
+            step = stageSeries(this.#state, lock, series, pausedRun, {
+              index: step.index,
               reopening: 'done',
-              why: next.why,
+              why: step.why,
             });
           }
         });
@@ -397,7 +454,7 @@ export class BucketCatalog {
     // One prepared batch per bucket: while another is in flight, wait for it (its outcome does not matter
     // here) and try again. The check and the taking of the slot happen under the stripe lock.
     for (;;) {
-      const step = await withStripeSync(stripeFor(this.#state, bucket.key), (lock) =>
+      const step = await withStripeSync(stripeOfBucket(this.#state, bucket), (lock) =>
         this.#tryPrepare(lock, batch),
       );
       if (step.kind !== 'wait') return step;
@@ -419,7 +476,7 @@ export class BucketCatalog {
    */
   prepareCommitNow(batch: WriteBatch): PreparedCommit | undefined {
     invariant(batch.commitRights, 2001, 'prepareCommit without commit rights');
-    const stripe = stripeFor(this.#state, batch.bucket.key);
+    const stripe = stripeOfBucket(this.#state, batch.bucket);
     if (stripe.mutex.isLocked()) return undefined;
     const step = this.#tryPrepare({ stripe } as StripeLock, batch);
     return step.kind === 'wait' ? undefined : step;
@@ -491,7 +548,7 @@ export class BucketCatalog {
    * @param batch - the prepared batch whose write succeeded.
    */
   async finish(batch: WriteBatch): Promise<void> {
-    await withStripeSync(stripeFor(this.#state, batch.bucket.key), (lock) => {
+    await withStripeSync(stripeOfBucket(this.#state, batch.bucket), (lock) => {
       this.#finish(lock, batch);
     });
   }
@@ -503,7 +560,7 @@ export class BucketCatalog {
    * @returns whether it was finished (`false`: the stripe is held, call {@link BucketCatalog.finish}).
    */
   finishNow(batch: WriteBatch): boolean {
-    const stripe = stripeFor(this.#state, batch.bucket.key);
+    const stripe = stripeOfBucket(this.#state, batch.bucket);
     if (stripe.mutex.isLocked()) return false;
     this.#finish({ stripe } as StripeLock, batch);
     return true;
@@ -561,7 +618,7 @@ export class BucketCatalog {
    */
   async abort(batch: WriteBatch, error: unknown): Promise<void> {
     const bucket = batch.bucket;
-    await withStripeSync(stripeFor(this.#state, bucket.key), (lock) => {
+    await withStripeSync(stripeOfBucket(this.#state, bucket), (lock) => {
       const coll = bucket.collection;
       const ownPrepared = bucket.preparedBatch === batch;
       batch.state = 'finished';
