@@ -17,6 +17,7 @@ import { LRUCache } from 'lru-cache';
 
 import { defineField, hasOwnField } from '../util/safe-record.js';
 import { cloneBsonValue, compareUtf8, isPlainObject } from '../util/bson-value.js';
+import { kMaxDepthForUserStorage } from '../util/bson-validation.js';
 
 /** The identity of a series: its normalised meta and the binary key derived from it. */
 export interface BucketMetadata {
@@ -166,6 +167,24 @@ export class BucketMetadataCache {
     }
     return metadata;
   }
+
+  /**
+   * The series of a meta object the cache knows, found without validating, copying or normalising it:
+   * by the object's identity or its contents, as {@link BucketMetadataCache.get} finds them, used only
+   * when the object holds exactly what was normalised (so its validated copy would equal the normalised
+   * meta, up to field order).
+   *
+   * @param meta - a meta object as the caller passed it (not validated).
+   * @returns the series, or `undefined` when the object is not known as it is now.
+   */
+  known(meta: object): BucketMetadata | undefined {
+    const cached = this.#objects.get(meta);
+    if (cached !== undefined && sameSimpleValue(meta, cached.normalizedMeta)) return cached;
+    const hash = isPlainObject(meta) ? contentHash(meta) : -1;
+    if (hash < 0) return undefined;
+    const known = this.#contents.get(hash);
+    return known !== undefined && sameSimpleValue(meta, known.normalizedMeta) ? known : undefined;
+  }
 }
 
 /** Scratch for the bits of a double in {@link contentHash} (one per module: hashing allocates nothing). */
@@ -196,8 +215,12 @@ export function contentHash(value: unknown): number {
   return h < 0 ? -1 : h & 0x7fffffff;
 }
 
-/** The hash of `value` continuing from `h` (as an int32), or -1 once something cannot be hashed. */
-function hashValue(value: unknown, h: number): number {
+/**
+ * The hash of `value` continuing from `h` (as an int32), or -1 once something cannot be hashed; `depth`
+ * counts the containers around `value`, so that a value the caller has not validated (a cycle, a nesting
+ * BSON refuses) gives -1 instead of recursing without end.
+ */
+function hashValue(value: unknown, h: number, depth = 0): number {
   switch (typeof value) {
     case 'string':
       h = mix(h, HashTag.string);
@@ -210,12 +233,13 @@ function hashValue(value: unknown, h: number): number {
       return mix(h, value ? HashTag.true : HashTag.false) >>> 1;
     case 'object': {
       if (value === null) return mix(h, HashTag.null) >>> 1;
+      if (depth >= kMaxDepthForUserStorage) return -1;
       if (Array.isArray(value)) {
         h = mix(h, HashTag.array);
         for (let i = 0; i < value.length; i++) {
           // An array hole or undefined element is written as null.
           const element: unknown = value[i];
-          h = hashValue(element === undefined ? null : element, h);
+          h = hashValue(element === undefined ? null : element, h, depth + 1);
           if (h < 0) return -1;
         }
         return mix(h, value.length) >>> 1;
@@ -228,7 +252,7 @@ function hashValue(value: unknown, h: number): number {
         if (!hasOwnField(value, name)) continue;
         const v = value[name];
         if (v === undefined) continue;
-        const field = hashValue(v, hashValue(name, kBasis));
+        const field = hashValue(v, hashValue(name, kBasis), depth + 1);
         if (field < 0) return -1;
         sum = (sum + field) | 0;
         fields++;

@@ -314,11 +314,25 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     // are looked up by the caller's object in the engine's cache, and checked against the copy.
     const metaCache = new Map<unknown, BucketMetadata>();
     const walk = makeWalk();
+    // A meta object the engine has met before is neither copied nor normalised again: the walk stores
+    // the series' normalised meta in its place (the series is then known without another lookup).
+    let knownMeta: BucketMetadata | undefined;
+    if (metaField !== undefined) {
+      walk.knownField = metaField;
+      walk.knownValue = (value, w) => {
+        knownMeta = this.#ctx.metadata.known(value);
+        if (knownMeta === undefined) return undefined;
+        // The key is the BSON of `{"": meta}`: more than the value's bytes.
+        w.size += knownMeta.key.length;
+        return knownMeta.normalizedMeta;
+      };
+    }
     for (let i = 0; i < docs.length; i++) {
       const doc: unknown = docs[i];
       // Every measurement is validated and copied in one walk before anything is staged, in both modes:
       // what is stored is exactly what was validated, and a refused measurement stages nothing.
       let measurement: Record<string, unknown>;
+      knownMeta = undefined;
       try {
         measurement = copyMeasurement(doc, walk);
       } catch (error) {
@@ -337,7 +351,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       const meta = hasMeta ? measurement[metaField] : undefined;
       // -0 is a double and 0 an int32 (different series), but a Map sees them as one key.
       const cacheable = typeof meta !== 'object' && !Object.is(meta, -0);
-      let metadata = cacheable ? metaCache.get(meta) : undefined;
+      let metadata = cacheable ? metaCache.get(meta) : knownMeta;
       if (metadata === undefined) {
         try {
           metadata = this.#ctx.metadata.get(
@@ -359,7 +373,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       }
       // The staged measurement keeps the series' shared meta, not its own copy: the copy was needed only
       // to find the series, and each copy kept until the commit is garbage collection's work.
-      if (hasMeta && typeof meta === 'object' && meta !== null) {
+      if (hasMeta && typeof meta === 'object' && meta !== null && meta !== metadata.normalizedMeta) {
         defineField(measurement, metaField, metadata.normalizedMeta);
       }
       items.push({ measurement, timeMs: timeValue.getTime(), metadata });

@@ -93,7 +93,20 @@ export interface Walk {
   size: number;
   /** The objects and arrays from the root to the current value, for cycle detection. */
   readonly path: object[];
+  /** A top-level field whose object value may be replaced by one validated before (see {@link KnownValue}). */
+  knownField: string | undefined;
+  /** Consulted for an object in {@link Walk.knownField}. */
+  knownValue: KnownValue | undefined;
 }
+
+/**
+ * What to store for an object the walk would otherwise validate and copy, when the caller has validated
+ * the same contents before (a measurement's meta, which an ingester sends again and again): the stored
+ * value, having added an upper bound of its BSON bytes to `walk.size` (as the walk counts a value), or
+ * `undefined`, having added nothing, to copy the object as usual. It must return only a value equal to
+ * what the copy of `value` would be.
+ */
+export type KnownValue = (value: object, walk: Walk) => unknown;
 
 /**
  * Validate a measurement and copy it, in one walk (see the module comment for what is rewritten and what
@@ -143,7 +156,7 @@ export function copyBsonValue(value: unknown, depth = 1): unknown {
  * @returns a fresh walk state.
  */
 export function makeWalk(): Walk {
-  return { size: 0, path: [] };
+  return { size: 0, path: [], knownField: undefined, knownValue: undefined };
 }
 
 /** A plain object or a null-prototype object: what js-bson writes as an embedded document. */
@@ -203,6 +216,13 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
     if (key === '_bsontype' && value !== undefined) {
       // js-bson would take the document for one of its classes (a forged value).
       throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
+    }
+    if (depth === 1 && key === walk.knownField && typeof value === 'object' && value !== null) {
+      const known = walk.knownValue?.(value, walk);
+      if (known !== undefined) {
+        defineField(out, key, known);
+        continue;
+      }
     }
     const copy = copyValue(value, walk, depth, key);
     if (copy !== value) defineField(out, key, copy);

@@ -9,6 +9,7 @@ import {
   normalizeMetadata,
 } from '../../../src/catalog/bucket-metadata.js';
 import { compareUtf8 } from '../../../src/util/bson-value.js';
+import { copyBsonValue } from '../../../src/util/bson-validation.js';
 
 describe('normalizeMetadata', () => {
   it('sorts object fields by byte order, recursively and inside arrays; arrays keep order', () => {
@@ -160,6 +161,14 @@ describe('BucketMetadataCache', () => {
     expect(contentHash([1, 2])).not.toBe(contentHash([2, 1]));
     expect(contentHash({ a: { b: 1 } })).not.toBe(contentHash({ a: { c: 1 } }));
     expect(contentHash({ a: new Date(0) })).toBe(-1);
+    // A value nobody validated yet: a cycle, or a nesting BSON refuses, cannot be hashed.
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    expect(contentHash(cyclic)).toBe(-1);
+    let deep: unknown = 1;
+    for (let i = 0; i < 200; i++) deep = [deep];
+    expect(contentHash({ deep })).toBe(-1);
+    expect(new BucketMetadataCache().known(cyclic)).toBeUndefined();
     expect(contentHash({ a: 1 })).toBeGreaterThanOrEqual(0);
   });
 
@@ -197,5 +206,77 @@ describe('BucketMetadataCache', () => {
       }),
       { numRuns: 300 },
     );
+  });
+  it('knows a meta object without copying it only when its validated copy is the normalised meta', () => {
+    // Values the copy rewrites or refuses, next to plain ones: a known object that now holds one of them
+    // must be copied (or refused) again.
+    const value = fc.constantFrom<unknown>(
+      0,
+      -0,
+      1.5,
+      NaN,
+      'a',
+      '\uD800',
+      true,
+      null,
+      undefined,
+      10n,
+      new Date(0),
+      () => 1,
+      [undefined],
+      ['a', 1],
+      { z: 1 },
+    );
+    let known = 0;
+    const step = fc.record({
+      target: fc.nat({ max: 2 }),
+      field: fc.constantFrom('a', 'b', '__proto__'),
+      value: fc.option(value, { nil: undefined, freq: 4 }),
+      fresh: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const cache = new BucketMetadataCache();
+        const metas: Array<Record<string, unknown>> = [{ a: 1 }, { a: 'x', b: [1] }, { b: { c: 2 } }];
+        for (const { target, field, value: v, fresh } of steps) {
+          // Arrange: change one meta object (or replace it by a fresh one with the same contents).
+          const meta = fresh
+            ? { ...(metas[target] as Record<string, unknown>) }
+            : (metas[target] as Record<string, unknown>);
+          if (v === undefined) Reflect.deleteProperty(meta, field);
+          else
+            Object.defineProperty(meta, field, {
+              value: v,
+              enumerable: true,
+              writable: true,
+              configurable: true,
+            });
+          metas[target] = meta;
+          for (const m of metas) {
+            // Act
+            const got = cache.known(m);
+            // Assert: an answer is the series of the object's validated copy; a refused object has none.
+            let copy: unknown;
+            try {
+              copy = copyBsonValue(m);
+            } catch {
+              expect(got).toBeUndefined();
+              continue;
+            }
+            const expected = makeBucketMetadata(copy);
+            if (got !== undefined) {
+              known++;
+              expect(got.key).toBe(expected.key);
+              expect(got.normalizedMeta).toEqual(expected.normalizedMeta);
+            }
+            // As the engine does after a miss: the series of the copy, found by the caller's object.
+            expect(cache.get(copy, m).key).toBe(expected.key);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+    // The property is not vacuous: most unchanged objects are known.
+    expect(known).toBeGreaterThan(1000);
   });
 });
