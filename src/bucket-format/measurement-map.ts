@@ -16,6 +16,8 @@ import type { Measurement } from './bucket-document.js';
 import type { DiffSink } from './bson-column/bsoncolumn-builder.js';
 import type { ColumnDiff, ColumnTails, DeferredColumns } from './column-tails.js';
 import { invariant } from '../util/invariant.js';
+import { kSlotDate, kSlotNumber } from './min-max-slots.js';
+import type { MinMaxSlots } from './min-max-slots.js';
 
 /**
  * How many measurements a deferred map keeps before its storage should take their tails (see
@@ -132,6 +134,10 @@ export class MeasurementMap implements DeferredColumns {
   #kept: number[] = [];
   /** Measurements in `#kept` (the array keeps its room from one run to the next: emptying it would not). */
   #keptCount = 0;
+  /** {@link MeasurementMap.foldKeptInto}: the slots' names the column-to-slot table was made for. */
+  #slotNames: ReadonlyArray<string> | undefined = undefined;
+  /** Per column, its slot in `#slotNames` (-1: none); made again when columns are added. */
+  #slotOf: number[] | undefined = undefined;
   /**
    * The bounds of the kept measurements summed: the finite ones, and how many have none, so that the
    * catalog's size check (every measurement it stages) reads the bound without a pass over them.
@@ -308,6 +314,55 @@ export class MeasurementMap implements DeferredColumns {
     if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded++;
     else this.#keptBound += bound;
     this.#count = index + 1;
+  }
+
+  /**
+   * Fold the measurement {@link MeasurementMap.insertOne} kept last into typed min/max slots, from the
+   * values it packed: what `foldIntoSlots` does with the measurement, without walking its fields again
+   * (the prepare of a compressed bucket folds and keeps each measurement).
+   *
+   * As `foldIntoSlots`, a refused measurement may have been folded partly; the caller then folds the
+   * measurement itself, which changes nothing the partial fold did.
+   *
+   * @param slots - the bucket's min/max slots.
+   * @param minChanged - the bit to return when a minimum changed.
+   * @param maxChanged - the bit to return when a maximum changed.
+   * @returns the changed sides' bits, or -1 when it cannot: the measurement was not packed (an eager map,
+   *   a value other than a number or a date), or a value has no slot of its kind.
+   */
+  foldKeptInto(slots: MinMaxSlots, minChanged: number, maxChanged: number): number {
+    const k = this.#keptCount - 1;
+    const start = k < 0 ? -1 : (this.#kept[3 * k] as number);
+    if (start < 0) return -1;
+    const end = this.#kept[3 * k + 1] as number;
+    const names = this.#names;
+    let slotOf = this.#slotOf;
+    if (slotOf === undefined || this.#slotNames !== slots.names || slotOf.length !== names.length) {
+      slotOf = names.map((name) => slots.names.indexOf(name));
+      this.#slotOf = slotOf;
+      this.#slotNames = slots.names;
+    }
+    const { kinds, values } = slots;
+    const columns = this.#packedColumns;
+    const packedValues = this.#packedValues;
+    let changed = 0;
+    for (let e = start; e < end; e++) {
+      const column = columns[e] as number;
+      const i = slotOf[column < 0 ? ~column : column] as number;
+      const x = packedValues[e] as number;
+      // A date packs as its (never NaN) time; a NaN number has no slot, as in foldIntoSlots.
+      if (i < 0 || kinds[i] !== (column < 0 ? kSlotDate : kSlotNumber) || x !== x) return -1;
+      // Strict comparisons, as the tree's: an equal value (0 and -0 too) keeps the slot's.
+      if (x < (values[2 * i] as number)) {
+        values[2 * i] = x;
+        changed |= minChanged;
+      }
+      if (x > (values[2 * i + 1] as number)) {
+        values[2 * i + 1] = x;
+        changed |= maxChanged;
+      }
+    }
+    return changed;
   }
 
   /** Encode a packed measurement (entries `[start, end)`) into the columns' encoders. */

@@ -69,6 +69,7 @@ import type { DBRef } from 'bson';
 import { MinMaxSnapshot } from './min-max-snapshot.js';
 import { foldIntoSlots, slotsOf, slotValue } from './min-max-slots.js';
 import type { MinMaxSlots } from './min-max-slots.js';
+import type { MeasurementMap } from './measurement-map.js';
 
 /** The kind of a min or max slot; see the transition table in this module's documentation. */
 export type SlotKind = 'unset' | 'value' | 'object' | 'array';
@@ -274,6 +275,32 @@ export function updateMinMax(
     leaveSlots(mm);
   }
   mm.changed |= updateObject(mm.root, measurement, true, true, options.skipField);
+}
+
+/**
+ * {@link updateMinMax} for the measurement a compressed bucket's map has just kept: folded from the
+ * values the map packed when the slots take them all, otherwise from the measurement.
+ *
+ * @param mm - the MinMax.
+ * @param map - the bucket's measurement map, whose last kept measurement is `measurement`.
+ * @param measurement - the measurement.
+ * @param options - `skipField`: top-level field to ignore (the metaField).
+ */
+export function updateMinMaxFromKept(
+  mm: MinMax,
+  map: MeasurementMap,
+  measurement: Readonly<Record<string, unknown>>,
+  options: MinMaxUpdateOptions,
+): void {
+  const slots = mm.slots;
+  if (slots !== undefined) {
+    const changed = map.foldKeptInto(slots, MIN_CHANGED, MAX_CHANGED);
+    if (changed >= 0) {
+      mm.changed |= changed;
+      return;
+    }
+  }
+  updateMinMax(mm, measurement, options);
 }
 
 /**

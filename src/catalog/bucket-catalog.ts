@@ -501,9 +501,10 @@ export class BucketCatalog {
     batch.state = 'prepared';
     batch.numPreviouslyCommittedMeasurements = bucket.numCommittedMeasurements;
     const skip = skipOptions(coll.options.metaField);
-    for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
+    // A compressed bucket folds each measurement as its map keeps it.
     if (bucket.measurementMap !== undefined)
-      return prepareCompressedWrite(bucket, batch, coll.options, coll.stats);
+      return prepareCompressedWrite(bucket, batch, coll.options, coll.stats, skip);
+    for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
     if (batch.numPreviouslyCommittedMeasurements === 0) {
       // The first commit writes whole documents: built once, not also as per-field updates.
       const { min, max } = takeDocuments(bucket.minMax);

@@ -21,7 +21,8 @@ import {
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { kNoTails } from '../bucket-format/column-tails.js';
 import type { ColumnDiff, DeferredColumns } from '../bucket-format/column-tails.js';
-import { snapshotMinMax } from '../bucket-format/min-max.js';
+import { snapshotMinMax, updateMinMax, updateMinMaxFromKept } from '../bucket-format/min-max.js';
+import type { MinMaxUpdateOptions } from '../bucket-format/min-max.js';
 import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
 import type { BucketingOptions } from './bucket-catalog-internal.js';
@@ -37,13 +38,14 @@ export type CompressedWrite =
   | { readonly kind: 'update'; readonly bucketId: ObjectId; readonly commit: CompressedBucketCommit };
 
 /**
- * Append a prepared batch to its compressed bucket and describe the write. The bucket's min/max already
- * hold the batch's measurements.
+ * Fold a prepared batch into its compressed bucket's min/max, append it to the bucket and describe the
+ * write.
  *
  * @param bucket - the batch's bucket (compressed: it has a measurement map).
  * @param batch - the prepared batch.
  * @param options - the collection's time and meta fields.
  * @param stats - counts `numCompressedBucketsConvertedToUnsorted`.
+ * @param skip - the min/max fold's options (the metaField left out).
  * @returns the insert or the update.
  */
 export function prepareCompressedWrite(
@@ -51,6 +53,7 @@ export function prepareCompressedWrite(
   batch: WriteBatch,
   options: Pick<BucketingOptions, 'timeField' | 'metaField'>,
   stats: ExecutionStatsController,
+  skip: MinMaxUpdateOptions,
 ): CompressedWrite {
   const map = bucket.measurementMap;
   if (map === undefined) throw new TypeError('prepareCompressedWrite on a version-1 bucket');
@@ -67,7 +70,17 @@ export function prepareCompressedWrite(
       stats.inc('numCompressedBucketsConvertedToUnsorted');
     }
   }
-  for (const m of measurements) map.insertOne(m, metaField);
+  if (measurements === batch.measurements) {
+    // Each measurement folded from the values the map has just packed: no second walk of its fields.
+    for (const m of measurements) {
+      map.insertOne(m, metaField);
+      updateMinMaxFromKept(bucket.minMax, map, m, skip);
+    }
+  } else {
+    // Sorted by time: folded in staging order first (the order decides which of 0 and -0 is kept).
+    for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
+    for (const m of measurements) map.insertOne(m, metaField);
+  }
   // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then.
   const minMax = snapshotMinMax(bucket.minMax);
   const bucketId = bucket.id.oid;

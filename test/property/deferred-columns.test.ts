@@ -27,6 +27,19 @@ const value = fc.oneof(
   { arbitrary: fc.record({ x: fc.integer(), y: fc.string({ maxLength: 6 }) }), weight: 1 },
 );
 
+// What a bucket keeps packed (and folds into typed min/max slots from there): numbers, with the ties and
+// the NaN the slots treat apart, and dates.
+const packable = fc.oneof(
+  { arbitrary: fc.double({ noNaN: true, min: -1e6, max: 1e6 }), weight: 5 },
+  // Few values: ties at the minimum and maximum, 0 against -0 among them (the first one stays).
+  { arbitrary: fc.constantFrom(0, -0, 1, 2.5), weight: 4 },
+  { arbitrary: fc.constant(Number.NaN), weight: 1 },
+  {
+    arbitrary: fc.date({ min: new Date(0), max: new Date(2 ** 40), noInvalidDate: true }),
+    weight: 1,
+  },
+);
+
 /** One insert call: measurements of a few series, ticks of one second from `start`. */
 const call = fc.record({
   rows: fc.array(
@@ -34,9 +47,7 @@ const call = fc.record({
       series: fc.constantFrom('a', 'b', 'c'),
       // Numbers only (kept packed until encoded), or any values.
       fields: fc.oneof(
-        fc.dictionary(fc.constantFrom('v', 'w', 's', 'n'), fc.double({ noNaN: true, min: -1e6, max: 1e6 }), {
-          maxKeys: 4,
-        }),
+        fc.dictionary(fc.constantFrom('v', 'w', 's', 'n'), packable, { maxKeys: 4 }),
         fc.dictionary(fc.constantFrom('v', 'w', 's', 'n'), value, { maxKeys: 4 }),
       ),
       late: fc.boolean(),
