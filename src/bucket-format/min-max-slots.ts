@@ -54,16 +54,30 @@ export function slotsOf(
       return undefined;
     }
   }
-  const kinds = new Uint8Array(n);
   // Sized once: grown by pushes the array keeps about twice the room it needs for the bucket's life.
   const values = new Array<number>(2 * n);
+  let same = n === lastNames.length;
   for (let i = 0; i < n; i++) {
-    kinds[i] = kindOf(minValues[i]);
     values[2 * i] = slotNumber(minValues[i]) as number;
     values[2 * i + 1] = slotNumber(maxValues[i]) as number;
+    same &&= names[i] === lastNames[i] && kindOf(minValues[i]) === lastKinds[i];
   }
-  return { names, kinds, values };
+  if (!same) {
+    const kinds = new Uint8Array(n);
+    for (let i = 0; i < n; i++) kinds[i] = kindOf(minValues[i]);
+    lastNames = names;
+    lastKinds = kinds;
+  }
+  return { names: lastNames, kinds: lastKinds, values };
 }
+
+/**
+ * The names and kinds of the slots made last, shared by the next slots with the same fields (neither ever
+ * changes): the buckets of a collection mostly have the same fields, and a typed array costs about 180
+ * bytes of heap whatever it holds.
+ */
+let lastNames: ReadonlyArray<string> = [];
+let lastKinds = new Uint8Array(0);
 
 /**
  * Fold one measurement into the slots, if they can take it.

@@ -755,6 +755,9 @@ export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
   if (flat !== undefined) {
     mm.root.children = null;
     mm.root.index = null;
+    // Nor is this snapshot kept (its arrays, and the documents a first commit builds): the next one is
+    // made from the slots, and a bucket of one measurement holds nothing twice.
+    mm.snapshot = undefined;
   }
   return snapshot;
 }

@@ -168,6 +168,127 @@ function updateEntry(entry: SchemaEntry | undefined, value: unknown): SchemaEntr
 }
 
 /**
+ * What {@link updateSchema} would do with `measurement`, without changing `schema`: whether every path is
+ * recorded already with a compatible type (`'unchanged'`), the first path not compatible comes before any
+ * path to record (`'incompatible'`: updateSchema would record nothing either), or a path would be
+ * recorded (`'record'`: update a copy to learn the rest). For a schema several buckets share.
+ *
+ * @param schema - the schema.
+ * @param measurement - the incoming measurement.
+ * @param options - `skipField`: a top-level field to ignore (the metaField).
+ * @returns the outcome.
+ */
+export function checkSchema(
+  schema: Schema,
+  measurement: Readonly<Record<string, unknown>>,
+  options: SchemaUpdateOptions = {},
+): 'unchanged' | 'record' | 'incompatible' {
+  const outcome = checkObject(schema.root, measurement, options.skipField);
+  return outcome === kUnchanged ? 'unchanged' : outcome === kRecord ? 'record' : 'incompatible';
+}
+
+const kUnchanged = 0;
+const kRecord = 1;
+const kIncompatible = 2;
+
+function checkObject(
+  node: SchemaNode,
+  doc: Readonly<Record<string, unknown>>,
+  skipField: string | undefined,
+): number {
+  const fields = node.fields as Map<string, SchemaEntry>;
+  for (const name in doc) {
+    if (!hasOwnField(doc, name)) continue;
+    const value = doc[name];
+    if (value === undefined || name === skipField) continue;
+    const outcome = checkEntry(fields.get(name), value);
+    if (outcome !== kUnchanged) return outcome;
+  }
+  return kUnchanged;
+}
+
+/** {@link updateEntry} without recording: the same decisions, in the same order. */
+function checkEntry(entry: SchemaEntry | undefined, value: unknown): number {
+  const type = bsonTypeOf(value);
+  if (type === BsonType.object || type === BsonType.array) {
+    if (entry === undefined) return kRecord;
+    if (typeof entry === 'number' || entry.kind !== (type === BsonType.object ? 'object' : 'array')) {
+      return kIncompatible;
+    }
+    if (type === BsonType.object) {
+      const doc =
+        (value as { _bsontype?: unknown })._bsontype === 'DBRef'
+          ? dbRefToDocument(value as DBRef)
+          : (value as Readonly<Record<string, unknown>>);
+      return checkObject(entry, doc, undefined);
+    }
+    const arr = value as ReadonlyArray<unknown>;
+    const elements = entry.elements as SchemaEntry[];
+    for (let i = 0; i < arr.length; i++) {
+      const outcome = checkEntry(elements[i], arr[i] ?? null);
+      if (outcome !== kUnchanged) return outcome;
+    }
+    return kUnchanged;
+  }
+  if (entry === undefined) return kRecord;
+  const recorded = typeof entry === 'number' ? entry : 0;
+  return canonicalTypeOfBsonType(type) === canonicalTypeOfBsonType(recorded) ? kUnchanged : kIncompatible;
+}
+
+/**
+ * A copy of `schema` that can be updated without changing it.
+ *
+ * @param schema - the schema.
+ * @returns the copy.
+ */
+export function cloneSchema(schema: Schema): Schema {
+  return { root: cloneNode(schema.root) };
+}
+
+function cloneEntry(entry: SchemaEntry): SchemaEntry {
+  return typeof entry === 'number' ? entry : cloneNode(entry);
+}
+
+function cloneNode(node: SchemaNode): SchemaNode {
+  if (node.kind === 'object') {
+    const fields = new Map<string, SchemaEntry>();
+    for (const [name, entry] of node.fields as Map<string, SchemaEntry>) fields.set(name, cloneEntry(entry));
+    return { kind: 'object', fields, elements: null };
+  }
+  return { kind: 'array', fields: null, elements: (node.elements as SchemaEntry[]).map(cloneEntry) };
+}
+
+/**
+ * Whether two schemas record the same canonical types at the same paths (whatever the order they were
+ * recorded in): what one accepts the other does.
+ *
+ * @param a - a schema.
+ * @param b - another.
+ * @returns `true` when they are equal.
+ */
+export function sameSchema(a: Schema, b: Schema): boolean {
+  return sameEntry(a.root, b.root);
+}
+
+function sameEntry(a: SchemaEntry | undefined, b: SchemaEntry | undefined): boolean {
+  if (typeof a === 'number' && typeof b === 'number') {
+    return canonicalTypeOfBsonType(a) === canonicalTypeOfBsonType(b);
+  }
+  if (typeof a !== 'object' || typeof b !== 'object') return a === b;
+  if (a.kind !== b.kind) return false;
+  if (a.kind === 'array') {
+    const x = a.elements as SchemaEntry[];
+    const y = b.elements as SchemaEntry[];
+    return x.length === y.length && x.every((entry, i) => sameEntry(entry, y[i]));
+  }
+  const x = a.fields as Map<string, SchemaEntry>;
+  const y = b.fields as Map<string, SchemaEntry>;
+  if (x.size !== y.size) return false;
+  for (const [name, entry] of x) if (!sameEntry(entry, y.get(name))) return false;
+  return true;
+}
+
+/**
  * Rebuild a schema from a stored bucket's `control.min` and then `control.max` (the server's
  * `Schema::parseFromBSON`, used when reopening a bucket).
  *

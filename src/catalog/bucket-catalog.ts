@@ -16,6 +16,7 @@ import { defaultBucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { takeDocuments, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
 import {
+  addCommittedColumns,
   clearedError,
   clearNamespace,
   closeOpenBucket,
@@ -585,13 +586,11 @@ export class BucketCatalog {
     if (bucket.measurementMap !== undefined)
       bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
     const created = batch.createdColumns;
+    addCommittedColumns(coll, bucket, created);
     // Indexed: most batches create no column, and an iterator per batch is garbage per measurement when
     // every batch holds one.
-    for (let i = 0; i < created.length; i++) {
-      const field = created[i] as string;
-      bucket.fieldNames.add(field);
-      bucket.uncommittedFieldNames?.delete(field);
-    }
+    if (bucket.uncommittedFieldNames !== undefined)
+      for (let i = 0; i < created.length; i++) bucket.uncommittedFieldNames.delete(created[i] as string);
     // Every new bucket stages its fields as uncommitted; an emptied set is dropped, not kept for life.
     if (bucket.uncommittedFieldNames?.size === 0) bucket.uncommittedFieldNames = undefined;
     updateBucketMemoryUsage(this.#state, bucket);

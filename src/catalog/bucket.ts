@@ -7,7 +7,8 @@
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { MeasurementMap } from '../bucket-format/measurement-map.js';
 import type { MinMax } from '../bucket-format/min-max.js';
-import type { Schema } from '../bucket-format/schema.js';
+import { checkSchema, cloneSchema, updateSchema } from '../bucket-format/schema.js';
+import type { Schema, SchemaUpdateOptions, SchemaUpdateResult } from '../bucket-format/schema.js';
 import { bsonValueSize, utf8ByteLength } from '../util/bson-value.js';
 import { hasOwnField } from '../util/safe-record.js';
 import { stripeNumber } from './bucket-identifiers.js';
@@ -48,8 +49,13 @@ export interface Bucket {
   readonly startMs: number;
   /** Per-path min/max of committed measurements (folded at prepareCommit). */
   readonly minMax: MinMax;
-  /** Per-path canonical types of staged measurements. */
-  readonly schema: Schema;
+  /**
+   * Per-path canonical types of staged measurements. Shared with other buckets of the collection while
+   * `schemaShared` (never changed then: a measurement that adds a path gives the bucket its own copy).
+   */
+  schema: Schema;
+  /** Whether `schema` is the collection's, shared (see {@link updateBucketSchema}). */
+  schemaShared: boolean;
   /**
    * Estimated size in bytes of the bucket document: for a version-1 bucket the 5.x–7.x estimate of every
    * staged measurement; for a compressed bucket its columns' compressed bytes plus what new fields add
@@ -67,8 +73,13 @@ export interface Bucket {
   numMeasurements: number;
   /** Measurements committed. */
   numCommittedMeasurements: number;
-  /** Column names of the stored document. */
-  readonly fieldNames: Set<string>;
+  /**
+   * Column names of the stored document. Shared with other buckets of the collection while
+   * `fieldNamesShared` (never changed then: see {@link addCommittedColumns}).
+   */
+  fieldNames: ReadonlySet<string>;
+  /** Whether `fieldNames` is the collection's, shared. */
+  fieldNamesShared: boolean;
   /**
    * Column names staged in batches but not committed yet; made when the first one is staged (most buckets
    * never have one after their first commit, and an empty set costs ~150 bytes per open bucket).
@@ -78,9 +89,10 @@ export interface Bucket {
    * Batches not yet prepared (staging, or claimed and still accepting measurements), at most one per opId
    * they are staged under (0: shared by unordered writers). An array, not a map by opId: a bucket has
    * none or one, and a map emptied by every commit re-allocates its table each time (V8 shrinks it; the
-   * delete was the costliest line of prepareCommit with 1 000 series).
+   * delete was the costliest line of prepareCommit with 1 000 series). Shared and empty until the first
+   * batch (see {@link addOpenBatch}).
    */
-  readonly openBatches: WriteBatch[];
+  openBatches: WriteBatch[];
   /** The batch being committed, if any (at most one per bucket). */
   preparedBatch: WriteBatch | undefined;
   /** Pending action once the last batch finishes. */
@@ -128,6 +140,8 @@ export type BucketInit = Pick<
 > & {
   /** Whether the stored bucket is sorted by time (a reopened version-3 bucket is not). */
   readonly sortedByTime?: boolean;
+  /** Whether `schema` is shared with other buckets (default: the bucket's own). */
+  readonly schemaShared?: boolean;
   /** Measurements already in the stored document (a reopened bucket), 0 for a new one. */
   readonly committedMeasurements: number;
   /** Columns of the stored document. */
@@ -141,6 +155,7 @@ export type BucketInit = Pick<
  * @returns the bucket.
  */
 export function makeOpenBucket(init: BucketInit): Bucket {
+  const names = new Set(init.fieldNames);
   return {
     id: init.id,
     key: init.key,
@@ -151,14 +166,16 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     startMs: init.startMs,
     minMax: init.minMax,
     schema: init.schema,
+    schemaShared: init.schemaShared ?? false,
     size: init.size,
     measurementMap: init.measurementMap,
     sortedByTime: init.sortedByTime ?? true,
     numMeasurements: init.committedMeasurements,
     numCommittedMeasurements: init.committedMeasurements,
-    fieldNames: new Set(init.fieldNames),
+    fieldNames: names.size === 0 ? kNoFieldNames : names,
+    fieldNamesShared: names.size === 0,
     uncommittedFieldNames: undefined,
-    openBatches: [],
+    openBatches: kNoOpenBatches,
     preparedBatch: undefined,
     rolloverAction: 'none',
     rolloverReason: 'none',
@@ -276,6 +293,48 @@ const kLargeMeasurementThreshold = 32;
 export function openBatchFor(bucket: Bucket, opId: number): WriteBatch | undefined {
   for (const batch of bucket.openBatches) if (batch.opId === opId) return batch;
   return undefined;
+}
+
+/** The field names of a bucket with no column yet: shared, so never changed (see addCommittedColumns). */
+const kNoFieldNames: ReadonlySet<string> = new Set();
+
+/**
+ * Record `measurement`'s paths in the bucket's schema ({@link updateSchema}): a shared schema is only
+ * checked, and copied for the bucket when the measurement adds a path.
+ *
+ * @param bucket - the bucket.
+ * @param measurement - the measurement.
+ * @param options - `skipField`: the metaField.
+ * @returns whether the measurement's types are compatible with the bucket's.
+ */
+export function updateBucketSchema(
+  bucket: Bucket,
+  measurement: Measurement,
+  options: SchemaUpdateOptions,
+): SchemaUpdateResult {
+  if (bucket.schemaShared) {
+    const check = checkSchema(bucket.schema, measurement, options);
+    if (check !== 'record') return check === 'unchanged' ? 'compatible' : 'incompatible';
+    bucket.schema = cloneSchema(bucket.schema);
+    bucket.schemaShared = false;
+  }
+  return updateSchema(bucket.schema, measurement, options);
+}
+
+/** The batches of a bucket that never had one: shared (frozen: adding goes through addOpenBatch). */
+const kNoOpenBatches: WriteBatch[] = Object.freeze([]) as unknown as WriteBatch[];
+
+/**
+ * Add `batch` to the bucket's unprepared batches. A bucket's first makes its array, with room for one: a
+ * bucket rarely has more, and an array grown by a push keeps room for seventeen (150 bytes of heap per
+ * open bucket).
+ *
+ * @param bucket - the bucket.
+ * @param batch - a new batch of the bucket.
+ */
+export function addOpenBatch(bucket: Bucket, batch: WriteBatch): void {
+  if (bucket.openBatches === kNoOpenBatches) bucket.openBatches = [batch];
+  else bucket.openBatches.push(batch);
 }
 
 /**

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 import { createMinMax, maxDocument, minDocument, updateMinMax } from '../../src/bucket-format/min-max.js';
+import { BucketEngine } from '../../src/index.js';
 import {
   createSchema,
   schemaFromDocuments,
@@ -104,6 +105,47 @@ describe('Schema properties', () => {
         for (const m of accepted) expect(updateSchema(rebuilt.schema, m)).toBe('compatible');
       }),
       { numRuns: 1000 },
+    );
+  });
+  it("the buckets of a collection share a schema, yet each series' schema changes are its own", async () => {
+    // Several series whose buckets start with the same paths (one shared schema), then record their own.
+    const row = fc.record({ series: fc.integer({ min: 0, max: 2 }), fields: measurement });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(row, { minLength: 1, maxLength: 12 }),
+        fc.boolean(),
+        async (rows, compressed) => {
+          // Arrange: the expected rollovers, a schema per series' bucket as one bucket alone would have.
+          const schemas = new Map<number, Schema>();
+          let expected = 0;
+          for (const { series, fields } of rows) {
+            let schema = schemas.get(series);
+            if (schema !== undefined && updateSchema(schema, fields) === 'incompatible') {
+              expected++;
+              schema = undefined;
+            }
+            if (schema === undefined) {
+              schema = createSchema();
+              updateSchema(schema, fields);
+              schemas.set(series, schema);
+            }
+          }
+          const engine = new BucketEngine({
+            parameters: { timeseriesAlwaysUseCompressedBuckets: compressed },
+          });
+          const coll = await engine.createCollection('s', {
+            timeseries: { timeField: 'ts', metaField: 'series', granularity: 'hours' },
+          });
+          // Act: one call per measurement, a second apart (no other rollover).
+          for (const [i, { series, fields }] of rows.entries()) {
+            await coll.insertOne({ ...fields, ts: new Date(Date.UTC(2026, 0, 1) + i * 1000), series });
+          }
+          // Assert
+          expect((await coll.stats()).timeseries.numBucketsClosedDueToSchemaChange).toBe(expected);
+          await engine.close();
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });

@@ -1,8 +1,12 @@
 import { BSONSymbol, Code, Decimal128, Double, Int32, Long, MaxKey, MinKey, ObjectId, Timestamp } from 'bson';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 import {
+  checkSchema,
+  cloneSchema,
   createSchema,
+  sameSchema,
   schemaFromDocuments,
   updateSchema,
   type Schema,
@@ -128,5 +132,66 @@ describe('schemaFromDocuments', () => {
   it('reports a mixed-schema bucket (min and max of different types at one path)', () => {
     expect(schemaFromDocuments({ x: 1 }, { x: 'a' })).toEqual({ kind: 'mixed-schema', document: 'max' });
     expect(schemaFromDocuments({ x: [1, 'a'] }, { x: [2, 'b'] }).kind).toBe('ok');
+  });
+});
+
+describe('a shared schema: checkSchema, cloneSchema, sameSchema', () => {
+  // Few paths and types, nested: measurements that often repeat, add or conflict with a recorded path.
+  const scalar = fc.constantFrom<unknown>(1, 1.5, 'a', true, null, new Date(0), Long.fromNumber(2));
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      scalar,
+      fc.array(tie('value'), { maxLength: 2 }),
+      fc.dictionary(fc.constantFrom('x', 'y'), tie('value'), { maxKeys: 2 }),
+    ),
+  }));
+  const measurement = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'meta'), value, { maxKeys: 3 });
+
+  it('checks what updateSchema would do, without changing the schema', () => {
+    fc.assert(
+      fc.property(fc.array(measurement, { maxLength: 6 }), measurement, (recorded, next) => {
+        // Arrange: a schema that recorded some measurements (stopping at the first conflict).
+        const schema = createSchema();
+        for (const m of recorded)
+          if (updateSchema(schema, m, { skipField: 'meta' }) === 'incompatible') break;
+        const before = cloneSchema(schema);
+        expect(sameSchema(before, schema)).toBe(true);
+        // Act
+        const check = checkSchema(schema, next, { skipField: 'meta' });
+        const copy = cloneSchema(schema);
+        const update = updateSchema(copy, next, { skipField: 'meta' });
+        // Assert: the check changed nothing; updating the copy left the original as it was; and the
+        // check says what the update did.
+        expect(sameSchema(schema, before)).toBe(true);
+        expect(sameSchema(schema, before) && sameSchema(before, schema)).toBe(true);
+        if (check === 'unchanged') {
+          expect(update).toBe('compatible');
+          expect(sameSchema(copy, schema)).toBe(true);
+        } else if (check === 'incompatible') {
+          expect(update).toBe('incompatible');
+          expect(sameSchema(copy, schema)).toBe(true);
+        } else if (update === 'compatible') {
+          expect(sameSchema(copy, schema)).toBe(false);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('tells schemas apart by their paths and canonical types, not by the order they were recorded in', () => {
+    const a = createSchema();
+    updateSchema(a, { x: 1, o: { p: 'a' } });
+    const b = createSchema();
+    updateSchema(b, { o: { p: 'b' } });
+    expect(sameSchema(a, b)).toBe(false);
+    // An int32 then a double at x: one canonical type.
+    updateSchema(b, { x: 2.5 });
+    expect(sameSchema(a, b)).toBe(true);
+    const c = createSchema();
+    updateSchema(c, { x: 'a', o: { p: 'a' } });
+    expect(sameSchema(a, c)).toBe(false);
+    updateSchema(b, { l: [1] });
+    expect(sameSchema(a, b)).toBe(false);
   });
 });
