@@ -219,6 +219,14 @@ export class MeasurementMap implements DeferredColumns {
     return this.#keptCount;
   }
 
+  /**
+   * Whether the arrays of the kept measurements have held a run of {@link kDeferredDrainThreshold}: they
+   * keep that room for the bucket's life (reused, not grown again for every run).
+   */
+  get hasRunRoom(): boolean {
+    return this.#kept.length >= 3 * kDeferredDrainThreshold;
+  }
+
   /** Whether the map defers encoding (see the class comment). */
   get deferred(): boolean {
     return this.#deferred;

@@ -7,24 +7,25 @@
  * nodes of each top-level field. An archived record holds its key and a few numbers.
  *
  * The constants were calibrated on Node 20 with `bench/memory-calibration.ts`: 50 000 one-measurement
- * series ingested into an engine whose storage keeps nothing, the growth of `heapUsed` (after a full GC)
- * divided by the number of open buckets. Measured 2026-11-22: 2 084 bytes per bucket with 3 fields and
- * 3 838 with 11, i.e. about 220 bytes per field and about 1 360 per bucket besides its key. A bucket of
- * the compressed format (MongoDB 8.0's) also holds one incremental column builder per field, its column
- * map and its min/max slots: measured 2026-11-25 (after the builders gave up their buffers when empty),
- * 5 867 bytes with 3 fields and 13 114 with 11, i.e. about 690 bytes more per field and 1 720 more per
- * bucket. A column whose open control block holds values keeps up to about 300 bytes more.
+ * series (3 or 11 fields, numbers and a date) ingested into an engine whose storage keeps nothing, the
+ * growth of `heapUsed` (after a full GC) divided by the number of open buckets. The buckets of a collection
+ * share what is equal between them: the schema of new buckets that record the same paths, the column-name
+ * sets that hold the same columns, the names and types of the typed min/max slots. A bucket whose fields
+ * differ from its neighbours' holds its own (about 90 bytes per field more than estimated).
  *
- * Over `MemoryStorage` a compressed bucket defers its encoding (`MeasurementMap`): a column has its builder
- * only once a measurement was encoded, and the bucket keeps the measurements not yet encoded (at most
- * about 16). Measured 2026-11-25 (`bench/memory-calibration.ts 3|11 8.0 1|20`): with one measurement and
- * no builder, 4 383 bytes with 3 fields and 6 962 with 11 (about 270 per bucket and 100 per field over the
- * compressed bucket without its builders); with 20 measurements, 7 566 and 15 587.
+ * Measured 2026-11-27 (bytes per open bucket, 3 / 11 fields):
  *
- * A compressed bucket whose fields are all numbers and dates keeps `control.min`/`control.max` in typed
- * slots and lets go of the min/max tree's nodes: measured with one measurement per bucket, 3 / 11 fields,
- * 5 306 / 11 186 bytes when each commit is encoded at once (`... 8.0 1 eager`) and 3 814 / 5 369 deferred,
- * about 100 bytes per bucket and 150 per field less than with the nodes.
+ * | format                                                      | 1 measurement | 20 measurements |
+ * |-------------------------------------------------------------|---------------|-----------------|
+ * | 5.x-7.x (version-1 buckets)                                 | 2 043 / 3 372 |                 |
+ * | compressed, deferred (over `MemoryStorage`), typed slots    | 2 261 / 2 390 | 6 985 / 13 691  |
+ * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 870 / 8 580 |                 |
+ *
+ * so about 1 480 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
+ * slots about 560 more per bucket and 4 less per field, plus about 590 per column with a builder; a
+ * deferred one keeps its measurements (about 110 bytes, 20 per field for the first, 30 for each further
+ * value), and once the arrays that keep them have held a run of 16 they keep that room (about 2 260 bytes
+ * and 140 per field).
  *
  * @packageDocumentation
  */
@@ -32,7 +33,7 @@ import type { Bucket } from './bucket.js';
 import type { BucketKey } from './bucket-identifiers.js';
 
 /** Fixed bytes per open bucket: the object, its maps and sets, ids, counters, min/max and schema roots. */
-export const kBucketOverheadBytes = 1360;
+export const kBucketOverheadBytes = 1479;
 
 /**
  * Fixed bytes per archived record: the record, its `ObjectId` (an object and a 12-byte array), the
@@ -44,34 +45,37 @@ export const kBucketOverheadBytes = 1360;
 export const kArchivedBucketOverheadBytes = 370;
 
 /**
- * Bytes per top-level field of a bucket: its min/max node (two slots, an index entry), its schema node and
- * its entries in the field-name sets.
+ * Bytes per top-level field of a bucket: its min/max node (two slots, an index entry), and what its
+ * schema node and its entries in the field-name sets cost when not shared.
  */
-const kPerFieldBytes = 220;
+const kPerFieldBytes = 166;
 
-/**
- * Extra bytes per open bucket of the compressed format: its column map, min/max slots and snapshot, and
- * the builders' shared parts.
- */
-const kCompressedBucketExtraBytes = 1720;
+/** Extra bytes per open bucket of the compressed format: its column map, min/max slots and snapshot. */
+const kCompressedBucketExtraBytes = 658;
 
 /** Extra bytes per field of a compressed bucket: its incremental column builder (encoder state, tail). */
-const kPerColumnBuilderBytes = 690;
+const kPerColumnBuilderBytes = 593;
 
 /** Extra bytes of a deferred compressed bucket: its kept measurements' array and bounds. */
-const kDeferredBucketBytes = 270;
+const kDeferredBucketBytes = 110;
 
-/** Extra bytes per field of a deferred compressed bucket: the first kept measurement's value and name. */
-const kDeferredPerFieldBytes = 100;
+/** Extra bytes per field of a deferred compressed bucket: the first kept measurement's value. */
+const kDeferredPerFieldBytes = 20;
 
 /** Bytes per field of each further measurement a deferred bucket keeps. */
 const kKeptValueBytes = 30;
+
+/** Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room). */
+const kRunRoomBytes = 2260;
+
+/** Bytes per field of that room. */
+const kRunRoomPerFieldBytes = 140;
 
 /** Bytes a compressed bucket with typed min/max slots does not hold (the tree's root children). */
 const kFlatMinMaxSavedBytes = 100;
 
 /** Bytes per field such a bucket does not hold: the min/max node and its copies of dates. */
-const kFlatMinMaxSavedPerFieldBytes = 150;
+const kFlatMinMaxSavedPerFieldBytes = 170;
 
 /**
  * Estimated bytes held by an open bucket.
@@ -93,7 +97,10 @@ export function bucketMemoryUsage(bucket: Bucket): number {
   return (
     compressed +
     map.encodedColumns * kPerColumnBuilderBytes +
-    (kept === 0 ? 0 : kDeferredBucketBytes + fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes))
+    (kept === 0
+      ? 0
+      : kDeferredBucketBytes + fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes)) +
+    (map.hasRunRoom ? kRunRoomBytes + fields * kRunRoomPerFieldBytes : 0)
   );
 }
 
