@@ -84,12 +84,7 @@ export type { CommitInfo, WriteBatch } from './write-batch.js';
  * Sort `positions[start, end)` by the items' times, stably (equal times keep their input order). Most calls
  * send each series' measurements in time order already: then nothing is copied.
  */
-function sortByTime(
-  items: ReadonlyArray<InsertItem>,
-  positions: number[],
-  start: number,
-  end: number,
-): void {
+function sortByTime(items: ReadonlyArray<InsertItem>, positions: number[], start: number, end: number): void {
   let sorted = true;
   for (let i = start + 1; i < end && sorted; i++) {
     const before = items[positions[i - 1] as number] as InsertItem;
@@ -327,7 +322,7 @@ export class BucketCatalog {
     };
     // The run being staged (one object, rewritten series after series; copied only for a pause).
     const run = { key: keys[0] as BucketKey, start: 0, end: 0 };
-    for (let k = 0; k < order.length; ) {
+    for (let k = 0; k < order.length;) {
       const stripeNo = stripeOf[order[k] as number] as number;
       let to = k + 1;
       while (to < order.length && stripeOf[order[to] as number] === stripeNo) to++;
