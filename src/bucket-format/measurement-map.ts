@@ -16,7 +16,7 @@ import type { Measurement } from './bucket-document.js';
 import type { DiffSink } from './bson-column/bsoncolumn-builder.js';
 import type { ColumnDiff, ColumnTails, DeferredColumns } from './column-tails.js';
 import { invariant } from '../util/invariant.js';
-import { kSlotDate, kSlotNumber } from './min-max-slots.js';
+import { foldSlot, kSlotDate, kSlotNumber } from './min-max-slots.js';
 import type { MinMaxSlots } from './min-max-slots.js';
 
 /**
@@ -360,15 +360,7 @@ export class MeasurementMap implements DeferredColumns {
       const x = packedValues[e] as number;
       // A date packs as its (never NaN) time; a NaN number has no slot, as in foldIntoSlots.
       if (i < 0 || kinds[i] !== (column < 0 ? kSlotDate : kSlotNumber) || x !== x) return -1;
-      // Strict comparisons, as the tree's: an equal value (0 and -0 too) keeps the slot's.
-      if (x < (values[2 * i] as number)) {
-        values[2 * i] = x;
-        changed |= minChanged;
-      }
-      if (x > (values[2 * i + 1] as number)) {
-        values[2 * i + 1] = x;
-        changed |= maxChanged;
-      }
+      changed |= foldSlot(values, i, x, minChanged, maxChanged);
     }
     return changed;
   }

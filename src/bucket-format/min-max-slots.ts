@@ -121,15 +121,37 @@ export function foldIntoSlots(
       x = value.getTime();
       if (kinds[i] !== kSlotDate || x !== x) return -1;
     } else return -1;
-    // Strict comparisons, as the tree's: an equal value (0 and -0 too) keeps the slot's.
-    if (x < (values[2 * i] as number)) {
-      values[2 * i] = x;
-      changed |= minChanged;
-    }
-    if (x > (values[2 * i + 1] as number)) {
-      values[2 * i + 1] = x;
-      changed |= maxChanged;
-    }
+    changed |= foldSlot(values, i, x, minChanged, maxChanged);
+  }
+  return changed;
+}
+
+/**
+ * Fold one number into slot `i`.
+ *
+ * @param values - the slots' values.
+ * @param i - the slot.
+ * @param x - the number (not NaN).
+ * @param minChanged - the bit to return when the minimum changed.
+ * @param maxChanged - the bit to return when the maximum changed.
+ * @returns the changed sides' bits.
+ */
+export function foldSlot(
+  values: number[],
+  i: number,
+  x: number,
+  minChanged: number,
+  maxChanged: number,
+): number {
+  let changed = 0;
+  // Strict comparisons, as the tree's: an equal value (0 and -0 too) keeps the slot's.
+  if (x < (values[2 * i] as number)) {
+    values[2 * i] = x;
+    changed = minChanged;
+  }
+  if (x > (values[2 * i + 1] as number)) {
+    values[2 * i + 1] = x;
+    changed |= maxChanged;
   }
   return changed;
 }
