@@ -132,6 +132,13 @@ function updateObject(
   return true;
 }
 
+/** The fields of a value of BSON type object: a js-bson DBRef is written as {$ref, $id, $db?, ...fields}. */
+function embeddedDocument(value: unknown): Readonly<Record<string, unknown>> {
+  return (value as { _bsontype?: unknown })._bsontype === 'DBRef'
+    ? dbRefToDocument(value as DBRef)
+    : (value as Readonly<Record<string, unknown>>);
+}
+
 /**
  * Check `value` against a path's entry (`undefined`: unset) and record it: returns the path's entry
  * afterwards (a new one when it was unset), or `false` when the value is incompatible.
@@ -141,12 +148,7 @@ function updateEntry(entry: SchemaEntry | undefined, value: unknown): SchemaEntr
   if (type === BsonType.object) {
     const node = entry ?? newContainer('object');
     if (typeof node === 'number' || node.kind !== 'object') return false;
-    // A js-bson DBRef is written as the embedded document {$ref, $id, $db?, ...fields}.
-    const doc =
-      (value as { _bsontype?: unknown })._bsontype === 'DBRef'
-        ? dbRefToDocument(value as DBRef)
-        : (value as Readonly<Record<string, unknown>>);
-    return updateObject(node, doc, undefined) && node;
+    return updateObject(node, embeddedDocument(value), undefined) && node;
   }
   if (type === BsonType.array) {
     const node = entry ?? newContainer('array');
@@ -215,13 +217,7 @@ function checkEntry(entry: SchemaEntry | undefined, value: unknown): number {
     if (typeof entry === 'number' || entry.kind !== (type === BsonType.object ? 'object' : 'array')) {
       return kIncompatible;
     }
-    if (type === BsonType.object) {
-      const doc =
-        (value as { _bsontype?: unknown })._bsontype === 'DBRef'
-          ? dbRefToDocument(value as DBRef)
-          : (value as Readonly<Record<string, unknown>>);
-      return checkObject(entry, doc, undefined);
-    }
+    if (type === BsonType.object) return checkObject(entry, embeddedDocument(value), undefined);
     const arr = value as ReadonlyArray<unknown>;
     const elements = entry.elements as SchemaEntry[];
     for (let i = 0; i < arr.length; i++) {
