@@ -97,6 +97,71 @@ function sortByTime(items: ReadonlyArray<InsertItem>, positions: number[], start
   for (let i = 0; i < run.length; i++) positions[start + i] = run[i] as number;
 }
 
+/**
+ * A call's measurements grouped by series, without an object per series (a bulk loader sends one
+ * measurement for each of thousands of series). Per series, in order of first appearance: its key, its
+ * stripe, and its run `[start, end)` of `positions` (item indices, in input order). `order` lists the
+ * series by stripe, then first appearance, so that staging takes each stripe once; the runs follow it.
+ */
+interface SeriesGroups {
+  readonly keys: BucketKey[];
+  readonly stripes: number[];
+  readonly starts: number[];
+  readonly ends: number[];
+  readonly order: number[];
+  readonly positions: number[];
+}
+
+function groupSeries(ns: string, items: ReadonlyArray<InsertItem>): SeriesGroups {
+  const seriesOf = new Map<string, number>();
+  const keys: BucketKey[] = [];
+  const counts: number[] = [];
+  const seriesIndex = new Array<number>(items.length);
+  for (let i = 0; i < items.length; i++) {
+    const metadata = (items[i] as InsertItem).metadata;
+    let s = seriesOf.get(metadata.key);
+    if (s === undefined) {
+      s = keys.length;
+      seriesOf.set(metadata.key, s);
+      keys.push(keyFor(ns, metadata));
+      counts.push(0);
+    }
+    seriesIndex[i] = s;
+    counts[s] = (counts[s] as number) + 1;
+  }
+  // Counting sort of the series by stripe (stable: first appearance within a stripe).
+  const stripes = keys.map(stripeNumber);
+  const next = new Array<number>(kNumberOfStripes).fill(0);
+  for (const stripe of stripes) next[stripe] = (next[stripe] as number) + 1;
+  for (let t = 0, at = 0; t < kNumberOfStripes; t++) {
+    const count = next[t] as number;
+    next[t] = at;
+    at += count;
+  }
+  const order = new Array<number>(keys.length);
+  for (let s = 0; s < keys.length; s++) {
+    const stripe = stripes[s] as number;
+    order[next[stripe] as number] = s;
+    next[stripe] = (next[stripe] as number) + 1;
+  }
+  // The runs, in that order; `ends` fills them and is each run's end afterwards.
+  const starts = new Array<number>(keys.length);
+  const ends = new Array<number>(keys.length);
+  for (let k = 0, at = 0; k < order.length; k++) {
+    const s = order[k] as number;
+    starts[s] = at;
+    ends[s] = at;
+    at += counts[s] as number;
+  }
+  const positions = new Array<number>(items.length);
+  for (let i = 0; i < items.length; i++) {
+    const s = seriesIndex[i] as number;
+    positions[ends[s] as number] = i;
+    ends[s] = (ends[s] as number) + 1;
+  }
+  return { keys, stripes, starts, ends, order, positions };
+}
+
 /** Whether an insert may share batches with other writers (`CombineWithInsertsFromOtherClients`). */
 export type CombineWithInsertsFromOtherClients = 'allow' | 'disallow';
 
@@ -262,55 +327,8 @@ export class BucketCatalog {
   ): Promise<StageResult[]> {
     const coll = this.#collection(ns, options);
     const effectiveOpId = combine === 'allow' ? 0 : opId;
-    const n = items.length;
-    // The call's series in order of first appearance (their keys and sizes), and each item's series: a
-    // bulk loader sends one measurement for each of thousands of series, so no object per series.
-    const seriesOf = new Map<string, number>();
-    const keys: BucketKey[] = [];
-    const counts: number[] = [];
-    const seriesIndex = new Array<number>(n);
-    for (let i = 0; i < n; i++) {
-      const metadata = (items[i] as InsertItem).metadata;
-      let s = seriesOf.get(metadata.key);
-      if (s === undefined) {
-        s = keys.length;
-        seriesOf.set(metadata.key, s);
-        keys.push(keyFor(ns, metadata));
-        counts.push(0);
-      }
-      seriesIndex[i] = s;
-      counts[s] = (counts[s] as number) + 1;
-    }
-    // The series grouped by stripe (one stripe acquisition per stripe touched, not per series), in order
-    // of first appearance within a stripe; then each series' run of positions, in that order.
-    const stripeOf = keys.map(stripeNumber);
-    const next = new Array<number>(kNumberOfStripes).fill(0);
-    for (const stripe of stripeOf) next[stripe] = (next[stripe] as number) + 1;
-    for (let t = 0, at = 0; t < kNumberOfStripes; t++) {
-      const count = next[t] as number;
-      next[t] = at;
-      at += count;
-    }
-    const order = new Array<number>(keys.length);
-    for (let s = 0; s < keys.length; s++) {
-      const stripe = stripeOf[s] as number;
-      order[next[stripe] as number] = s;
-      next[stripe] = (next[stripe] as number) + 1;
-    }
-    const runStart = new Array<number>(keys.length);
-    for (let k = 0, at = 0; k < order.length; k++) {
-      const s = order[k] as number;
-      runStart[s] = at;
-      at += counts[s] as number;
-    }
-    const positions = new Array<number>(n);
-    const fill = runStart.slice();
-    for (let i = 0; i < n; i++) {
-      const s = seriesIndex[i] as number;
-      positions[fill[s] as number] = i;
-      fill[s] = (fill[s] as number) + 1;
-    }
-    const out: StageResult[] = new Array<StageResult>(n);
+    const { keys, stripes, starts, ends, order, positions } = groupSeries(ns, items);
+    const out: StageResult[] = new Array<StageResult>(items.length);
     const series: SeriesStaging = {
       coll,
       options,
@@ -323,9 +341,9 @@ export class BucketCatalog {
     // The run being staged (one object, rewritten series after series; copied only for a pause).
     const run = { key: keys[0] as BucketKey, start: 0, end: 0 };
     for (let k = 0; k < order.length;) {
-      const stripeNo = stripeOf[order[k] as number] as number;
+      const stripeNo = stripes[order[k] as number] as number;
       let to = k + 1;
-      while (to < order.length && stripeOf[order[to] as number] === stripeNo) to++;
+      while (to < order.length && stripes[order[to] as number] === stripeNo) to++;
       const from = k;
       k = to;
       const stripe = this.#state.stripes[stripeNo] as Stripe;
@@ -335,8 +353,8 @@ export class BucketCatalog {
         for (let j = from; j < to; j++) {
           const s = order[j] as number;
           run.key = keys[s] as BucketKey;
-          run.start = runStart[s] as number;
-          run.end = run.start + (counts[s] as number);
+          run.start = starts[s] as number;
+          run.end = ends[s] as number;
           sortByTime(items, positions, run.start, run.end);
           const pause = stageSeries(this.#state, lock, series, run);
           if (pause !== undefined) (waiting ??= []).push({ run: { ...run }, pause });
