@@ -311,11 +311,12 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     const items: InsertItem[] = [];
     const indexOf: number[] = [];
     // One normalisation (a BSON serialisation) per distinct scalar meta value in the call; object metas
-    // are looked up by the caller's object in the engine's cache, and checked against the copy.
+    // are looked up in the engine's cache, by the caller's object or its contents.
     const metaCache = new Map<unknown, BucketMetadata>();
     const walk = makeWalk();
     // A meta object the engine has met before is neither copied nor normalised again: the walk stores
-    // the series' normalised meta in its place (the series is then known without another lookup).
+    // the series' normalised meta in its place (the series is then known without another lookup); any
+    // other is copied, and its copy checked against what the cache finds by the caller's object.
     let knownMeta: BucketMetadata | undefined;
     if (metaField !== undefined) {
       walk.knownField = metaField;
