@@ -14,6 +14,41 @@ const kMaxRetainedBytes = 1 << 16;
 const kMinGrowth = 64;
 /** The storage of a released writer, shared: it is never written (every write reserves first). */
 const kNoStorage = new Uint8Array(0);
+/** Largest storage kept for reuse by {@link spareStorage}. */
+const kMaxSpareBytes = 4096;
+/** Spare storages kept per size. */
+const kMaxSparesPerSize = 16;
+/**
+ * Storage that writers gave up (grown out of, shrunk from, released), by size class: index `c` holds
+ * arrays of `kMinGrowth << c` bytes. An open column's writer grows and shrinks as its open control fills
+ * and closes (64, 128, 256 bytes, then back), thousands of columns in turn: taking the storage another
+ * writer just gave up saves allocating (and collecting) an array each time, most of them outside the
+ * heap. A writer's storage never escapes it (every reader copies or reads within a call), so reuse is
+ * safe; the bytes past `length` are never read, so a reused array is not cleared. Bounded: at most
+ * {@link kMaxSparesPerSize} arrays per size up to {@link kMaxSpareBytes}, 130 KB in all.
+ */
+const spares: Uint8Array[][] = [];
+for (let size = kMinGrowth; size <= kMaxSpareBytes; size *= 2) spares.push([]);
+
+/** Storage of at least `min` bytes: a spare one when there is one, else a new one (a power of two). */
+function spareStorage(min: number): Uint8Array {
+  if (min > kMaxSpareBytes) return new Uint8Array(min);
+  let size = kMinGrowth;
+  let c = 0;
+  while (size < min) {
+    size *= 2;
+    c++;
+  }
+  return spares[c]?.pop() ?? new Uint8Array(size);
+}
+
+/** Keep `buf`, which its writer gave up, for {@link spareStorage} (when it is of a kept size). */
+function giveUp(buf: Uint8Array): void {
+  const size = buf.length;
+  if (size < kMinGrowth || size > kMaxSpareBytes || (size & (size - 1)) !== 0) return;
+  const pool = spares[31 - Math.clz32(size / kMinGrowth)];
+  if (pool !== undefined && pool.length < kMaxSparesPerSize) pool.push(buf);
+}
 
 /** Growable byte buffer. `length` is the number of bytes written. */
 export class ByteWriter {
@@ -27,14 +62,15 @@ export class ByteWriter {
    * @defaultValue capacity 256
    */
   constructor(capacity: number = kDefaultCapacity) {
-    this.buf = new Uint8Array(capacity);
+    this.buf = spareStorage(capacity);
   }
 
   #reserve(n: number): void {
     const need = this.length + n;
     if (need <= this.buf.length) return;
-    const next = new Uint8Array(Math.max(need, this.buf.length * 2, kMinGrowth));
-    next.set(this.buf.subarray(0, this.length));
+    const next = spareStorage(Math.max(need, this.buf.length * 2));
+    copyPrefix(next, this.buf, 0, this.length);
+    giveUp(this.buf);
     this.buf = next;
   }
 
@@ -113,7 +149,7 @@ export class ByteWriter {
   reset(): void {
     this.length = 0;
     if (this.buf.length > kMaxRetainedBytes) {
-      this.buf = new Uint8Array(kDefaultCapacity);
+      this.buf = spareStorage(kDefaultCapacity);
     }
   }
 
@@ -123,6 +159,7 @@ export class ByteWriter {
    */
   release(): void {
     this.length = 0;
+    giveUp(this.buf);
     this.buf = kNoStorage;
   }
 
@@ -139,8 +176,9 @@ export class ByteWriter {
   dropFront(n: number, shrinkFactor: number, minCapacity: number = kDefaultCapacity): void {
     const left = this.length - n;
     if (this.buf.length > minCapacity && left * shrinkFactor < this.buf.length) {
-      const next = new Uint8Array(Math.max(minCapacity, left * 2));
-      next.set(this.buf.subarray(n, this.length));
+      const next = spareStorage(Math.max(minCapacity, left * 2));
+      copyPrefix(next, this.buf, n, this.length);
+      giveUp(this.buf);
       this.buf = next;
     } else {
       this.buf.copyWithin(0, n, this.length);
@@ -156,4 +194,10 @@ export class ByteWriter {
   toBytes(): Uint8Array {
     return this.buf.slice(0, this.length);
   }
+}
+
+/** Copy `src[start, end)` to the start of `dest`: a loop for the few bytes an open control mostly holds. */
+function copyPrefix(dest: Uint8Array, src: Uint8Array, start: number, end: number): void {
+  if (end - start <= 64) for (let i = start; i < end; i++) dest[i - start] = src[i] ?? 0;
+  else dest.set(src.subarray(start, end));
 }

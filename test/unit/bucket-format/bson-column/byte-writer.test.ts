@@ -22,43 +22,56 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 describe('ByteWriter', () => {
-  it('holds what was written and not dropped, whatever its storage became (grown, shrunk, released)', () => {
+  it('each writer holds what was written and not dropped, whatever its storage became (grown, shrunk, released, reused)', () => {
     fc.assert(
-      fc.property(fc.nat({ max: 64 }), fc.array(op, { maxLength: 60 }), (capacity, ops) => {
-        // Arrange
-        const writer = new ByteWriter(capacity);
-        let model: number[] = [];
-        // Act
-        for (const o of ops) {
-          switch (o.kind) {
-            case 'bytes':
-              writer.bytes(o.data, 0, o.data.length);
-              model.push(...o.data);
-              break;
-            case 'u64':
-              writer.u64Halves(o.lo, o.hi);
-              for (const half of [o.lo, o.hi])
-                for (let i = 0; i < 4; i++) model.push((half >>> (8 * i)) & 0xff);
-              break;
-            case 'dropFront': {
-              const n = Math.floor(o.fraction * model.length);
-              writer.dropFront(n, 4, o.minCapacity);
-              model = model.slice(n);
-              break;
+      fc.property(
+        fc.nat({ max: 64 }),
+        fc.array(fc.tuple(fc.nat({ max: 2 }), op), { maxLength: 90 }),
+        (capacity, ops) => {
+          // Arrange: three writers, so that storage one gives up is taken by another.
+          const writers = [0, 1, 2].map(() => new ByteWriter(capacity));
+          const models: number[][] = [[], [], []];
+          // Act
+          for (const [w, o] of ops) {
+            const writer = writers[w] as ByteWriter;
+            let model = models[w] as number[];
+            switch (o.kind) {
+              case 'bytes':
+                writer.bytes(o.data, 0, o.data.length);
+                model.push(...o.data);
+                break;
+              case 'u64':
+                writer.u64Halves(o.lo, o.hi);
+                for (const half of [o.lo, o.hi])
+                  for (let i = 0; i < 4; i++) model.push((half >>> (8 * i)) & 0xff);
+                break;
+              case 'dropFront': {
+                const n = Math.floor(o.fraction * model.length);
+                writer.dropFront(n, 4, o.minCapacity);
+                model = model.slice(n);
+                break;
+              }
+              case 'release':
+                // Only an empty writer gives up its storage.
+                writer.dropFront(writer.length, 4);
+                writer.release();
+                model = [];
+                break;
             }
-            case 'release':
-              // Only an empty writer gives up its storage.
-              writer.dropFront(writer.length, 4);
-              writer.release();
-              model = [];
-              break;
+            models[w] = model;
+            // Assert: every writer still holds its bytes, and no two share storage.
+            writers.forEach((each, i) => {
+              expect(each.length).toBe(models[i]?.length);
+              expect([...each.buf.subarray(0, each.length)]).toEqual(models[i]);
+            });
+            const held = writers.map((each) => each.buf).filter((buf) => buf.length > 0);
+            expect(new Set(held).size).toBe(held.length);
           }
-          // Assert
-          expect(writer.length).toBe(model.length);
-          expect([...writer.buf.subarray(0, writer.length)]).toEqual(model);
-        }
-        expect([...writer.toBytes()]).toEqual(model);
-      }),
+          writers.forEach((each, i) => {
+            expect([...each.toBytes()]).toEqual(models[i]);
+          });
+        },
+      ),
       { numRuns: 300 },
     );
   });
