@@ -58,9 +58,7 @@ export async function commitTogether(
   const commitWrites = ctx.storage.commitWrites?.bind(ctx.storage);
   if (commitWrites === undefined) throw new TypeError('commitTogether needs Storage.commitWrites');
   // Positions in `batches` in the order to prepare them (unordered calls pass them in that order).
-  const order = ordered
-    ? batches.map((_, i) => i).sort((a, b) => (hexAt(batches, a) < hexAt(batches, b) ? -1 : 1))
-    : undefined;
+  const order = ordered ? bucketIdOrder(batches) : undefined;
   // What each batch writes (by position in `batches`): no map per call.
   const prepared = new Array<Prepared | undefined>(batches.length);
   for (let k = 0; k < batches.length; k++) {
@@ -125,9 +123,34 @@ export async function commitTogether(
   }
 }
 
-function hexAt(batches: ReadonlyArray<WriteBatch>, i: number): string {
-  return (batches[i] as WriteBatch).bucket.id.hex;
+/**
+ * The positions of `batches` in bucket-id order (the order batches are committed in, so that writers
+ * holding several buckets never wait for each other in a cycle).
+ *
+ * Each batch's bucket id is read once: a comparison that followed batch, bucket, id and hex string on both
+ * sides cost a few cache misses, and a call of a thousand series makes about ten thousand comparisons.
+ *
+ * @param batches - batches of distinct buckets.
+ * @returns their positions, in ascending order of bucket `_id`.
+ */
+export function bucketIdOrder(batches: ReadonlyArray<WriteBatch>): number[] {
+  const n = batches.length;
+  // Each id as two 48-bit numbers (exact in a double): the comparisons then read two typed arrays.
+  const high = new Float64Array(n);
+  const low = new Float64Array(n);
+  const order = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    const id = (batches[i] as WriteBatch).bucket.id;
+    high[i] = id.order0 * kTwo24 + id.order1;
+    low[i] = id.order2 * kTwo24 + id.order3;
+    order[i] = i;
+  }
+  return order.sort(
+    (a, b) => (high[a] as number) - (high[b] as number) || (low[a] as number) - (low[b] as number),
+  );
 }
+
+const kTwo24 = 2 ** 24;
 
 const kNotApplied: BucketWriteOutcome = Object.freeze({ kind: 'notApplied' });
 

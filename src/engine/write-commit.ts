@@ -19,7 +19,7 @@ import { ErrorCodes, TimeseriesError } from '../errors.js';
 import { withRollupGate } from '../rollups/commit-hook.js';
 import type { CommitRollups } from '../rollups/commit-hook.js';
 import type { BucketWriteOutcome, Storage } from '../storage/storage.js';
-import { commitTogether, settleWrite } from './commit-together.js';
+import { bucketIdOrder, commitTogether, settleWrite } from './commit-together.js';
 import { firstInterleaved, orderedRoundEnd } from './ordered-rounds.js';
 
 /** Per-item outcome of {@link commitMeasurements}. */
@@ -146,7 +146,7 @@ async function commitRound(
     // 3), several at a time. Ordered: one at a time in input order (by each batch's first measurement),
     // stopping at the first failure, so that nothing after a failed measurement is written.
     const ordered =
-      combine === 'disallow' ? batches : batches.sort((a, b) => (a.bucket.id.hex < b.bucket.id.hex ? -1 : 1));
+      combine === 'disallow' ? batches : bucketIdOrder(batches).map((i) => batches[i] as WriteBatch);
     if (ctx.storage.commitWrites !== undefined) {
       // One storage call for the whole round (one round trip across a network).
       await withRollupGate(ctx.rollups, () => commitTogether(ctx, ordered, opId, combine === 'disallow'));
