@@ -37,6 +37,11 @@ export interface Bucket {
    */
   readonly stripe: number;
   /**
+   * The length of the series' signature (`key.signature.length`), for the memory estimate: recomputed
+   * after every commit, when the key is no longer in the cache.
+   */
+  readonly signatureLength: number;
+  /**
    * The collection's catalog state. Kept with the bucket so that a batch in flight can still prepare,
    * finish or abort after a drop removed the collection from the catalog.
    */
@@ -160,6 +165,7 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     id: init.id,
     key: init.key,
     stripe: stripeNumber(init.key),
+    signatureLength: init.key.signature.length,
     collection: init.collection,
     hasMeta: init.hasMeta,
     normalizedMeta: init.normalizedMeta,

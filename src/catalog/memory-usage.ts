@@ -85,7 +85,7 @@ const kFlatMinMaxSavedPerFieldBytes = 170;
  */
 export function bucketMemoryUsage(bucket: Bucket): number {
   const fields = bucket.fieldNames.size + (bucket.uncommittedFieldNames?.size ?? 0);
-  const base = kBucketOverheadBytes + 2 * bucket.key.signature.length + fields * kPerFieldBytes;
+  const base = kBucketOverheadBytes + 2 * bucket.signatureLength + fields * kPerFieldBytes;
   const map = bucket.measurementMap;
   if (map === undefined) return base;
   const compressed =
