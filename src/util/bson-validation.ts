@@ -179,6 +179,14 @@ function checkSize(copy: unknown): void {
 const checkedNames = new Set<string>();
 const kMaxCheckedNames = 10_000;
 
+/**
+ * The top-level names of the last measurements, by position (bounded): a measurement whose fields come
+ * as the previous one's (the same name strings, as an ingester building every document alike makes them)
+ * checks each name with one comparison instead of a set lookup.
+ */
+const topLevelNames: string[] = [];
+const kMaxTopLevelPositions = 64;
+
 /** Whether `key` can be a field name as it is (no NUL, no lone surrogate). */
 function isPlainName(key: string): boolean {
   if (checkedNames.has(key)) return true;
@@ -195,17 +203,22 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
   // field; each getter is read once); then only the values that need another form are replaced.
   const out: Record<string, unknown> = { ...doc };
   let size = 5; // int32 length + trailing NUL
+  let position = depth === 1 ? 0 : kMaxTopLevelPositions;
   // for-in with an own-property check, not Object.keys: no array of names per document (this runs for
   // every measurement).
   for (const key in out) {
     if (!hasOwnField(out, key)) continue;
-    if (!isPlainName(key)) {
-      // A name with NUL or a lone surrogate (rare): rebuilt name by name from the copy.
-      walk.size = sizeBefore;
-      const renamed = renameFields(out, walk, depth);
-      walk.path.pop();
-      return renamed;
+    if (topLevelNames[position] !== key) {
+      if (!isPlainName(key)) {
+        // A name with NUL or a lone surrogate (rare): rebuilt name by name from the copy.
+        walk.size = sizeBefore;
+        const renamed = renameFields(out, walk, depth);
+        walk.path.pop();
+        return renamed;
+      }
+      if (position < kMaxTopLevelPositions) topLevelNames[position] = key;
     }
+    position++;
     size += 2 + 3 * key.length;
     const value = out[key];
     // Numbers are stored as they are: the common case, without a call.

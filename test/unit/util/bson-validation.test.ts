@@ -129,6 +129,19 @@ describe('copyMeasurement', () => {
     expect(refusal(() => copyMeasurement(doc)).codeName).toBe('BadValue');
   });
 
+  it('checks each name whatever the names at the same positions in the measurements before', () => {
+    // Arrange: plain names at positions 0 and 1 first, then bad ones there, then plain ones again.
+    const plain = { a: 1, b: 2 };
+    const bad = { a: 1, ['b\0']: 2 };
+    const lone = { ['\ud800']: 1, b: 2 };
+    // Act / Assert
+    expect(copyMeasurement(plain)).toStrictEqual(plain);
+    expect(refusal(() => copyMeasurement(bad)).codeName).toBe('BadValue');
+    expect(Object.keys(copyMeasurement(lone))).toEqual(['\ufffd', 'b']);
+    expect(copyMeasurement(plain)).toStrictEqual(plain);
+    expect(refusal(() => copyMeasurement({ m: { a: 1, ['b\0']: 2 } })).codeName).toBe('BadValue');
+  });
+
   it('accepts the int64 bounds', () => {
     expect(copyMeasurement({ a: 2n ** 63n - 1n, b: -(2n ** 63n) })).toStrictEqual({
       a: Long.fromBigInt(2n ** 63n - 1n),
