@@ -13,15 +13,15 @@
  * sets that hold the same columns, the names and types of the typed min/max slots. A bucket whose fields
  * differ from its neighbours' holds its own (about 90 bytes per field more than estimated).
  *
- * Measured 2026-11-27 (bytes per open bucket, 3 / 11 fields):
+ * Measured 2026-11-28 (bytes per open bucket, 3 / 11 fields):
  *
  * | format                                                      | 1 measurement | 20 measurements |
  * |-------------------------------------------------------------|---------------|-----------------|
- * | 5.x-7.x (version-1 buckets)                                 | 2 043 / 3 372 |                 |
- * | compressed, deferred (over `MemoryStorage`), typed slots    | 2 261 / 2 390 | 6 985 / 13 691  |
- * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 870 / 8 580 |                 |
+ * | 5.x-7.x (version-1 buckets)                                 | 2 085 / 3 408 |                 |
+ * | compressed, deferred (over `MemoryStorage`), typed slots    | 2 306 / 2 429 | 6 695 / 13 740  |
+ * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 911 / 8 618 |                 |
  *
- * so about 1 480 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
+ * so about 1 520 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
  * slots about 560 more per bucket and 4 less per field, plus about 590 per column with a builder; a
  * deferred one keeps its measurements (about 110 bytes, 20 per field for the first, 30 for each further
  * value), and once the arrays that keep them have held a run of 16 they keep that room (about 2 260 bytes
@@ -33,7 +33,7 @@ import type { Bucket } from './bucket.js';
 import type { BucketKey } from './bucket-identifiers.js';
 
 /** Fixed bytes per open bucket: the object, its maps and sets, ids, counters, min/max and schema roots. */
-export const kBucketOverheadBytes = 1479;
+export const kBucketOverheadBytes = 1519;
 
 /**
  * Fixed bytes per archived record: the record, its `ObjectId` (an object and a 12-byte array), the
