@@ -99,6 +99,24 @@ export interface DeferredColumns {
    * then (one commit of a bucket is in flight at a time).
    */
   shouldDrain(): boolean;
+  /**
+   * The whole columns of the first `count` measurements while none is encoded yet, without starting to
+   * encode (nothing is kept for it; see `MeasurementMap.previewColumns`); `undefined` once encoding has
+   * started, when the storage takes the tails instead.
+   *
+   * @param count - the measurements the storage holds (`control.count`).
+   */
+  previewColumns(count: number): ColumnPreview | undefined;
+}
+
+/** Whole columns of a bucket, in column order: column `i` is `bytes[ends[i - 1] ?? 0, ends[i])`. */
+export interface ColumnPreview {
+  /** Column names; at least the first `ends.length` are this preview's columns. */
+  readonly names: ReadonlyArray<string>;
+  /** Where each column's binary ends in `bytes`. */
+  readonly ends: ReadonlyArray<number>;
+  /** Every column's binary, back to back, in an array of the preview's own. */
+  readonly bytes: Uint8Array;
 }
 
 /** The tails of a commit that carries none (its source has them, {@link DeferredColumns}). */

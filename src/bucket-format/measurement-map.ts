@@ -14,7 +14,7 @@ import { BSONColumnBuilder } from './bson-column/bsoncolumn-builder.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { Measurement } from './bucket-document.js';
 import type { DiffSink } from './bson-column/bsoncolumn-builder.js';
-import type { ColumnDiff, ColumnTails, DeferredColumns } from './column-tails.js';
+import type { ColumnDiff, ColumnPreview, ColumnTails, DeferredColumns } from './column-tails.js';
 import { invariant } from '../util/invariant.js';
 import { foldSlot, kSlotDate, kSlotNumber } from './min-max-slots.js';
 import type { MinMaxSlots } from './min-max-slots.js';
@@ -567,6 +567,44 @@ export class MeasurementMap implements DeferredColumns {
         kept[i] = (kept[i] as number) - from;
         kept[i + 1] = (kept[i + 1] as number) - from;
       }
+    }
+  }
+
+  /**
+   * The columns of the first `count` measurements while none is encoded yet: encoded by encoders made for
+   * this call and dropped after it, the map left as it was. A read of a bucket that keeps its few
+   * measurements (fewer than a run) then leaves no encoder behind: an encoder holds about a kilobyte for
+   * the bucket's life, and reading back an ingest of many series gave every bucket one per column. The
+   * bytes are those the encoders give the storage when it takes the tails (the diffs of any split of a
+   * column's values make the same binary).
+   *
+   * @param count - the measurements the storage holds.
+   * @returns the columns, or `undefined` when encoding has started (the storage takes the tails then).
+   */
+  previewColumns(count: number): ColumnPreview | undefined {
+    if (!this.#deferred || this.#sealed || this.#encoded > 0 || count <= 0 || count > this.#keptCount) {
+      return undefined;
+    }
+    const compressedSize = this.#compressedSize;
+    const kept = this.#kept;
+    try {
+      for (let i = 0; i < count; i++) {
+        const start = kept[3 * i] as number;
+        if (start >= 0) this.#encodePacked(start, kept[3 * i + 1] as number);
+        else this.#encode(this.#rows?.[i] as Measurement);
+      }
+      const sink: DiffSink = { buf: new Uint8Array(256), length: 0 };
+      const ends: number[] = [];
+      for (const builder of this.#builders) {
+        builder.intermediateInto(sink);
+        ends.push(sink.length);
+      }
+      return { names: this.#names, ends, bytes: sink.buf.slice(0, sink.length) };
+    } finally {
+      this.#builders.length = 0;
+      this.#lastSeen.length = 0;
+      this.#encoded = 0;
+      this.#compressedSize = compressedSize;
     }
   }
 

@@ -62,7 +62,7 @@ export class LiveColumns {
   readonly #dirty = new Set<string>();
 
   /**
-   * Whether {@link LiveColumns.apply} would apply a compressed commit (nothing is changed).
+   * Whether {@link LiveColumns.apply} would apply a compressed commit (nothing stored is changed).
    *
    * @param key - the bucket's key in `docs`.
    * @param docs - the namespace's documents.
@@ -87,6 +87,13 @@ export class LiveColumns {
       this.#buckets.set(key, live);
     }
     if (live.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
+    // A commit of another source (another catalog, or a bucket reopened by a new map) is checked against
+    // the columns readers saw: the ones this bucket's source holds are taken first (a read may have shown
+    // them without taking them, see readDocument).
+    if (live.source !== undefined && live.source !== commit.deferred) {
+      take(live);
+      live.source = undefined;
+    }
     // Check every column before changing any: a commit applies whole or not at all.
     const { fields, firstCreated, layout, layoutStart } = commit.tails;
     for (let i = 0; i < firstCreated; i++) {
@@ -108,12 +115,6 @@ export class LiveColumns {
     const live = this.#matching(key, docs, commit);
     if (live === undefined) return false;
     const deferred = commit.deferred;
-    // Another source (a bucket reopened by a new map, or written by another catalog): what the old one
-    // holds for this bucket comes first.
-    if (live.source !== undefined && live.source !== deferred) {
-      take(live);
-      live.source = undefined;
-    }
     if (deferred === undefined) applyTails(live, commit.tails);
     else live.source = deferred;
     live.count = commit.count;
@@ -136,8 +137,7 @@ export class LiveColumns {
       const live = this.#buckets.get(key);
       const base = docs.get(key);
       if (live === undefined || base === undefined) continue;
-      take(live);
-      docs.set(key, documentOf(base, live));
+      docs.set(key, readDocument(base, live));
     }
     this.#dirty.clear();
   }
@@ -154,8 +154,7 @@ export class LiveColumns {
     const live = this.#buckets.get(key);
     const base = docs.get(key);
     if (live === undefined || base === undefined) return;
-    take(live);
-    docs.set(key, documentOf(base, live));
+    docs.set(key, readDocument(base, live));
   }
 
   /**
@@ -345,8 +344,33 @@ function positionOf(live: LiveBucket, field: string, i: number): number {
   return live.names[i] === field ? i : live.names.indexOf(field);
 }
 
+/**
+ * The document of a bucket being read: while the storage holds none of its columns and its source has
+ * encoded none of its measurements (a bucket of a few measurements), the columns are previewed from the
+ * source, which keeps no encoder for it (`DeferredColumns.previewColumns`); otherwise the storage takes
+ * the tails and the document views its buffer.
+ */
+function readDocument(base: StoredBucket, live: LiveBucket): StoredBucket {
+  const preview = live.names.length === 0 ? live.source?.previewColumns(live.count) : undefined;
+  if (preview === undefined) {
+    take(live);
+    return documentOf(base, live);
+  }
+  const data: Record<string, unknown> = {};
+  let start = 0;
+  preview.ends.forEach((end, i) => {
+    defineField(
+      data,
+      preview.names[i] as string,
+      new Binary(preview.bytes.subarray(start, end), Binary.SUBTYPE_COLUMN),
+    );
+    start = end;
+  });
+  return documentOf(base, live, data);
+}
+
 /** A new document: `base` with the live control fields and columns (viewing the live buffers). */
-function documentOf(base: StoredBucket, live: LiveBucket): StoredBucket {
+function documentOf(base: StoredBucket, live: LiveBucket, columns?: Record<string, unknown>): StoredBucket {
   const doc: StoredBucket = {};
   for (const field of Object.keys(base)) {
     if (field === 'control') {
@@ -360,6 +384,8 @@ function documentOf(base: StoredBucket, live: LiveBucket): StoredBucket {
         else defineField(next, name, control[name]);
       }
       doc.control = next;
+    } else if (field === 'data' && columns !== undefined) {
+      doc.data = columns;
     } else if (field === 'data') {
       const data: Record<string, unknown> = {};
       // The document views the bucket's buffer now: the next commit copies it first.

@@ -224,6 +224,24 @@ describe('MeasurementMap', () => {
             }
             const count = Math.max(taken, i - back);
             const bound = deferred.sizeBound(count);
+            // A preview while nothing is encoded: the columns of the first `count`, the map unchanged.
+            const preview = deferred.previewColumns(count);
+            if (stored.size > 0 || count === 0) expect(preview).toBeUndefined();
+            else {
+              expect(preview).toBeDefined();
+              const fields = preview!.names.slice(0, preview!.ends.length);
+              const present = new Set(measurements.slice(0, count).flatMap((m) => Object.keys(m)));
+              expect(new Set(fields)).toEqual(present);
+              fields.forEach((field, c) => {
+                const values = measurements
+                  .slice(0, count)
+                  .map((m) => (Object.hasOwn(m, field) ? (m as Record<string, unknown>)[field] : undefined));
+                const bytes = preview!.bytes.subarray(c === 0 ? 0 : preview!.ends[c - 1], preview!.ends[c]);
+                expect(base64(bytes)).toBe(base64(BSONColumn.encode(values)));
+              });
+              expect(deferred.sizeBound(count)).toBe(bound);
+              expect(deferred.encodedColumns).toBe(0);
+            }
             take(count);
             taken = count;
             // Assert: encoded up to `count`, the size is exact and within the bound given before.

@@ -154,7 +154,7 @@ describe('LiveColumns', () => {
     expect(Object.keys(docs.get(key)!.data as object)).toEqual(['t', 'a', 'b']);
   });
 
-  it("a read of one bucket takes only that bucket's deferred columns", () => {
+  it('a read of a bucket whose map has encoded nothing previews its columns, leaving the map no encoder', () => {
     // Arrange: two buckets whose first commits carry deferred maps of three measurements each.
     const live = new LiveColumns();
     const docs = new Map<string, StoredBucket>();
@@ -167,15 +167,21 @@ describe('LiveColumns', () => {
       live.adopt(id.toHexString(), doc, map);
       return id.toHexString();
     });
+    const decoded = (key: string, field: string): unknown[] => {
+      const binary = (docs.get(key) as { data: Record<string, Binary> }).data[field] as Binary;
+      return BSONColumn.decode(binary.buffer.subarray(0, binary.position));
+    };
     // Act
     live.materializeOne(keys[0]!, docs);
-    // Assert: the first bucket's document has its columns, the second bucket's map still keeps its three.
-    const first = docs.get(keys[0]!) as { data: { v: Binary } };
-    expect(BSONColumn.decode(first.data.v.buffer.subarray(0, first.data.v.position))).toEqual([0, 1, 2]);
-    expect([maps[0]!.keptCount, maps[1]!.keptCount]).toEqual([0, 3]);
+    // Assert: the first bucket's document has its columns and its map still keeps its measurements,
+    // without an encoder; the second bucket was not read.
+    expect(decoded(keys[0]!, 't')).toEqual([new Date(0), new Date(1000), new Date(2000)]);
+    expect(decoded(keys[0]!, 'v')).toEqual([0, 1, 2]);
+    expect([maps[0]!.keptCount, maps[0]!.encodedColumns]).toEqual([3, 0]);
     expect((docs.get(keys[1]!) as { data: object }).data).toEqual({});
-    // A full materialization takes the rest.
+    // A full materialization previews the other one the same way.
     live.materialize(docs);
-    expect(maps[1]!.keptCount).toBe(0);
+    expect(decoded(keys[1]!, 'v')).toEqual([0, 1, 2]);
+    expect([maps[1]!.keptCount, maps[1]!.encodedColumns]).toEqual([3, 0]);
   });
 });
