@@ -14,6 +14,9 @@
  * - `measurements`: the bulk-loader shape (1 000 TSBS series, one measurement per series per call, 100
  *   calls) into `MemoryStorage`: heap growth of engine and storage per measurement, next to the BSON
  *   bytes per measurement of the bucket documents it holds.
+ * - `read-back`: 20 000 TSBS series, two measurements each (two calls), into `MemoryStorage`, then every
+ *   bucket read once: heap per bucket after the read, next to the heap per bucket before it (a read must
+ *   not leave each open bucket more to hold).
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -25,15 +28,18 @@ import { DiscardingStorage } from './discarding-storage.js';
 import { tsbsCpuOnly } from './datasets.js';
 import { bucketFormats, engineOptions, heading, record } from './harness.js';
 
-type MemoryCase = 'open-buckets' | 'measurements';
+type MemoryCase = 'open-buckets' | 'measurements' | 'read-back';
 
 /** What one child process reports (one JSON line). */
 interface MemoryReading {
   readonly case: MemoryCase;
   readonly format: string;
-  /** Heap bytes per unit (open bucket or measurement). */
+  /** Heap bytes per unit (open bucket, measurement, or bucket after the read). */
   readonly heapPerUnit: number;
-  /** The catalog's estimate per open bucket, or the bucket documents' BSON bytes per measurement. */
+  /**
+   * The catalog's estimate per open bucket, the bucket documents' BSON bytes per measurement, or the heap
+   * per bucket before the read.
+   */
   readonly reference: number;
   /** Whether the storage really kept nothing (open-buckets only). */
   readonly storageEmpty: boolean;
@@ -50,8 +56,8 @@ function heapUsed(): number {
 async function measure(memoryCase: MemoryCase, formatIndex: number): Promise<MemoryReading> {
   const format = (await bucketFormats())[formatIndex];
   if (format === undefined) throw new Error(`no format ${formatIndex}`);
-  const series = memoryCase === 'open-buckets' ? 50_000 : 1_000;
-  const calls = memoryCase === 'open-buckets' ? 1 : 100;
+  const series = { 'open-buckets': 50_000, measurements: 1_000, 'read-back': 20_000 }[memoryCase];
+  const calls = { 'open-buckets': 1, measurements: 100, 'read-back': 2 }[memoryCase];
   // The dataset stays alive across both readings: only what the engine and storage hold is counted.
   const docs = tsbsCpuOnly(series, series * calls);
   const storage = memoryCase === 'open-buckets' ? new DiscardingStorage() : new MemoryStorage();
@@ -69,6 +75,17 @@ async function measure(memoryCase: MemoryCase, formatIndex: number): Promise<Mem
   for await (const bucket of storage.find(coll.bucketsNamespace, {})) {
     bucketBytes += calculateObjectSize(bucket);
     stored++;
+  }
+  if (memoryCase === 'read-back') {
+    const afterRead = heapUsed() - before;
+    await engine.close();
+    return {
+      case: memoryCase,
+      format: format.name,
+      heapPerUnit: afterRead / stored,
+      reference: growth / stored,
+      storageEmpty: false,
+    };
   }
   const reading: MemoryReading =
     memoryCase === 'open-buckets'
@@ -120,6 +137,7 @@ export async function runMemoryBench(): Promise<void> {
   for (let i = 0; i < formats.length; i++) {
     const open = await inChild('open-buckets', i);
     const perMeasurement = await inChild('measurements', i);
+    const readBack = await inChild('read-back', i);
     record({
       chart: 'memory',
       series: open.format,
@@ -135,14 +153,14 @@ export async function runMemoryBench(): Promise<void> {
       unit: 'bytes',
     });
     console.log(
-      `  ${open.format.padEnd(15)} ${open.heapPerUnit.toFixed(0)} B per open bucket (catalog estimate ${open.reference.toFixed(0)} B${open.storageEmpty ? '' : '; the storage kept documents, counted too'}); ${perMeasurement.heapPerUnit.toFixed(0)} B per measurement held by engine and storage vs ${perMeasurement.reference.toFixed(0)} B of bucket BSON`,
+      `  ${open.format.padEnd(15)} ${open.heapPerUnit.toFixed(0)} B per open bucket (catalog estimate ${open.reference.toFixed(0)} B${open.storageEmpty ? '' : '; the storage kept documents, counted too'}); ${perMeasurement.heapPerUnit.toFixed(0)} B per measurement held by engine and storage vs ${perMeasurement.reference.toFixed(0)} B of bucket BSON; ${readBack.heapPerUnit.toFixed(0)} B per bucket of two measurements after reading every bucket back (${readBack.reference.toFixed(0)} B before)`,
     );
   }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const [memoryCase, formatIndex] = process.argv.slice(2);
-  if (memoryCase === 'open-buckets' || memoryCase === 'measurements') {
+  if (memoryCase === 'open-buckets' || memoryCase === 'measurements' || memoryCase === 'read-back') {
     console.log(JSON.stringify(await measure(memoryCase, Number(formatIndex ?? 0))));
   } else {
     await runMemoryBench();
