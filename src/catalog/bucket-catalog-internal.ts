@@ -18,7 +18,7 @@ import { createSchema, sameSchema, updateSchema } from '../bucket-format/schema.
 import type { Schema, SchemaUpdateOptions } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
-import { kBSONObjMaxUserSize, objectIdHex } from '../util/bson-value.js';
+import { kBSONObjMaxUserSize } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 import {
   addOpenBatch,
@@ -502,9 +502,9 @@ function allocateBucket(
 ): EligibleBucket {
   expireIdleBuckets(state, lock);
   const startMs = roundTimestampBySeconds(item.timeMs, options.bucketRoundingSeconds);
-  let oid = state.idGenerator.next(startMs);
+  let id = makeBucketId(key.ns, state.idGenerator.next(startMs));
   // An id already open in this stripe: re-seed and retry, as the server does (docs/mongodb-behaviour.md §1.2).
-  for (let attempt = 0; lock.stripe.openBucketsById.has(objectIdHex(oid)); attempt++) {
+  for (let attempt = 0; lock.stripe.openBucketsById.has(id.hex); attempt++) {
     if (attempt >= 16) {
       return {
         kind: 'error',
@@ -515,7 +515,7 @@ function allocateBucket(
       };
     }
     state.idGenerator.reseed();
-    oid = state.idGenerator.next(startMs);
+    id = makeBucketId(key.ns, state.idGenerator.next(startMs));
   }
   const minMax = createMinMax();
   // The rounded start is folded in before any measurement: control.min.<time> is the rounded time.
@@ -528,7 +528,7 @@ function allocateBucket(
   if (coll.lastSchema !== undefined && sameSchema(schema, coll.lastSchema)) schema = coll.lastSchema;
   else coll.lastSchema = schema;
   const bucket = makeOpenBucket({
-    id: makeBucketId(key.ns, oid),
+    id,
     key,
     collection: coll,
     hasMeta: item.metadata.normalizedMeta !== undefined,
