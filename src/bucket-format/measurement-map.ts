@@ -127,9 +127,11 @@ export class MeasurementMap implements DeferredColumns {
    * entries start and end, and its size bound. A measurement whose values are all numbers and dates (the
    * usual case) is kept packed, as (column, value) entries of two arrays (a date's column as its
    * complement, its value as epoch ms); any other is kept as it is, in `#rows` at the same index (made on
-   * the first such measurement), with start and end -1. Packed, what a bucket keeps lives in arrays reused
-   * from one run to the next (small integers and unboxed doubles, on the heap), not in objects that
-   * survive the young generation's collections.
+   * the first such measurement), with start and end -1. A packed measurement whose entries are in column
+   * order (entry `i` is column `i`: the time, a date, then numbers; how an ingester's documents mostly
+   * come) records no columns: its end is kept as its complement. Packed, what a bucket keeps lives in
+   * arrays reused from one run to the next (small integers and unboxed doubles, on the heap), not in
+   * objects that survive the young generation's collections.
    */
   #kept: number[] = [];
   /** Measurements in `#kept` (the array keeps its room from one run to the next: emptying it would not). */
@@ -275,6 +277,8 @@ export class MeasurementMap implements DeferredColumns {
     const start = this.#packedLength;
     let end = start;
     let packed = true;
+    // Whether the entries so far are in column order (see #kept): then no column is written for them.
+    let inOrder = true;
     for (const field in measurement) {
       if (!hasOwnField(measurement, field) || field === metaField) continue;
       const value = measurement[field];
@@ -290,11 +294,13 @@ export class MeasurementMap implements DeferredColumns {
       }
       if (packed) {
         if (typeof value === 'number') {
-          this.#packedColumns[end] = at;
+          if (inOrder && (at !== end - start || at === 0)) inOrder = this.#writeColumns(start, end);
+          if (!inOrder) this.#packedColumns[end] = at;
           this.#packedValues[end++] = value;
           bound += kValueBound;
         } else if (value instanceof Date) {
-          this.#packedColumns[end] = ~at;
+          if (inOrder && (at !== end - start || at !== 0)) inOrder = this.#writeColumns(start, end);
+          if (!inOrder) this.#packedColumns[end] = ~at;
           this.#packedValues[end++] = value.getTime();
           bound += kValueBound;
         } else {
@@ -311,7 +317,7 @@ export class MeasurementMap implements DeferredColumns {
     if (packed) {
       this.#packedLength = end;
       kept[3 * k] = start;
-      kept[3 * k + 1] = end;
+      kept[3 * k + 1] = inOrder ? ~end : end;
     } else {
       const rows = (this.#rows ??= new Array<Measurement | undefined>(k).fill(undefined));
       rows[k] = measurement;
@@ -322,6 +328,17 @@ export class MeasurementMap implements DeferredColumns {
     if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded++;
     else this.#keptBound += bound;
     this.#count = index + 1;
+  }
+
+  /**
+   * The entries `[start, end)` were in column order and the next is not: write their columns (entry `i`
+   * is column `i`, the first a date).
+   *
+   * @returns `false`, the measurement's entries not being in column order any more.
+   */
+  #writeColumns(start: number, end: number): boolean {
+    for (let e = start; e < end; e++) this.#packedColumns[e] = e === start ? ~0 : e - start;
+    return false;
   }
 
   /**
@@ -342,7 +359,10 @@ export class MeasurementMap implements DeferredColumns {
     const k = this.#keptCount - 1;
     const start = k < 0 ? -1 : (this.#kept[3 * k] as number);
     if (start < 0) return -1;
-    const end = this.#kept[3 * k + 1] as number;
+    const kept = this.#kept[3 * k + 1] as number;
+    // In column order (see #kept): no columns recorded.
+    const inOrder = kept < 0;
+    const end = inOrder ? ~kept : kept;
     const names = this.#names;
     let slotOf = this.#slotOf;
     if (slotOf === undefined || this.#slotNames !== slots.names || slotOf.length !== names.length) {
@@ -355,7 +375,7 @@ export class MeasurementMap implements DeferredColumns {
     const packedValues = this.#packedValues;
     let changed = 0;
     for (let e = start; e < end; e++) {
-      const column = columns[e] as number;
+      const column = inOrder ? (e === start ? ~0 : e - start) : (columns[e] as number);
       const i = slotOf[column < 0 ? ~column : column] as number;
       const x = packedValues[e] as number;
       // A date packs as its (never NaN) time; a NaN number has no slot, as in foldIntoSlots.
@@ -365,15 +385,20 @@ export class MeasurementMap implements DeferredColumns {
     return changed;
   }
 
-  /** Encode a packed measurement (entries `[start, end)`) into the columns' encoders. */
-  #encodePacked(start: number, end: number): void {
+  /**
+   * Encode a packed measurement into the columns' encoders: entries `[start, keptEnd)`, or `[start,
+   * ~keptEnd)` in column order when `keptEnd` is negative (see #kept).
+   */
+  #encodePacked(start: number, keptEnd: number): void {
+    const inOrder = keptEnd < 0;
+    const end = inOrder ? ~keptEnd : keptEnd;
     const index = this.#startRow();
     const builders = this.#builders;
     const lastSeen = this.#lastSeen;
     const columns = this.#packedColumns;
     const values = this.#packedValues;
     for (let e = start; e < end; e++) {
-      const column = columns[e] as number;
+      const column = inOrder ? (e === start ? ~0 : e - start) : (columns[e] as number);
       const at = column < 0 ? ~column : column;
       if (at >= builders.length) this.#addBuilder(at);
       const value = values[e] as number;
@@ -565,7 +590,9 @@ export class MeasurementMap implements DeferredColumns {
     for (let i = 0; i < end; i += 3) {
       if ((kept[i] as number) >= 0) {
         kept[i] = (kept[i] as number) - from;
-        kept[i + 1] = (kept[i + 1] as number) - from;
+        const keptEnd = kept[i + 1] as number;
+        // An end in column order is kept as its complement (see #kept).
+        kept[i + 1] = keptEnd < 0 ? ~(~keptEnd - from) : keptEnd - from;
       }
     }
   }

@@ -13,19 +13,20 @@
  * sets that hold the same columns, the names and types of the typed min/max slots. A bucket whose fields
  * differ from its neighbours' holds its own (about 90 bytes per field more than estimated).
  *
- * Measured 2026-11-28 (bytes per open bucket, 3 / 11 fields):
+ * Measured 2026-11-28 (bytes per open bucket, 3 / 11 fields; the 3-field, 20-measurement case moves
+ * between 6 000 and 6 400 from one run to the next):
  *
  * | format                                                      | 1 measurement | 20 measurements |
  * |-------------------------------------------------------------|---------------|-----------------|
- * | 5.x-7.x (version-1 buckets)                                 | 2 085 / 3 408 |                 |
- * | compressed, deferred (over `MemoryStorage`), typed slots    | 2 306 / 2 429 | 6 695 / 13 740  |
- * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 911 / 8 618 |                 |
+ * | 5.x-7.x (version-1 buckets)                                 | 2 085 / 3 407 |                 |
+ * | compressed, deferred (over `MemoryStorage`), typed slots    | 2 151 / 2 276 | 6 355 / 11 897  |
+ * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 911 / 8 617 |                 |
  *
  * so about 1 520 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
  * slots about 560 more per bucket and 4 less per field, plus about 590 per column with a builder; a
- * deferred one keeps its measurements (about 110 bytes, 20 per field for the first, 30 for each further
- * value), and once the arrays that keep them have held a run of 16 they keep that room (about 2 260 bytes
- * and 140 per field).
+ * deferred one keeps its measurements (about 16 bytes per field for the first, 30 for each further value;
+ * measurements whose values come in column order record no columns), and once the arrays that keep them
+ * have held a run of 16 they keep that room (about 1 900 bytes and 20 per field).
  *
  * @packageDocumentation
  */
@@ -56,20 +57,20 @@ const kCompressedBucketExtraBytes = 658;
 /** Extra bytes per field of a compressed bucket: its incremental column builder (encoder state, tail). */
 const kPerColumnBuilderBytes = 593;
 
-/** Extra bytes of a deferred compressed bucket: its kept measurements' array and bounds. */
-const kDeferredBucketBytes = 110;
-
-/** Extra bytes per field of a deferred compressed bucket: the first kept measurement's value. */
-const kDeferredPerFieldBytes = 20;
+/**
+ * Extra bytes per field of a deferred compressed bucket that keeps measurements: the first one's value,
+ * its share of the kept measurements' arrays and bounds.
+ */
+const kDeferredPerFieldBytes = 16;
 
 /** Bytes per field of each further measurement a deferred bucket keeps. */
 const kKeptValueBytes = 30;
 
 /** Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room). */
-const kRunRoomBytes = 2260;
+const kRunRoomBytes = 1900;
 
 /** Bytes per field of that room. */
-const kRunRoomPerFieldBytes = 140;
+const kRunRoomPerFieldBytes = 20;
 
 /** Bytes a compressed bucket with typed min/max slots does not hold (the tree's root children). */
 const kFlatMinMaxSavedBytes = 100;
@@ -97,9 +98,7 @@ export function bucketMemoryUsage(bucket: Bucket): number {
   return (
     compressed +
     map.encodedColumns * kPerColumnBuilderBytes +
-    (kept === 0
-      ? 0
-      : kDeferredBucketBytes + fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes)) +
+    (kept === 0 ? 0 : fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes)) +
     (map.hasRunRoom ? kRunRoomBytes + fields * kRunRoomPerFieldBytes : 0)
   );
 }

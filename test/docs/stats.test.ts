@@ -77,10 +77,9 @@ describe('docs/stats.md', () => {
       formula,
     );
     const flat = /− (\d+) − (\d+) × columns\s+only while control\.min\/max are in typed slots/.exec(formula);
-    const kept =
-      /\+ (\d+) \+ \((\d+) \+ \d+ × \(kept − 1\)\) × columns\s+only while it keeps measurements/.exec(
-        formula,
-      );
+    const kept = /\+ \((\d+) \+ \d+ × \(kept − 1\)\) × columns\s+only while it keeps measurements/.exec(
+      formula,
+    );
     const archived = /archived record =\s*(\d+) \+ 2 × len\(signature\)/.exec(formula);
     expect(open).not.toBeNull();
     expect(compressed).not.toBeNull();
@@ -100,8 +99,7 @@ describe('docs/stats.md', () => {
       Number(flat![2]) * 4 +
       Number(compressed![1]) +
       Number(compressed![2]) * builders +
-      Number(kept![1]) +
-      Number(kept![2]) * 4;
+      Number(kept![1]) * 4;
     const archivedBytes = Number(archived![1]) + 2 * signature;
     const memory = rows.map((row) => row[7]);
     expect(memory).toStrictEqual([
