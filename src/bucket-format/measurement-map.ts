@@ -294,12 +294,18 @@ export class MeasurementMap implements DeferredColumns {
       }
       if (packed) {
         if (typeof value === 'number') {
-          if (inOrder && (at !== end - start || at === 0)) inOrder = this.#writeColumns(start, end);
+          if (inOrder && (at !== end - start || at === 0)) {
+            this.#writeColumns(start, end);
+            inOrder = false;
+          }
           if (!inOrder) this.#packedColumns[end] = at;
           this.#packedValues[end++] = value;
           bound += kValueBound;
         } else if (value instanceof Date) {
-          if (inOrder && (at !== end - start || at !== 0)) inOrder = this.#writeColumns(start, end);
+          if (inOrder && (at !== end - start || at !== 0)) {
+            this.#writeColumns(start, end);
+            inOrder = false;
+          }
           if (!inOrder) this.#packedColumns[end] = ~at;
           this.#packedValues[end++] = value.getTime();
           bound += kValueBound;
@@ -330,15 +336,9 @@ export class MeasurementMap implements DeferredColumns {
     this.#count = index + 1;
   }
 
-  /**
-   * The entries `[start, end)` were in column order and the next is not: write their columns (entry `i`
-   * is column `i`, the first a date).
-   *
-   * @returns `false`, the measurement's entries not being in column order any more.
-   */
-  #writeColumns(start: number, end: number): boolean {
-    for (let e = start; e < end; e++) this.#packedColumns[e] = e === start ? ~0 : e - start;
-    return false;
+  /** The entries `[start, end)` were in column order and the next is not: write their columns. */
+  #writeColumns(start: number, end: number): void {
+    for (let e = start; e < end; e++) this.#packedColumns[e] = inOrderColumn(start, e);
   }
 
   /**
@@ -375,7 +375,7 @@ export class MeasurementMap implements DeferredColumns {
     const packedValues = this.#packedValues;
     let changed = 0;
     for (let e = start; e < end; e++) {
-      const column = inOrder ? (e === start ? ~0 : e - start) : (columns[e] as number);
+      const column = inOrder ? inOrderColumn(start, e) : (columns[e] as number);
       const i = slotOf[column < 0 ? ~column : column] as number;
       const x = packedValues[e] as number;
       // A date packs as its (never NaN) time; a NaN number has no slot, as in foldIntoSlots.
@@ -398,7 +398,7 @@ export class MeasurementMap implements DeferredColumns {
     const columns = this.#packedColumns;
     const values = this.#packedValues;
     for (let e = start; e < end; e++) {
-      const column = inOrder ? (e === start ? ~0 : e - start) : (columns[e] as number);
+      const column = inOrder ? inOrderColumn(start, e) : (columns[e] as number);
       const at = column < 0 ? ~column : column;
       if (at >= builders.length) this.#addBuilder(at);
       const value = values[e] as number;
@@ -407,6 +407,13 @@ export class MeasurementMap implements DeferredColumns {
       lastSeen[at] = index;
     }
     this.#endRow(index);
+  }
+
+  /** Encode kept measurement `i` (packed or as it is) into the columns' encoders. */
+  #encodeKept(i: number): void {
+    const start = this.#kept[3 * i] as number;
+    if (start >= 0) this.#encodePacked(start, this.#kept[3 * i + 1] as number);
+    else this.#encode(this.#rows?.[i] as Measurement);
   }
 
   /** Encode one measurement into the columns' encoders. */
@@ -546,9 +553,7 @@ export class MeasurementMap implements DeferredColumns {
     const rows = this.#rows;
     const n = count - from;
     for (let i = 0; i < n; i++) {
-      const start = kept[3 * i] as number;
-      if (start >= 0) this.#encodePacked(start, kept[3 * i + 1] as number);
-      else this.#encode(rows?.[i] as Measurement);
+      this.#encodeKept(i);
       const bound = kept[3 * i + 2] as number;
       if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded--;
       else this.#keptBound -= bound;
@@ -613,13 +618,8 @@ export class MeasurementMap implements DeferredColumns {
       return undefined;
     }
     const compressedSize = this.#compressedSize;
-    const kept = this.#kept;
     try {
-      for (let i = 0; i < count; i++) {
-        const start = kept[3 * i] as number;
-        if (start >= 0) this.#encodePacked(start, kept[3 * i + 1] as number);
-        else this.#encode(this.#rows?.[i] as Measurement);
-      }
+      for (let i = 0; i < count; i++) this.#encodeKept(i);
       const sink: DiffSink = { buf: new Uint8Array(256), length: 0 };
       const ends: number[] = [];
       for (const builder of this.#builders) {
@@ -789,6 +789,14 @@ const kLayoutSlabSize = 8 * 1024;
 const byteSink: DiffSink = { buf: new Uint8Array(kByteSlabSize), length: 0 };
 let layoutSlab = new Int32Array(kLayoutSlabSize);
 let layoutSlabUsed = 0;
+
+/**
+ * The column of packed entry `e` of a measurement kept in column order from entry `start` (see the map's
+ * `#kept`): entry `i` is column `i`, the first the time column, a date (its column as its complement).
+ */
+function inOrderColumn(start: number, e: number): number {
+  return e === start ? ~0 : e - start;
+}
 
 /** Packed entries a deferred map keeps room for between runs (16 measurements of 32 fields). */
 const kKeptEntriesRoom = 512;
