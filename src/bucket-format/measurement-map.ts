@@ -620,7 +620,9 @@ export class MeasurementMap implements DeferredColumns {
     const compressedSize = this.#compressedSize;
     try {
       for (let i = 0; i < count; i++) this.#encodeKept(i);
-      const sink: DiffSink = { buf: new Uint8Array(256), length: 0 };
+      // The columns into the scratch array, then one copy: a new array per read was as costly as the copy.
+      const sink = scratchSink;
+      sink.length = 0;
       const ends: number[] = [];
       for (const builder of this.#builders) {
         builder.intermediateInto(sink);
@@ -779,7 +781,10 @@ function ownTails(tails: ColumnTails): ColumnTails {
  * array stays as it was), so tails never change; a commit only keeps its slabs alive until the storage
  * has copied the tails.
  */
-/** Where {@link MeasurementMap.intermediate} collects the tails before copying them out (reused). */
+/**
+ * Where {@link MeasurementMap.intermediate} and {@link MeasurementMap.previewColumns} collect the columns
+ * before copying them out (reused).
+ */
 const scratchSink: DiffSink = { buf: new Uint8Array(4096), length: 0 };
 
 const kByteSlabSize = 64 * 1024;
