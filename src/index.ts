@@ -58,6 +58,7 @@ export type {
   StageResult,
   WriteBatch,
 } from './catalog/bucket-catalog.js';
+export type { MeasurementLayout } from './util/bson-validation.js';
 export type { ExecutionStatsSnapshot, CounterName } from './catalog/execution-stats.js';
 export type { RolloverAction, RolloverReason } from './catalog/rollover.js';
 export { MemoryStorage } from './storage/memory-storage.js';

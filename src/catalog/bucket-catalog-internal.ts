@@ -12,13 +12,14 @@ import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
-import { flatShapeOf, kNoFlatShape, matchesFlatShape } from './flat-shape.js';
+import { flatShapeOf, kNoFlatShape, matchesKnownShape } from './flat-shape.js';
 import type { FlatShape } from './flat-shape.js';
 import { createSchema, sameSchema, updateSchema } from '../bucket-format/schema.js';
 import type { Schema, SchemaUpdateOptions } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { kBSONObjMaxUserSize } from '../util/bson-value.js';
+import type { MeasurementLayout } from '../util/bson-validation.js';
 import { defineField } from '../util/safe-record.js';
 import {
   addOpenBatch,
@@ -142,6 +143,12 @@ export interface InsertItem {
   readonly timeMs: number;
   /** Its series. */
   readonly metadata: BucketMetadata;
+  /**
+   * The layout the validation walk gave the measurement (`copyMeasurement`), if any: lets the rollover
+   * check skip reading the fields of a measurement whose layout a bucket's shape already matched. Only
+   * tokens the walk made count; anything else is ignored.
+   */
+  readonly layout?: MeasurementLayout | undefined;
 }
 
 /** Who stages: the batch key (0 = shared with other unordered writers) and the writer's opId. */
@@ -373,8 +380,7 @@ export function determineRolloverReason(
   if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return 'count';
   const { metaField } = options;
   // A compressed bucket that accepted this flat shape already: no new field, no schema change, no size.
-  const known =
-    bucket.measurementMap !== undefined && matchesFlatShape(bucket.knownShape, item.measurement, metaField);
+  const known = bucket.measurementMap !== undefined && matchesKnownShape(bucket.knownShape, item, metaField);
   const change = known ? kNoChange : calculateBucketFieldsAndSizeChange(bucket, item.measurement, metaField);
   const limit = Math.min(params.timeseriesBucketMaxSize, kLargeMeasurementsMaxBucketSize);
   const newSize = bucketSize(bucket, limit - change.sizeToBeAdded) + change.sizeToBeAdded;

@@ -20,6 +20,7 @@
  * @packageDocumentation
  */
 import type { Measurement } from '../bucket-format/bucket-document.js';
+import { MeasurementLayout } from '../util/bson-validation.js';
 import { hasOwnField } from '../util/safe-record.js';
 
 /** The kinds of a flat value: number (any width: one canonical type), date, boolean; 0 for any other. */
@@ -33,6 +34,11 @@ export interface FlatShape {
   readonly kinds: ReadonlyArray<number>;
   /** The metaField left out. */
   readonly metaField: string | undefined;
+  /**
+   * A measurement layout (see {@link matchesKnownShape}) known to match this shape: the last one whose
+   * measurement was checked field by field and matched.
+   */
+  layout: MeasurementLayout | undefined;
 }
 
 /** The shape of a bucket that has none to remember (its first checked measurement was not flat): matches nothing. */
@@ -40,6 +46,7 @@ export const kNoFlatShape: FlatShape = Object.freeze({
   names: Object.freeze([]),
   kinds: Object.freeze([]),
   metaField: undefined,
+  layout: undefined,
 });
 
 function kindOf(value: unknown): number {
@@ -75,6 +82,30 @@ export function matchesFlatShape(
 }
 
 /**
+ * {@link matchesFlatShape} for a staged item, answered without reading its fields when the validation
+ * walk gave it a layout this shape has matched before (every measurement of a layout has the same names
+ * in the same order and values of the same kinds, so the answer is the same). A layout is remembered
+ * only after a field-by-field match, and only a token the walk made.
+ *
+ * @param shape - a bucket's known shape, or `undefined`.
+ * @param item - the measurement and the layout the walk gave it.
+ * @param metaField - the collection's metaField (left out).
+ * @returns `true` only when the measurement matches.
+ */
+export function matchesKnownShape(
+  shape: FlatShape | undefined,
+  item: { readonly measurement: Measurement; readonly layout?: MeasurementLayout | undefined },
+  metaField: string | undefined,
+): boolean {
+  const layout = item.layout;
+  if (layout !== undefined && shape?.layout === layout && shape.metaField === metaField) return true;
+  if (!matchesFlatShape(shape, item.measurement, metaField)) return false;
+  // kNoFlatShape never matches, so the shape here is one of the mutable ones flatShapeOf made.
+  if (layout instanceof MeasurementLayout) (shape as FlatShape).layout = layout;
+  return true;
+}
+
+/**
  * The flat shape of `measurement`, or `undefined` when a value is not a number, date or boolean.
  *
  * @param measurement - a measurement the bucket has just accepted through the full checks.
@@ -97,5 +128,5 @@ export function flatShapeOf(
     names.push(name);
     kinds.push(kind);
   }
-  return { names, kinds, metaField };
+  return { names, kinds, metaField, layout: undefined };
 }

@@ -377,7 +377,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       if (hasMeta && typeof meta === 'object' && meta !== null && meta !== metadata.normalizedMeta) {
         defineField(measurement, metaField, metadata.normalizedMeta);
       }
-      items.push({ measurement, timeMs: timeValue.getTime(), metadata });
+      items.push({ measurement, timeMs: timeValue.getTime(), metadata, layout: walk.layout });
       indexOf.push(i);
     }
     await this.#rollups.ready();

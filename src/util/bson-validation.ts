@@ -97,6 +97,40 @@ export interface Walk {
   knownField: string | undefined;
   /** Consulted for an object in {@link Walk.knownField}. */
   knownValue: KnownValue | undefined;
+  /**
+   * After {@link copyMeasurement}: the measurement's {@link MeasurementLayout}, or `undefined` when the
+   * walk cannot vouch for one (the first measurement of a layout, one with more than 64 fields).
+   */
+  layout: MeasurementLayout | undefined;
+  /** Set while walking when the positional caches were written (the layout changed). */
+  layoutWritten: boolean;
+  /** The top-level field count of the measurement walked last; -1 when its layout is not tracked. */
+  fields: number;
+}
+
+/**
+ * An opaque token the validation walk gives a measurement: every measurement given the same token has
+ * the same top-level field names, in the same order, and values of the same kinds (number, date,
+ * boolean, anything else). A catalog that has checked one measurement of a layout against a bucket's
+ * shape knows the answer for the others without reading their fields. Only this module makes tokens.
+ */
+export class MeasurementLayout {
+  static #made = 0;
+  /** Tokens in the order they were made (1, 2, ...): what tells them apart in a message or a test. */
+  readonly serial: number;
+
+  private constructor(serial: number) {
+    this.serial = serial;
+  }
+
+  /**
+   * A new token. Made only by the walk: a caller cannot make one that another measurement would match.
+   *
+   * @returns a token no measurement has yet.
+   */
+  static make(): MeasurementLayout {
+    return new MeasurementLayout(++MeasurementLayout.#made);
+  }
 }
 
 /**
@@ -129,9 +163,31 @@ export function copyMeasurement(doc: unknown, walk: Walk = makeWalk()): Record<s
   // A refused measurement may leave containers on the path; the next one starts from the root.
   // Only then: emptying an array gives up its storage, and the next push would allocate it again.
   if (walk.path.length !== 0) walk.path.length = 0;
+  const token = layoutToken;
+  walk.layoutWritten = false;
+  walk.layout = undefined;
   const out = copyDocument(doc, walk, 1);
   if (walk.size > kBSONObjMaxUserSize) checkSize(out);
+  walk.layout = settleLayout(token, walk);
   return out;
+}
+
+/**
+ * The layout of the measurement just walked. The positional caches ({@link topLevelNames},
+ * {@link topLevelKinds}, {@link layoutCount}) never change while {@link layoutToken} stays the same
+ * object: every write clears the token first, so a walk that matched every cached position, with the
+ * token it started with still current, has the layout the token stands for (a walk run meanwhile by a
+ * getter, which wrote, cleared it). A walk that changed the caches starts a new token for the
+ * measurements after it.
+ */
+function settleLayout(token: MeasurementLayout | undefined, walk: Walk): MeasurementLayout | undefined {
+  const fields = walk.fields;
+  if (!walk.layoutWritten && token !== undefined && layoutToken === token && fields === layoutCount) {
+    return token;
+  }
+  layoutToken = fields < 0 ? undefined : MeasurementLayout.make();
+  layoutCount = fields;
+  return undefined;
 }
 
 /**
@@ -156,7 +212,15 @@ export function copyBsonValue(value: unknown, depth = 1): unknown {
  * @returns a fresh walk state.
  */
 export function makeWalk(): Walk {
-  return { size: 0, path: [], knownField: undefined, knownValue: undefined };
+  return {
+    size: 0,
+    path: [],
+    knownField: undefined,
+    knownValue: undefined,
+    layout: undefined,
+    layoutWritten: false,
+    fields: -1,
+  };
 }
 
 /** A plain object or a null-prototype object: what js-bson writes as an embedded document. */
@@ -186,6 +250,27 @@ const kMaxCheckedNames = 10_000;
  */
 const topLevelNames: string[] = [];
 const kMaxTopLevelPositions = 64;
+/** The kinds of the values at those positions ({@link layoutKind}). */
+const topLevelKinds: number[] = [];
+/** The field count of the layout the caches hold; -1 for none. */
+let layoutCount = -1;
+/** What the caches hold now, as a token; `undefined` while no walk has vouched for them since a write. */
+let layoutToken: MeasurementLayout | undefined;
+
+/** A value's kind in a layout: number, date, boolean, or anything else. */
+function layoutKind(v: unknown): number {
+  if (typeof v === 'number') return 1;
+  if (typeof v === 'boolean') return 3;
+  return v instanceof Date ? 2 : 0;
+}
+
+/** Record that a measurement has `name` with a value of `kind` at top-level `position` (caches written). */
+function recordPosition(walk: Walk, position: number, name: string, kind: number): void {
+  layoutToken = undefined;
+  walk.layoutWritten = true;
+  topLevelNames[position] = name;
+  topLevelKinds[position] = kind;
+}
 
 /** Whether `key` can be a field name as it is (no NUL, no lone surrogate). */
 function isPlainName(key: string): boolean {
@@ -203,43 +288,56 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
   // field; each getter is read once); then only the values that need another form are replaced.
   const out: Record<string, unknown> = { ...doc };
   let size = 5; // int32 length + trailing NUL
+  // Top-level positions are compared with the previous measurement's (names and value kinds, see
+  // {@link MeasurementLayout}); nested documents start past the cached positions.
   let position = depth === 1 ? 0 : kMaxTopLevelPositions;
   // for-in with an own-property check, not Object.keys: no array of names per document (this runs for
   // every measurement).
   for (const key in out) {
     if (!hasOwnField(out, key)) continue;
-    if (topLevelNames[position] !== key) {
+    const at = position++;
+    const cached = topLevelNames[at] === key;
+    if (!cached) {
       if (!isPlainName(key)) {
         // A name with NUL or a lone surrogate (rare): rebuilt name by name from the copy.
         walk.size = sizeBefore;
+        if (depth === 1) walk.fields = -1;
         const renamed = renameFields(out, walk, depth);
         walk.path.pop();
         return renamed;
       }
-      if (position < kMaxTopLevelPositions) topLevelNames[position] = key;
     }
-    position++;
     size += 2 + 3 * key.length;
     const value = out[key];
     // Numbers are stored as they are: the common case, without a call.
     if (typeof value === 'number') {
       size += 8;
+      if (at < kMaxTopLevelPositions && (!cached || topLevelKinds[at] !== 1))
+        recordPosition(walk, at, key, 1);
       continue;
     }
     if (key === '_bsontype' && value !== undefined) {
       // js-bson would take the document for one of its classes (a forged value).
       throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
     }
-    if (depth === 1 && key === walk.knownField && typeof value === 'object' && value !== null) {
-      const known = walk.knownValue?.(value, walk);
-      if (known !== undefined) {
-        defineField(out, key, known);
-        continue;
-      }
+    let stored: unknown;
+    const known =
+      depth === 1 && key === walk.knownField && typeof value === 'object' && value !== null
+        ? walk.knownValue?.(value, walk)
+        : undefined;
+    if (known !== undefined) {
+      defineField(out, key, known);
+      stored = known;
+    } else {
+      stored = copyValue(value, walk, depth, key);
+      if (stored !== value) defineField(out, key, stored);
     }
-    const copy = copyValue(value, walk, depth, key);
-    if (copy !== value) defineField(out, key, copy);
+    if (at < kMaxTopLevelPositions) {
+      const kind = layoutKind(stored);
+      if (!cached || topLevelKinds[at] !== kind) recordPosition(walk, at, key, kind);
+    }
   }
+  if (depth === 1) walk.fields = position <= kMaxTopLevelPositions ? position : -1;
   walk.size += size;
   walk.path.pop();
   return out;

@@ -7,7 +7,9 @@ import {
   copyMeasurement,
   describe as describeValue,
   kMaxDepthForUserStorage,
+  makeWalk,
 } from '../../../src/util/bson-validation.js';
+import type { MeasurementLayout } from '../../../src/util/bson-validation.js';
 
 function refusal(run: () => unknown): { code: number; codeName: string; message: string } {
   try {
@@ -186,6 +188,81 @@ describe('copyMeasurement', () => {
     expect(refusal(() => copyMeasurement({ ...doc, pad: 'x'.repeat(limit - base + 1) })).codeName).toBe(
       'BSONObjectTooLarge',
     );
+  });
+});
+
+describe('measurement layouts', () => {
+  /** The layout the walk gives each measurement, in order (`undefined` for a refused one). */
+  function layouts(docs: ReadonlyArray<unknown>): Array<MeasurementLayout | undefined> {
+    const walk = makeWalk();
+    return docs.map((doc) => {
+      try {
+        copyMeasurement(doc, walk);
+        return walk.layout;
+      } catch {
+        return undefined;
+      }
+    });
+  }
+
+  it('vouches from the second measurement of a layout until the layout changes', () => {
+    const t = new Date(0);
+    const [a1, a2, a3, b1, b2, a4, a5] = layouts([
+      { t, a: 1 },
+      { t, a: 2 },
+      { t, a: 3 },
+      { t, a: true },
+      { t, a: false },
+      { t, a: 4 },
+      { t, a: 5 },
+    ]);
+    expect(a1).toBeUndefined();
+    expect(a2).toBeDefined();
+    expect(a3).toBe(a2);
+    // A value of another kind is another layout.
+    expect(b1).toBeUndefined();
+    expect(b2).toBeDefined();
+    expect(b2).not.toBe(a2);
+    expect(a4).toBeUndefined();
+    expect(a5).toBeDefined();
+    expect(a5).not.toBe(a2);
+  });
+
+  it('a refused measurement that changed the caches part way leaves no token behind', () => {
+    const t = new Date(0);
+    const [, a2, refused, b1, b2] = layouts([
+      { t, a: 1, c: 1 },
+      { t, a: 2, c: 2 },
+      // Refused at its third field, after its second was recorded.
+      { t, b: 1, c: Symbol('x') },
+      { t, b: 2, c: 2 },
+      { t, b: 3, c: 3 },
+    ]);
+    expect(a2).toBeDefined();
+    expect(refused).toBeUndefined();
+    // {t, b, c} matches the caches the refused walk left: it must not be taken for {t, a, c}.
+    expect(b1).not.toBe(a2);
+    expect(b2).not.toBe(a2);
+  });
+
+  it('a walk that a nested walk interrupted vouches for nothing', () => {
+    const t = new Date(0);
+    const inner = { t, o: {}, b: 1 };
+    const outer = {
+      t,
+      // Read while the outer walk copies its second field: the nested walk records {t, o, b}.
+      o: {
+        get x(): number {
+          copyMeasurement(inner, makeWalk());
+          return 1;
+        },
+      },
+      b: 2,
+    };
+    const [, a2, interrupted] = layouts([{ t, o: {}, a: 1 }, { t, o: {}, a: 2 }, outer]);
+    expect(a2).toBeDefined();
+    // Its third name matched only because the nested walk had just written it.
+    expect(interrupted).not.toBe(a2);
   });
 });
 
