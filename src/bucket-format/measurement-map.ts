@@ -493,7 +493,7 @@ export class MeasurementMap implements DeferredColumns {
   /** Give column `at` (the first without one) its encoder, with a skip for each measurement before. */
   #addBuilder(at: number): void {
     invariant(at === this.#builders.length, 2402, 'column encoders out of order');
-    const builder = new BSONColumnBuilder();
+    const builder = idleBuilders.pop() ?? new BSONColumnBuilder();
     for (let i = 0; i < this.#encoded; i++) builder.skip();
     this.#builders.push(builder);
     this.#lastSeen.push(-1);
@@ -630,7 +630,7 @@ export class MeasurementMap implements DeferredColumns {
       }
       return { names: this.#names, ends, bytes: sink.buf.slice(0, sink.length) };
     } finally {
-      this.#builders.length = 0;
+      giveBack(this.#builders);
       this.#lastSeen.length = 0;
       this.#encoded = 0;
       this.#compressedSize = compressedSize;
@@ -661,7 +661,7 @@ export class MeasurementMap implements DeferredColumns {
     this.#sealed = true;
     this.#queued = this.#queued?.map(ownTails);
     this.#columns = undefined;
-    this.#builders.length = 0;
+    giveBack(this.#builders);
     this.#lastSeen.length = 0;
     this.#kept = [];
     this.#keptCount = 0;
@@ -794,6 +794,24 @@ const kLayoutSlabSize = 8 * 1024;
 const byteSink: DiffSink = { buf: new Uint8Array(kByteSlabSize), length: 0 };
 let layoutSlab = new Int32Array(kLayoutSlabSize);
 let layoutSlabUsed = 0;
+
+/**
+ * Column builders given back by maps done with them (a read's preview, a sealed bucket), reset, for new
+ * columns to take: a builder is several objects, and at one or two measurements per bucket making them
+ * was a good part of what a bucket allocated. Bounded (about a hundred buckets' worth).
+ */
+const idleBuilders: BSONColumnBuilder[] = [];
+const kMaxIdleBuilders = 1024;
+
+/** Reset `builders` into {@link idleBuilders} (as many as it has room for) and empty the list. */
+function giveBack(builders: BSONColumnBuilder[]): void {
+  for (const builder of builders) {
+    if (idleBuilders.length >= kMaxIdleBuilders) break;
+    builder.reset();
+    idleBuilders.push(builder);
+  }
+  builders.length = 0;
+}
 
 /**
  * The column of packed entry `e` of a measurement kept in column order from entry `start` (see the map's

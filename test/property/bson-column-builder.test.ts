@@ -199,6 +199,31 @@ describe('BSONColumnBuilder.intermediate', () => {
 });
 
 describe('BSONColumnBuilder.fromBinary', () => {
+  it('a builder reset after any use encodes the next sequence as a new builder does', () => {
+    fc.assert(
+      fc.property(splitSeries, splitSeries, fc.nat(), ([first, firstCalls], [values, calls], cut) => {
+        // Arrange: a builder left in any state: part of a sequence appended (intermediates taken or
+        // not), or a stored column resumed and continued.
+        const k = first.length === 0 ? 0 : cut % (first.length + 1);
+        const used =
+          cut % 2 === 0
+            ? new BSONColumnBuilder()
+            : BSONColumnBuilder.fromBinary(BSONColumn.encode(first.slice(0, k)));
+        for (const [i, v] of first.slice(k).entries()) {
+          if (v === undefined) used.skip();
+          else used.append(v);
+          if (firstCalls[i] === true) used.intermediate();
+        }
+        // Act
+        used.reset();
+        const column = appendIncrementally(used, new Uint8Array(0), values, calls);
+        // Assert
+        expect(hex(column)).toBe(hex(BSONColumn.encode(values)));
+      }),
+      { numRuns: 600 },
+    );
+  }, 120_000);
+
   it('resuming a stored column at any point and continuing gives the bytes of encoding at once', () => {
     fc.assert(
       fc.property(splitSeries, fc.nat(), ([values, calls], cut) => {

@@ -338,6 +338,23 @@ export class BSONColumnBuilder {
   }
 
   /**
+   * Return to the state of a new builder, whatever was appended or returned before (an intermediate
+   * binary, a resumed column): the map of an open bucket takes builders that closed buckets gave back
+   * rather than making new ones (several objects each). The storage the builder held is given up.
+   */
+  reset(): void {
+    this.#out.release();
+    this.#base = 0;
+    this.#forgetControl();
+    this.#regular.reset();
+    this.#mode = Mode.regular;
+    this.#reference = kNoReference;
+    this.#referenceType = 0;
+    this.#buffered = kNothingBuffered;
+    this.#streams = kNoStreams;
+  }
+
+  /**
    * What changed in the binary since the previous call: the binary is what {@link finalize} would return
    * now, and the diff is its tail from the first byte that may differ from the previous call's binary
    * (the open Simple-8b control byte, or the end of what was final). The first call returns offset 0 and
