@@ -14,6 +14,7 @@ import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { defaultBucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { takeDocuments, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
+import { cloneBsonValue } from '../util/bson-value.js';
 import { invariant } from '../util/invariant.js';
 import {
   addCommittedColumns,
@@ -43,7 +44,7 @@ import type {
 } from './bucket-catalog-internal.js';
 import { removeOpenBatch } from './bucket.js';
 import type { Bucket } from './bucket.js';
-import { makeBucketMetadata, normalizeMetadata } from './bucket-metadata.js';
+import { makeBucketMetadata } from './bucket-metadata.js';
 import {
   clearBucketForDirectWrite,
   isSafeToReopen,
@@ -526,8 +527,9 @@ export class BucketCatalog {
         id: bucket.id.oid,
         hasMeta: bucket.hasMeta,
         // Each bucket document gets its own copy: the normalised value is shared by every bucket of the
-        // series (BucketMetadataCache), and a stored document may be changed in place.
-        normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
+        // series (BucketMetadataCache), and a stored document may be changed in place. A copy, not a
+        // second normalisation: the value is normalised already (its fields sorted).
+        normalizedMeta: cloneBsonValue(bucket.normalizedMeta),
         min,
         max,
         measurements: batch.measurements,

@@ -26,7 +26,7 @@ import type { MinMaxUpdateOptions } from '../bucket-format/min-max.js';
 import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
 import type { BucketingOptions } from './bucket-catalog-internal.js';
-import { normalizeMetadata } from './bucket-metadata.js';
+import { cloneBsonValue } from '../util/bson-value.js';
 import type { ExecutionStatsController } from './execution-stats.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -102,8 +102,9 @@ export function prepareCompressedWrite(
     const document = makeCompressedBucketDocument({
       id: bucketId,
       hasMeta: bucket.hasMeta,
-      // Each document gets its own copy: the normalised value is shared by the series' buckets.
-      normalizedMeta: normalizeMetadata(bucket.normalizedMeta),
+      // Each document gets its own copy: the normalised value is shared by the series' buckets. A copy,
+      // not a second normalisation: the value is normalised already (its fields sorted).
+      normalizedMeta: cloneBsonValue(bucket.normalizedMeta),
       min: minMax.min,
       max: minMax.max,
       count: map.count,
