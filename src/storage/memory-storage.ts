@@ -52,9 +52,9 @@ interface MemoryNamespace {
    * The `{meta: 1, ...}` index: hex ids of the buckets of each series, keyed by {@link metaIndexKey}.
    * Lookups by series (reopening, meta filters) read only that series' buckets.
    */
-  readonly byMeta: Map<string, Set<string>>;
+  readonly byMeta: Map<string, MetaPostings>;
   /** The meta index keys each document is filed under, by hex id (several for an array meta). */
-  readonly metaKeyOf: Map<string, ReadonlyArray<string>>;
+  readonly metaKeyOf: Map<string, MetaKeys>;
   /** Compressed buckets being appended to: their columns, and which documents are stale in `docs`. */
   readonly live: LiveColumns;
 }
@@ -536,7 +536,7 @@ export class MemoryStorage implements Storage {
     const candidates =
       metaKey === undefined
         ? [...docs.values()]
-        : [...(entry.byMeta.get(metaKey) ?? [])].map((hex) => {
+        : postingsOf(entry.byMeta, metaKey).map((hex) => {
             live.materializeOne(hex, docs);
             return docs.get(hex) as StoredBucket;
           });
@@ -555,15 +555,51 @@ export class MemoryStorage implements Storage {
 Object.defineProperty(MemoryStorage.prototype, kTakesDeferredColumns, { value: true });
 
 /**
+ * The buckets filed under one meta index key: one hex id, or a set of them. Most series have one bucket
+ * in storage at a time (the open one) until they have run long: a set per series was most of what the
+ * index cost per bucket.
+ */
+type MetaPostings = string | Set<string>;
+
+/** The keys one document is filed under: one, or several (an array meta). */
+type MetaKeys = string | ReadonlyArray<string>;
+
+/** File `hex` under `key`. */
+function post(index: Map<string, MetaPostings>, key: string, hex: string): void {
+  const postings = index.get(key);
+  if (postings === undefined) index.set(key, hex);
+  else if (typeof postings !== 'string') postings.add(hex);
+  else if (postings !== hex) index.set(key, new Set([postings, hex]));
+}
+
+/** Take `hex` out of `key`'s postings. */
+function unpost(index: Map<string, MetaPostings>, key: string, hex: string): void {
+  const postings = index.get(key);
+  if (postings === hex) index.delete(key);
+  else if (typeof postings === 'object' && postings.delete(hex) && postings.size === 1) {
+    index.set(key, postings.values().next().value as string);
+  }
+}
+
+/** The hex ids filed under `key`, as a new array (callers may change the index while using it). */
+function postingsOf(index: ReadonlyMap<string, MetaPostings>, key: string): string[] {
+  const postings = index.get(key);
+  if (postings === undefined) return [];
+  return typeof postings === 'string' ? [postings] : [...postings];
+}
+
+/**
  * The keys a document is filed under in the meta index: `''` without `meta`, else {@link equalityKey} of
  * its value and, for an array, of each element too (a multikey index: `{meta: x}` matches arrays
  * containing `x`).
  */
-function metaIndexKeys(doc: Readonly<Record<string, unknown>>): ReadonlyArray<string> {
-  if (!Object.prototype.hasOwnProperty.call(doc, 'meta')) return [''];
+function metaIndexKeys(doc: Readonly<Record<string, unknown>>): MetaKeys {
+  if (!Object.prototype.hasOwnProperty.call(doc, 'meta')) return '';
   const meta = doc.meta;
-  const keys = [`m${equalityKey(meta)}`];
-  if (Array.isArray(meta)) for (const element of meta) keys.push(`m${equalityKey(element)}`);
+  const key = `m${equalityKey(meta)}`;
+  if (!Array.isArray(meta)) return key;
+  const keys = [key];
+  for (const element of meta) keys.push(`m${equalityKey(element)}`);
   return keys;
 }
 
@@ -598,14 +634,8 @@ function equalityKey(value: unknown): string {
 function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
   const keys = metaIndexKeys(doc);
   unindexMeta(entry, hex);
-  for (const key of keys) {
-    let set = entry.byMeta.get(key);
-    if (set === undefined) {
-      set = new Set();
-      entry.byMeta.set(key, set);
-    }
-    set.add(hex);
-  }
+  if (typeof keys === 'string') post(entry.byMeta, keys, hex);
+  else for (const key of keys) post(entry.byMeta, key, hex);
   entry.metaKeyOf.set(hex, keys);
 }
 
@@ -613,11 +643,8 @@ function unindexMeta(entry: MemoryNamespace, hex: string): void {
   const keys = entry.metaKeyOf.get(hex);
   if (keys === undefined) return;
   entry.metaKeyOf.delete(hex);
-  for (const key of keys) {
-    const set = entry.byMeta.get(key);
-    set?.delete(hex);
-    if (set?.size === 0) entry.byMeta.delete(key);
-  }
+  if (typeof keys === 'string') unpost(entry.byMeta, keys, hex);
+  else for (const key of keys) unpost(entry.byMeta, key, hex);
 }
 
 /**

@@ -75,7 +75,7 @@ describe('MemoryStorage', () => {
     expect((await all(storage, { _id }))[0]).toEqual({ _id, data: { 'a.b': { '0': 1, '1': 2 } } });
   });
 
-  it('meta-equality filters through the meta index return exactly what a full scan returns', async () => {
+  it('meta-equality filters through the meta index return exactly what a full scan returns, after replaces and deletes', async () => {
     const metaArb = fc.oneof(
       fc.integer({ min: 0, max: 3 }),
       fc.integer({ min: 0, max: 3 }).map((n) => new Int32(n)),
@@ -90,12 +90,28 @@ describe('MemoryStorage', () => {
       fc.asyncProperty(
         fc.array(fc.option(metaArb, { nil: undefined }), { maxLength: 12 }),
         fc.option(metaArb, { nil: undefined }),
-        async (metas, probe) => {
+        // Then documents given another meta (or none), and documents deleted, by position.
+        fc.array(fc.tuple(fc.nat(), fc.option(metaArb, { nil: undefined })), { maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 4 }),
+        async (metas, probe, replaces, deletes) => {
           const storage = new MemoryStorage();
           const docs: StoredBucket[] = metas.map((meta) =>
             meta === undefined ? { _id: new ObjectId() } : { _id: new ObjectId(), meta },
           );
           for (const d of docs) await storage.insertOne('ns', d);
+          for (const [at, meta] of replaces) {
+            if (docs.length === 0) break;
+            const i = at % docs.length;
+            const _id = docs[i]?._id as ObjectId;
+            const next: StoredBucket = meta === undefined ? { _id } : { _id, meta };
+            await storage.replaceOne('ns', { _id }, next);
+            docs[i] = next;
+          }
+          for (const at of deletes) {
+            if (docs.length === 0) break;
+            const [gone] = docs.splice(at % docs.length, 1);
+            await storage.deleteMany('ns', { _id: gone?._id });
+          }
           const filter = probe === undefined ? { meta: { $exists: false } } : { meta: probe };
           const query = new BsonQuery(filter);
           const expected = docs.filter((d) => query.test(d)).map((d) => (d._id as ObjectId).toHexString());
