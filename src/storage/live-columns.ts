@@ -15,6 +15,7 @@ import { Binary } from 'bson';
 import type { ColumnTails, DeferredColumns } from '../bucket-format/column-tails.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
+import { bufferView } from '../util/bson-value.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { StoredBucket } from './storage.js';
 
@@ -362,7 +363,7 @@ function readDocument(base: StoredBucket, live: LiveBucket): StoredBucket {
     defineField(
       data,
       preview.names[i] as string,
-      new Binary(preview.bytes.subarray(start, end), Binary.SUBTYPE_COLUMN),
+      new Binary(bufferView(preview.bytes, start, end), Binary.SUBTYPE_COLUMN),
     );
     start = end;
   });
@@ -392,7 +393,7 @@ function documentOf(base: StoredBucket, live: LiveBucket, columns?: Record<strin
       live.shared = true;
       for (let i = 0; i < live.names.length; i++) {
         const from = live.starts[i] as number;
-        const bytes = live.arena.subarray(from, from + (live.lengths[i] as number));
+        const bytes = bufferView(live.arena, from, from + (live.lengths[i] as number));
         defineField(data, live.names[i] as string, new Binary(bytes, Binary.SUBTYPE_COLUMN));
       }
       doc.data = data;

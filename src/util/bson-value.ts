@@ -215,6 +215,37 @@ export function cloneBsonValue(v: unknown): unknown {
 }
 
 /**
+ * A copy of `bytes[start, end)` as a Node `Buffer` of its own bytes. Small copies come from Node's shared
+ * pool, as `Buffer.from` of a string does: a new `ArrayBuffer` per copy (what `slice` makes) costs about a
+ * microsecond, and a bucket document's columns are a dozen binaries. js-bson's `Binary` keeps a `Buffer`
+ * it is given as it is (any other array it wraps in a new one). A pooled copy keeps its pool's 8 KiB
+ * alive: for what is handed out (read results), not for what tsbuckets keeps.
+ *
+ * @param bytes - the source.
+ * @param start - first byte.
+ * @param end - end (exclusive).
+ * @returns new bytes, never sharing memory with `bytes`.
+ */
+export function copyBytes(bytes: Uint8Array, start: number, end: number): Buffer {
+  const out = Buffer.allocUnsafe(end - start);
+  out.set(start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end));
+  return out;
+}
+
+/**
+ * `bytes[start, end)` as a Node `Buffer` viewing the same memory: what a js-bson `Binary` keeps as it is
+ * (given a plain view, `Binary` makes this `Buffer` itself, after the caller made the view).
+ *
+ * @param bytes - the memory.
+ * @param start - first byte.
+ * @param end - end (exclusive).
+ * @returns a view; writes to either are seen by both.
+ */
+export function bufferView(bytes: Uint8Array, start: number, end: number): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start);
+}
+
+/**
  * Whether a JS number is written by js-bson as an int32 (type 16) rather than a double (type 1): an
  * integer within int32 range that is not `-0` (`serializeNumber` in js-bson's serializer).
  *

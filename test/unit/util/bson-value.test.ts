@@ -24,11 +24,13 @@ import {
   bsonNumberValue,
   bsonTypeOf,
   bsonValueSize,
+  bufferView,
   CanonicalType,
   canonicalTypeOf,
   compareBsonValues,
   compareUtf8,
   cloneBsonValue,
+  copyBytes,
   indexNamesLength,
   isPlainObject,
   objectIdHex,
@@ -120,6 +122,34 @@ describe('bsonTypeOf / canonicalTypeOf', () => {
           expect(bsonTypeOf(n)).toBe(serializedType(n));
         },
       ),
+    );
+  });
+});
+
+describe('copyBytes / bufferView', () => {
+  it('copies own bytes, apart from the source and from each other; a view shares them', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.nat(), fc.nat(), (raw, a, b) => {
+        // A view inside a larger buffer: offsets are the view's, not its buffer's.
+        const host = new Uint8Array(raw.length + 10);
+        host.set(raw, 5);
+        const bytes = host.subarray(5, 5 + raw.length);
+        const start = a % (bytes.length + 1);
+        const end = start + (b % (bytes.length - start + 1));
+        const first = copyBytes(bytes, start, end);
+        const second = copyBytes(bytes, start, end);
+        expect([...first]).toEqual([...bytes.subarray(start, end)]);
+        expect(Buffer.isBuffer(first)).toBe(true);
+        const before = [...bytes];
+        first.fill(0xee);
+        expect([...bytes]).toEqual(before);
+        expect([...second]).toEqual(before.slice(start, end));
+        const view = bufferView(bytes, start, end);
+        view.fill(0x11);
+        expect([...bytes.subarray(start, end)]).toEqual(new Array<number>(end - start).fill(0x11));
+        expect([...bytes.subarray(0, start)]).toEqual(before.slice(0, start));
+        expect([...bytes.subarray(end)]).toEqual(before.slice(end));
+      }),
     );
   });
 });
