@@ -9,7 +9,7 @@ import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/b
 import { deferredColumnsOf, kDeferredColumns } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
-import { defineField, hasOwnField } from '../util/safe-record.js';
+import { defineField } from '../util/safe-record.js';
 import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
 import type { CounterUpdate } from './counter-update.js';
 import { handOut, handOutIndexes } from './hand-out.js';
@@ -616,24 +616,11 @@ function equalityKey(value: unknown): string {
   if (typeof value === 'string') return `s${JSON.stringify(value)}`;
   if (value === null || typeof value === 'boolean') return String(value);
   if (value instanceof Date) return `d${value.getTime()}`;
-  // Built by concatenation (no arrays of parts): every new series computes its meta's key twice, for
-  // its reopening query and for filing its first bucket.
-  if (Array.isArray(value)) {
-    let key = '[';
-    // A hole keys as nothing, as `map` then `join` made it.
-    for (let i = 0; i < value.length; i++)
-      key += (i === 0 ? '' : ',') + (i in value ? equalityKey(value[i]) : '');
-    return `${key}]`;
-  }
+  if (Array.isArray(value)) return `[${value.map(equalityKey).join(',')}]`;
   if (isPlainObject(value)) {
-    let key = '{';
-    let first = true;
-    for (const k in value) {
-      if (!hasOwnField(value, k)) continue;
-      key += `${first ? '' : ','}${JSON.stringify(k)}:${equalityKey(value[k])}`;
-      first = false;
-    }
-    return `${key}}`;
+    return `{${Object.keys(value)
+      .map((k) => `${JSON.stringify(k)}:${equalityKey(value[k])}`)
+      .join(',')}}`;
   }
   const holder: Record<string, unknown> = {};
   defineField(holder, '', value);
