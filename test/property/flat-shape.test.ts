@@ -6,6 +6,7 @@ import type { Schema, SchemaEntry } from '../../src/bucket-format/schema.js';
 import { calculateBucketFieldsAndSizeChange } from '../../src/catalog/bucket.js';
 import { flatShapeOf, kNoFlatShape, matchesFlatShape } from '../../src/catalog/flat-shape.js';
 import type { FlatShape } from '../../src/catalog/flat-shape.js';
+import { measurementArb, templatedStreamArb } from './measurement-arbitraries.js';
 
 // 'm' is the metaField; '__proto__' and 'constructor' are untrusted names that must stay plain fields.
 const names = fc.constantFrom('a', 'b', 'c', 'm', '__proto__', 'constructor');
@@ -19,26 +20,10 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
   fc.constant(null),
   fc.constant({ n: 1 }),
 );
-// Own data properties (Object.fromEntries defines '__proto__' as an own field, as validation does).
-const measurement = fc
-  .uniqueArray(fc.tuple(names, value), { selector: ([n]) => n, maxLength: 5 })
-  .map((entries) => Object.fromEntries(entries) as Record<string, unknown>);
+const measurement = measurementArb(names, value);
 
-/**
- * Streams that repeat shapes, as ingest does: a few template measurements, each reused with its numbers
- * replaced, mixed with measurements of any shape.
- */
-const stream = fc
-  .tuple(
-    fc.array(measurement, { minLength: 1, maxLength: 3 }),
-    fc.array(fc.tuple(fc.nat(5), fc.double()), { minLength: 1, maxLength: 30 }),
-  )
-  .map(([templates, picks]) =>
-    picks.map(([i, x]) => {
-      const template = templates[i % templates.length] as Record<string, unknown>;
-      return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, typeof v === 'number' ? x : v]));
-    }),
-  );
+/** Streams that repeat shapes, as ingest does, mixed (below) with measurements of any shape. */
+const stream = templatedStreamArb(measurement, fc.constant(undefined), (m) => m);
 
 /** A comparable picture of a schema (its maps as arrays). */
 function picture(entry: SchemaEntry): unknown {

@@ -11,6 +11,7 @@ import { flatShapeOf, matchesFlatShape, matchesKnownShape } from '../../src/cata
 import type { FlatShape } from '../../src/catalog/flat-shape.js';
 import { copyMeasurement, makeWalk } from '../../src/util/bson-validation.js';
 import type { MeasurementLayout } from '../../src/util/bson-validation.js';
+import { measurementArb, templatedStreamArb } from './measurement-arbitraries.js';
 
 // A name with NUL and a symbol value are refused: the walk throws part way through.
 const names = fc.oneof(
@@ -26,52 +27,33 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ n: 1 }) },
   { weight: 1, arbitrary: fc.constant(Symbol('refused')) },
 );
-const measurement = fc
-  .uniqueArray(fc.tuple(names, value), { selector: ([n]) => n, maxLength: 5 })
-  .map((entries) => Object.fromEntries(entries) as Record<string, unknown>);
+const measurement = measurementArb(names, value);
 
 /**
- * Streams that repeat layouts, as ingest does: templates reused with their numbers replaced. Some
- * measurements carry a getter that validates another measurement while the walk reads it (a nested
- * insert), which writes the positional caches under the outer walk.
+ * Streams that repeat layouts, as ingest does. Some measurements carry a getter that validates another
+ * measurement while the walk reads it (a nested insert), which writes the positional caches under the
+ * outer walk.
  */
-const stream = fc
-  .tuple(
-    fc.array(measurement, { minLength: 1, maxLength: 3 }),
-    fc.array(
-      fc.tuple(
-        fc.nat(5),
-        fc.double(),
-        fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.nat(2) }),
-      ),
-      {
-        minLength: 1,
-        maxLength: 30,
+const stream = templatedStreamArb(
+  measurement,
+  fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.nat(2) }),
+  (m, nested, templates) => {
+    if (nested === undefined) return m;
+    const inner = templates[nested % templates.length] as Record<string, unknown>;
+    Object.defineProperty(m, 'g', {
+      enumerable: true,
+      get: () => {
+        try {
+          copyMeasurement(inner, makeWalk());
+        } catch {
+          // A refused inner measurement is part of what the outer walk must survive.
+        }
+        return 1;
       },
-    ),
-  )
-  .map(([templates, picks]) =>
-    picks.map(([i, x, nested]) => {
-      const template = templates[i % templates.length] as Record<string, unknown>;
-      const m = Object.fromEntries(
-        Object.entries(template).map(([k, v]) => [k, typeof v === 'number' ? x : v]),
-      );
-      if (nested === undefined) return m;
-      const inner = templates[nested % templates.length] as Record<string, unknown>;
-      Object.defineProperty(m, 'g', {
-        enumerable: true,
-        get: () => {
-          try {
-            copyMeasurement(inner, makeWalk());
-          } catch {
-            // A refused inner measurement is part of what the outer walk must survive.
-          }
-          return 1;
-        },
-      });
-      return m;
-    }),
-  );
+    });
+    return m;
+  },
+);
 
 /** Top-level names and value kinds of a stored copy, as a comparable string. */
 function layoutOf(copy: Record<string, unknown>): string {
