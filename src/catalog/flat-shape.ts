@@ -20,13 +20,8 @@
  * @packageDocumentation
  */
 import type { Measurement } from '../bucket-format/bucket-document.js';
-import { MeasurementLayout } from '../util/bson-validation.js';
+import { MeasurementLayout, valueKind } from '../util/bson-validation.js';
 import { hasOwnField } from '../util/safe-record.js';
-
-/** The kinds of a flat value: number (any width: one canonical type), date, boolean; 0 for any other. */
-const kNumber = 1;
-const kDate = 2;
-const kBoolean = 3;
 
 /** The names (in enumeration order, without the metaField) and kinds of a flat measurement. */
 export interface FlatShape {
@@ -49,13 +44,6 @@ export const kNoFlatShape: FlatShape = Object.freeze({
   layout: undefined,
 });
 
-function kindOf(value: unknown): number {
-  if (typeof value === 'number') return kNumber;
-  if (typeof value === 'boolean') return kBoolean;
-  if (value instanceof Date) return kDate;
-  return 0;
-}
-
 /**
  * Whether `measurement` has exactly the names (in order) and kinds of `shape`.
  *
@@ -75,7 +63,7 @@ export function matchesFlatShape(
   // for-in with an own-property check, as the passes it replaces (no array of names per measurement).
   for (const name in measurement) {
     if (!hasOwnField(measurement, name) || name === metaField) continue;
-    if (names[i] !== name || kinds[i] !== kindOf(measurement[name])) return false;
+    if (names[i] !== name || kinds[i] !== valueKind(measurement[name])) return false;
     i++;
   }
   return i === names.length;
@@ -123,7 +111,7 @@ export function flatShapeOf(
   const kinds: number[] = [];
   for (const name in measurement) {
     if (!hasOwnField(measurement, name) || name === metaField) continue;
-    const kind = kindOf(measurement[name]);
+    const kind = valueKind(measurement[name]);
     if (kind === 0) return undefined;
     names.push(name);
     kinds.push(kind);

@@ -250,16 +250,25 @@ const kMaxCheckedNames = 10_000;
  */
 const topLevelNames: string[] = [];
 const kMaxTopLevelPositions = 64;
-/** The kinds of the values at those positions ({@link layoutKind}). */
+/** The kinds of the values at those positions ({@link valueKind}). */
 const topLevelKinds: number[] = [];
 /** The field count of the layout the caches hold; -1 for none. */
 let layoutCount = -1;
 /** What the caches hold now, as a token; `undefined` while no walk has vouched for them since a write. */
 let layoutToken: MeasurementLayout | undefined;
 
-/** A value's kind in a layout: number, date, boolean, or anything else. */
-function layoutKind(v: unknown): number {
-  if (typeof v === 'number') return 1;
+/** The {@link valueKind} of a number. */
+const kNumberKind = 1;
+
+/**
+ * A value's kind, as layouts and the catalog's flat shapes compare values: number (any width), date,
+ * boolean, or 0 for anything else.
+ *
+ * @param v - a stored value.
+ * @returns 1 for a number, 2 for a date, 3 for a boolean, 0 otherwise.
+ */
+export function valueKind(v: unknown): number {
+  if (typeof v === 'number') return kNumberKind;
   if (typeof v === 'boolean') return 3;
   return v instanceof Date ? 2 : 0;
 }
@@ -312,8 +321,9 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
     // Numbers are stored as they are: the common case, without a call.
     if (typeof value === 'number') {
       size += 8;
-      if (at < kMaxTopLevelPositions && (!cached || topLevelKinds[at] !== 1))
-        recordPosition(walk, at, key, 1);
+      if (at < kMaxTopLevelPositions && (!cached || topLevelKinds[at] !== kNumberKind)) {
+        recordPosition(walk, at, key, kNumberKind);
+      }
       continue;
     }
     if (key === '_bsontype' && value !== undefined) {
@@ -333,7 +343,7 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
       if (stored !== value) defineField(out, key, stored);
     }
     if (at < kMaxTopLevelPositions) {
-      const kind = layoutKind(stored);
+      const kind = valueKind(stored);
       if (!cached || topLevelKinds[at] !== kind) recordPosition(walk, at, key, kind);
     }
   }
