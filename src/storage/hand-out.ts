@@ -12,6 +12,7 @@
 import { Binary } from 'bson';
 import { Query } from 'mingo';
 
+import { isBsonValue } from '../util/bson-type.js';
 import { cloneBsonValue, copyBytes, isPlainObject } from '../util/bson-value.js';
 import { defineField, hasOwnField } from '../util/safe-record.js';
 import type { StorageFindOptions, StorageIndex, StoredBucket } from './storage.js';
@@ -48,7 +49,9 @@ export function handOut(doc: Readonly<StoredBucket>, projection?: StorageProject
 /**
  * {@link cloneBsonValue} of a whole stored document, the binaries of its `data` field (a bucket's columns,
  * a dozen per document) copied into pooled buffers ({@link copyBytes}): a new `ArrayBuffer` per column was
- * most of the cost of reading a small bucket.
+ * most of the cost of reading a small bucket. Only the columns: a pooled copy keeps its pool's 8 KiB
+ * alive, and the engine writes parts of documents it read back into storage (a bucket's meta and a
+ * version-1 bucket's values when it repacks or compresses one), where columns are always encoded anew.
  */
 function cloneDocument(doc: Readonly<StoredBucket>): StoredBucket {
   const out: StoredBucket = { ...doc };
@@ -72,12 +75,11 @@ function cloneColumns(data: Readonly<Record<string, unknown>>): Record<string, u
     if (!hasOwnField(out, key)) continue;
     const value = out[key];
     if (typeof value !== 'object' || value === null) continue;
-    const binary = value as { _bsontype?: unknown; buffer: Uint8Array; position: number; sub_type: number };
     defineField(
       out,
       key,
-      binary._bsontype === 'Binary'
-        ? new Binary(copyBytes(binary.buffer, 0, binary.position), binary.sub_type)
+      isBsonValue(value, 'Binary')
+        ? new Binary(copyBytes(value.buffer, 0, value.position), value.sub_type)
         : cloneBsonValue(value),
     );
   }
