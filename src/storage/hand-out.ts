@@ -54,34 +54,28 @@ export function handOut(doc: Readonly<StoredBucket>, projection?: StorageProject
  * version-1 bucket's values when it repacks or compresses one), where columns are always encoded anew.
  */
 function cloneDocument(doc: Readonly<StoredBucket>): StoredBucket {
-  const out: StoredBucket = { ...doc };
-  for (const key in out) {
-    if (!hasOwnField(out, key)) continue;
-    const value = out[key];
-    if (typeof value !== 'object' || value === null) continue;
-    defineField(
-      out,
-      key,
-      key === 'data' && isPlainObject(value) ? cloneColumns(value) : cloneBsonValue(value),
-    );
-  }
-  return out;
+  return withFieldsCopied(doc, (key, value) =>
+    key === 'data' && isPlainObject(value) ? withFieldsCopied(value, copyColumn) : cloneBsonValue(value),
+  );
 }
 
-/** A copy of a `data` field: its binaries into pooled buffers, anything else by {@link cloneBsonValue}. */
-function cloneColumns(data: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...data };
+/** A column's copy: a binary into a pooled buffer, anything else by {@link cloneBsonValue}. */
+function copyColumn(_name: string, value: object): unknown {
+  return isBsonValue(value, 'Binary')
+    ? new Binary(copyBytes(value.buffer, 0, value.position), value.sub_type)
+    : cloneBsonValue(value);
+}
+
+/** A copy of `source` whose object values are replaced by `copyField` of each. */
+function withFieldsCopied(
+  source: Readonly<Record<string, unknown>>,
+  copyField: (key: string, value: object) => unknown,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...source };
   for (const key in out) {
     if (!hasOwnField(out, key)) continue;
     const value = out[key];
-    if (typeof value !== 'object' || value === null) continue;
-    defineField(
-      out,
-      key,
-      isBsonValue(value, 'Binary')
-        ? new Binary(copyBytes(value.buffer, 0, value.position), value.sub_type)
-        : cloneBsonValue(value),
-    );
+    if (typeof value === 'object' && value !== null) defineField(out, key, copyField(key, value));
   }
   return out;
 }
