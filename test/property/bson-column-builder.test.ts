@@ -259,3 +259,78 @@ describe('BSONColumnBuilder.fromBinary', () => {
     );
   }, 120_000);
 });
+
+/** Doubles of any bits (NaNs with payloads, infinities, denormals) among runs of scaled decimals. */
+const anyBitsDouble = fc
+  .tuple(fc.nat({ max: 2 ** 32 - 1 }), fc.nat({ max: 2 ** 32 - 1 }))
+  .map(([lo, hi]) => new Float64Array(new Uint32Array([lo, hi]).buffer)[0] as number);
+const parkedSeries = fc.oneof(
+  series,
+  fc.array(
+    fc.option(
+      fc.oneof(
+        anyBitsDouble,
+        fc.integer({ min: -1e6, max: 1e6 }).map((x) => x / 100),
+      ),
+    ),
+    {
+      maxLength: 300,
+    },
+  ),
+);
+
+describe('BSONColumnBuilder.parkInto', () => {
+  it('a builder parked and unparked into a used one after any intermediate continues with the same diffs', () => {
+    fc.assert(
+      fc.property(
+        parkedSeries.chain((values) =>
+          fc.tuple(
+            fc.constant(values),
+            fc.array(fc.boolean(), { minLength: values.length, maxLength: values.length }),
+            fc.nat({ max: 5 }),
+          ),
+        ),
+        splitSeries,
+        ([values, calls, offset], [used, usedCalls]) => {
+          // Arrange: the same values into a builder that is never parked, and one that is parked after
+          // every intermediate it can be, into a record at an offset, and unparked into a builder left in
+          // any state (as the pool hands them out: not reset), then the other way round.
+          const plain = new BSONColumnBuilder();
+          let parked = new BSONColumnBuilder();
+          let other = new BSONColumnBuilder();
+          for (const [i, v] of used.entries()) {
+            if (v === undefined) other.skip();
+            else other.append(v);
+            if (usedCalls[i] === true) other.intermediate();
+          }
+          const record: number[] = [];
+          let parkings = 0;
+          const simple = values.every((v) => v === undefined || typeof v === 'number' || v instanceof Date);
+          for (const [i, v] of values.entries()) {
+            for (const b of [plain, parked]) {
+              if (v === undefined) b.skip();
+              else b.append(v);
+            }
+            if (calls[i] !== true && i !== values.length - 1) continue;
+            // Act
+            const expected = plain.intermediate();
+            const actual = parked.intermediate();
+            // Assert
+            expect(actual.offset).toBe(expected.offset);
+            expect(hex(actual.bytes)).toBe(hex(expected.bytes));
+            // Numbers and dates are always parkable (else buckets would silently keep their builders).
+            if (simple) expect(parked.parkable).toBe(true);
+            if (!parked.parkable) continue;
+            const end = parked.parkInto(record, offset);
+            parkings++;
+            expect(other.unparkFrom(record, offset)).toBe(end);
+            [parked, other] = [other, parked];
+          }
+          expect(hex(parked.intermediate().bytes)).toBe(hex(plain.intermediate().bytes));
+          if (simple && values.length > 0) expect(parkings).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  }, 120_000);
+});

@@ -355,6 +355,61 @@ export class BSONColumnBuilder {
   }
 
   /**
+   * Whether {@link BSONColumnBuilder.parkInto} can record this builder: outside an interleaved section, a
+   * 64-bit stream whose previous value fits in eight bytes (every column of numbers, dates, booleans).
+   */
+  get parkable(): boolean {
+    return (
+      this.#mode === Mode.regular &&
+      this.#reference === kNoReference &&
+      this.#buffered === kNothingBuffered &&
+      this.#streams === kNoStreams &&
+      this.#regular.parkable
+    );
+  }
+
+  /**
+   * Record this builder's whole state into `record` from index `at`: a few dozen numbers and its kept
+   * bytes (the open control block), six to a number. A builder is several objects and a buffer; an open
+   * bucket that waits between two runs of encoding (deferred, see `MeasurementMap`) keeps its columns as
+   * one array of numbers instead, and its builders go back to a pool.
+   * {@link BSONColumnBuilder.unparkFrom} on a reset builder continues exactly where this one stands: the
+   * same diffs, the same bytes. Only when {@link BSONColumnBuilder.parkable}; the builder is unchanged.
+   *
+   * @param record - receives the numbers.
+   * @param at - the first index to write.
+   * @returns the index after the last one written.
+   */
+  parkInto(record: number[], at: number): number {
+    record[at] = this.#base;
+    record[at + 1] = this.#lastControl;
+    record[at + 2] = this.#lastControlOffset;
+    record[at + 3] = this.#lastBufLength;
+    return this.#out.parkInto(record, this.#regular.parkInto(record, at + 4));
+  }
+
+  /**
+   * Become the builder {@link BSONColumnBuilder.parkInto} recorded at `at`, whatever this builder held
+   * before (no reset needed: a bucket's parked builders go straight to the next bucket that unparks).
+   *
+   * @param record - the numbers.
+   * @param at - where {@link BSONColumnBuilder.parkInto} started writing.
+   * @returns the index after the recorded builder.
+   */
+  unparkFrom(record: ReadonlyArray<number>, at: number): number {
+    this.#mode = Mode.regular;
+    this.#reference = kNoReference;
+    this.#referenceType = 0;
+    this.#buffered = kNothingBuffered;
+    this.#streams = kNoStreams;
+    this.#base = record[at] as number;
+    this.#lastControl = record[at + 1] as number;
+    this.#lastControlOffset = record[at + 2] as number;
+    this.#lastBufLength = record[at + 3] as number;
+    return this.#out.unparkFrom(record, this.#regular.unparkFrom(record, at + 4));
+  }
+
+  /**
    * What changed in the binary since the previous call: the binary is what {@link finalize} would return
    * now, and the diff is its tail from the first byte that may differ from the previous call's binary
    * (the open Simple-8b control byte, or the end of what was final). The first call returns offset 0 and

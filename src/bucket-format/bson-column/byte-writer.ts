@@ -16,6 +16,9 @@ const kMinGrowth = 64;
 const kNoStorage = new Uint8Array(0);
 /** Largest storage kept for reuse by {@link spareStorage}. */
 const kMaxSpareBytes = 4096;
+/** Bytes {@link ByteWriter.parkInto} puts in one number (below 2^48: exact in a double). */
+const kBytesPerNumber = 6;
+const kTwoTo32 = 2 ** 32;
 /** Spare storages kept per size. */
 const kMaxSparesPerSize = 16;
 /**
@@ -184,6 +187,75 @@ export class ByteWriter {
       this.buf.copyWithin(0, n, this.length);
     }
     this.length = left;
+  }
+
+  /**
+   * Record the bytes written into `record` from index `at`: their count, then six bytes to a number (an
+   * integer below 2^48, exact in a double). See `BSONColumnBuilder.parkInto`.
+   *
+   * @param record - receives the numbers.
+   * @param at - the first index to write.
+   * @returns the index after the last one written.
+   */
+  parkInto(record: number[], at: number): number {
+    const { buf, length } = this;
+    record[at++] = length;
+    // Bytes 0-3 as a uint32, bytes 4-5 above it: integer operations, no division of doubles.
+    for (let i = 0; i < length; i += kBytesPerNumber) {
+      let lo = 0;
+      let hi = 0;
+      if (i + kBytesPerNumber <= length) {
+        lo =
+          ((buf[i] ?? 0) |
+            ((buf[i + 1] ?? 0) << 8) |
+            ((buf[i + 2] ?? 0) << 16) |
+            ((buf[i + 3] ?? 0) << 24)) >>>
+          0;
+        hi = (buf[i + 4] ?? 0) | ((buf[i + 5] ?? 0) << 8);
+      } else {
+        for (let k = length - i - 1; k >= 0; k--) {
+          if (k < 4) lo = (lo * 256 + (buf[i + k] ?? 0)) >>> 0;
+          else hi = hi * 256 + (buf[i + k] ?? 0);
+        }
+      }
+      record[at++] = lo + hi * kTwoTo32;
+    }
+    return at;
+  }
+
+  /**
+   * Hold exactly the bytes {@link ByteWriter.parkInto} recorded at `at` (what was written before is
+   * forgotten).
+   *
+   * @param record - the numbers.
+   * @param at - where {@link ByteWriter.parkInto} started writing.
+   * @returns the index after the recorded bytes.
+   */
+  unparkFrom(record: ReadonlyArray<number>, at: number): number {
+    const length = record[at++] as number;
+    if (length > this.buf.length) {
+      giveUp(this.buf);
+      this.buf = spareStorage(length);
+    }
+    const buf = this.buf;
+    for (let i = 0; i < length; i += kBytesPerNumber) {
+      const v = record[at++] as number;
+      const hi = Math.floor(v / kTwoTo32);
+      const lo = v - hi * kTwoTo32;
+      if (i + kBytesPerNumber <= length) {
+        buf[i] = lo & 0xff;
+        buf[i + 1] = (lo >>> 8) & 0xff;
+        buf[i + 2] = (lo >>> 16) & 0xff;
+        buf[i + 3] = lo >>> 24;
+        buf[i + 4] = hi & 0xff;
+        buf[i + 5] = hi >>> 8;
+      } else {
+        for (let k = 0; i + k < length; k++)
+          buf[i + k] = k < 4 ? (lo >>> (8 * k)) & 0xff : (hi >>> (8 * k - 32)) & 0xff;
+      }
+    }
+    this.length = length;
+    return at;
   }
 
   /**

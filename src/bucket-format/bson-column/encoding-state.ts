@@ -315,6 +315,81 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   /**
+   * Whether {@link EncodingState.parkInto} can record this state: a 64-bit stream whose previous value
+   * fits in eight bytes (numbers, dates, booleans, ...), and no item list.
+   */
+  get parkable(): boolean {
+    return (
+      !this.#wide &&
+      this.#b128 === undefined &&
+      this.#prevEncoded128 === undefined &&
+      this.#prevSize <= 8 &&
+      this.#items === undefined
+    );
+  }
+
+  /**
+   * Record this state (its 64-bit builder's too, not its output) into `record` from index `at`, for
+   * {@link EncodingState.unparkFrom}. Only when {@link EncodingState.parkable}.
+   *
+   * @param record - receives the numbers.
+   * @param at - the first index to write.
+   * @returns the index after the last one written.
+   */
+  parkInto(record: number[], at: number): number {
+    record[at] = this.#prevType;
+    record[at + 1] = this.#prevSize;
+    record[at + 2] = this.#prevLo;
+    record[at + 3] = this.#prevHi;
+    record[at + 4] = this.#prevEncodedLo;
+    record[at + 5] = this.#prevEncodedHi;
+    record[at + 6] = this.#prevDeltaLo;
+    record[at + 7] = this.#prevDeltaHi;
+    record[at + 8] = this.#scaleIndex;
+    // A double as its bits: an array of numbers would store a NaN as the canonical one.
+    f64[0] = this.#lastValueInPrevBlock;
+    record[at + 9] = f64Words[0] ?? 0;
+    record[at + 10] = f64Words[1] ?? 0;
+    record[at + 11] = this.#blockEndLo;
+    record[at + 12] = this.#blockEndHi;
+    record[at + 13] = this.#controlPos;
+    record[at + 14] = this.#controlBlocks;
+    record[at + 15] = this.#controlEntries;
+    return this.#b64.parkInto(record, at + 16);
+  }
+
+  /**
+   * Become the state {@link EncodingState.parkInto} recorded at `at`, whatever this state held before,
+   * writing to this state's output (which the caller fills with the bytes the recorded state's output
+   * held). Not for a state with an item list (an interleaved section's).
+   *
+   * @param record - the numbers.
+   * @param at - where {@link EncodingState.parkInto} started writing.
+   * @returns the index after the recorded state.
+   */
+  unparkFrom(record: ReadonlyArray<number>, at: number): number {
+    this.#wide = false;
+    this.#b128 = undefined;
+    this.#prevEncoded128 = undefined;
+    this.#prevType = record[at] as number;
+    this.#prevSize = record[at + 1] as number;
+    this.#prevLo = record[at + 2] as number;
+    this.#prevHi = record[at + 3] as number;
+    this.#prevEncodedLo = record[at + 4] as number;
+    this.#prevEncodedHi = record[at + 5] as number;
+    this.#prevDeltaLo = record[at + 6] as number;
+    this.#prevDeltaHi = record[at + 7] as number;
+    this.#scaleIndex = record[at + 8] as number;
+    this.#lastValueInPrevBlock = doubleFromBits(record[at + 9] as number, record[at + 10] as number);
+    this.#blockEndLo = record[at + 11] as number;
+    this.#blockEndHi = record[at + 12] as number;
+    this.#controlPos = record[at + 13] as number;
+    this.#controlBlocks = record[at + 14] as number;
+    this.#controlEntries = record[at + 15] as number;
+    return this.#b64.unparkFrom(record, at + 16);
+  }
+
+  /**
    * Write to a shared scratch writer what {@link EncodingState.flush} would append to the output, leaving
    * this state and its output as they are: the column builder's intermediate binaries, without copying
    * the state.

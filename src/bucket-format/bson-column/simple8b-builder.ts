@@ -679,6 +679,62 @@ export class Simple8bBuilder64 {
     this.#rleHi = other.#rleHi;
   }
 
+  /**
+   * Record this builder's state (everything but its sink) into `record` from index `at`, for
+   * {@link Simple8bBuilder64.unparkFrom} (see `BSONColumnBuilder.parkInto`). Not while a remainder is being
+   * recorded (never between two calls).
+   *
+   * @param record - receives the numbers.
+   * @param at - the first index to write.
+   * @returns the index after the last one written.
+   */
+  parkInto(record: number[], at: number): number {
+    record[at] = this.trackSum ? 1 : 0;
+    record[at + 1] = this.lastWrittenLo;
+    record[at + 2] = this.lastWrittenHi;
+    record[at + 3] = this.blocksWritten;
+    record[at + 4] = this.#maxWidths;
+    record[at + 5] = this.#possible;
+    record[at + 6] = this.#fittingMaxWidths;
+    record[at + 7] = this.#lastValidType;
+    record[at + 8] = this.#rleCount;
+    record[at + 9] = this.#rleLo;
+    record[at + 10] = this.#rleHi;
+    const n = 2 * this.#count;
+    record[at + 11] = n;
+    at += 12;
+    const pending = this.#pending;
+    for (let i = 0; i < n; i++) record[at++] = pending[i] as number;
+    return at;
+  }
+
+  /**
+   * Become the builder {@link Simple8bBuilder64.parkInto} recorded at `at`, keeping this builder's sink.
+   *
+   * @param record - the numbers.
+   * @param at - where {@link Simple8bBuilder64.parkInto} started writing.
+   * @returns the index after the recorded state.
+   */
+  unparkFrom(record: ReadonlyArray<number>, at: number): number {
+    this.trackSum = record[at] === 1;
+    this.lastWrittenLo = record[at + 1] as number;
+    this.lastWrittenHi = record[at + 2] as number;
+    this.blocksWritten = record[at + 3] as number;
+    this.#maxWidths = record[at + 4] as number;
+    this.#possible = record[at + 5] as number;
+    this.#fittingMaxWidths = record[at + 6] as number;
+    this.#lastValidType = record[at + 7] as number;
+    this.#rleCount = record[at + 8] as number;
+    this.#rleLo = record[at + 9] as number;
+    this.#rleHi = record[at + 10] as number;
+    const n = record[at + 11] as number;
+    at += 12;
+    const pending = this.#pending;
+    for (let i = 0; i < n; i++) pending[i] = record[at++] as number;
+    this.#count = n / 2;
+    return at;
+  }
+
   /** Number of pending values (not counting RLE repeats). */
   get pendingCount(): number {
     return this.#count;
