@@ -152,6 +152,16 @@ export class MeasurementMap implements DeferredColumns {
   #packedLength = 0;
   /** Deferred: tails made (the catalog measured the bucket) and not yet taken by the storage. */
   #queued: ColumnTails[] | undefined;
+  /**
+   * Deferred, between two runs of encoding: the state of the first `#parkedCount` columns' encoders
+   * (`BSONColumnBuilder.parkInto`, one after another in `#parked[0, #parkedLength)`) while `#builders` is
+   * empty and the encoders themselves are back in the pool. An encoder is seven objects and a buffer
+   * (about 900 bytes of heap); parked, a column of numbers is about 45 numbers in one array. The array
+   * stays for the next run.
+   */
+  #parked: number[] | undefined = undefined;
+  #parkedCount = 0;
+  #parkedLength = 0;
   /** Deferred: closed; only the queued tails are left. */
   #sealed = false;
 
@@ -211,9 +221,22 @@ export class MeasurementMap implements DeferredColumns {
     return this.#count;
   }
 
-  /** Columns with an encoder (all of them when eager; deferred, those of the measurements encoded). */
+  /**
+   * Columns with an encoder (all of them when eager; deferred, those of the measurements encoded), parked
+   * or not.
+   */
   get encodedColumns(): number {
-    return this.#builders.length;
+    return this.#builders.length + this.#parkedCount;
+  }
+
+  /** Columns whose encoder is parked (see `#parked`): they hold {@link MeasurementMap.parkedLength} numbers. */
+  get parkedColumns(): number {
+    return this.#parkedCount;
+  }
+
+  /** Length of the array the parked encoders are recorded in (0 when none was). */
+  get parkedLength(): number {
+    return this.#parked?.length ?? 0;
   }
 
   /** Measurements kept, not yet encoded (deferred). */
@@ -549,6 +572,7 @@ export class MeasurementMap implements DeferredColumns {
     const from = this.#encoded;
     if (count <= from) return;
     invariant(!this.#sealed && count <= this.#count, 2403, 'settle beyond the measurements appended');
+    this.#unpark();
     const kept = this.#kept;
     const rows = this.#rows;
     const n = count - from;
@@ -577,6 +601,49 @@ export class MeasurementMap implements DeferredColumns {
     const tails = this.intermediateTails();
     if (this.#queued === undefined) this.#queued = [tails];
     else this.#queued.push(tails);
+    this.#park();
+  }
+
+  /** Record the encoders into `#parked` and give them back to the pool, when every one can be. */
+  #park(): void {
+    const builders = this.#builders;
+    const n = builders.length;
+    if (n === 0) return;
+    for (let i = 0; i < n; i++) if (!(builders[i] as BSONColumnBuilder).parkable) return;
+    let record = this.#parked;
+    let at = 0;
+    for (let i = 0; i < n; i++) at = (builders[i] as BSONColumnBuilder).parkInto(parkScratch, at);
+    // The bucket's own array: reused while the record fits in it and is not much smaller, else made to
+    // measure (an array grown by writes keeps up to half again as much room as it holds).
+    if (record === undefined || record.length < at || record.length > 2 * at) {
+      record = parkScratch.slice(0, at);
+      this.#parked = record;
+    } else {
+      for (let i = 0; i < at; i++) record[i] = parkScratch[i] as number;
+    }
+    this.#parkedLength = at;
+    this.#parkedCount = n;
+    // Not reset: unparking overwrites every field (the next bucket's run takes them first).
+    for (let i = 0; i < n && parkedBuilders.length < kMaxParkedBuilders; i++) {
+      parkedBuilders.push(builders[i] as BSONColumnBuilder);
+    }
+    builders.length = 0;
+  }
+
+  /** Take encoders from the pool and give them the parked state back (nothing when none is parked). */
+  #unpark(): void {
+    const n = this.#parkedCount;
+    if (n === 0) return;
+    const record = this.#parked as number[];
+    const builders = this.#builders;
+    let at = 0;
+    for (let i = 0; i < n; i++) {
+      const builder = parkedBuilders.pop() ?? idleBuilders.pop() ?? new BSONColumnBuilder();
+      at = builder.unparkFrom(record, at);
+      builders.push(builder);
+    }
+    invariant(at === this.#parkedLength, 2405, 'parked encoders misread');
+    this.#parkedCount = 0;
   }
 
   /** Move the packed entries of the measurements still kept to the front. */
@@ -662,6 +729,9 @@ export class MeasurementMap implements DeferredColumns {
     this.#queued = this.#queued?.map(ownTails);
     this.#columns = undefined;
     giveBack(this.#builders);
+    this.#parked = undefined;
+    this.#parkedCount = 0;
+    this.#parkedLength = 0;
     this.#lastSeen.length = 0;
     this.#kept = [];
     this.#keptCount = 0;
@@ -680,6 +750,7 @@ export class MeasurementMap implements DeferredColumns {
    *   minus old total.
    */
   intermediate(): { readonly diffs: ReadonlyArray<ColumnDiff>; readonly delta: number } {
+    this.#unpark();
     const n = this.#builders.length;
     // Every column's tail into one scratch array, then one copy of it that the diffs view: a first commit's
     // document keeps one buffer rather than one per column (an open bucket each, 100 000 of them in a
@@ -718,6 +789,7 @@ export class MeasurementMap implements DeferredColumns {
    * @returns the tails; `fields` is the map's own list of names (it only grows).
    */
   intermediateTails(): ColumnTails {
+    this.#unpark();
     const builders = this.#builders;
     const n = builders.length;
     // A fresh slab when this one is nearly full, rather than growing it by a copy in the middle of a commit.
@@ -801,6 +873,16 @@ let layoutSlabUsed = 0;
  * was a good part of what a bucket allocated. Bounded (about a hundred buckets' worth).
  */
 const idleBuilders: BSONColumnBuilder[] = [];
+/**
+ * Builders of parked maps, as they were (not reset: {@link BSONColumnBuilder.unparkFrom} overwrites them),
+ * for maps that unpark. Buckets mostly park and unpark one after another (a storage taking the tails of
+ * each bucket of a bulk load in turn), so two or three buckets' worth is enough: each builder here keeps its
+ * buffer.
+ */
+const parkedBuilders: BSONColumnBuilder[] = [];
+const kMaxParkedBuilders = 32;
+/** Where {@link MeasurementMap} records its encoders before copying them to the bucket's array (reused). */
+const parkScratch: number[] = [];
 const kMaxIdleBuilders = 1024;
 
 /** Reset `builders` into {@link idleBuilders} (as many as it has room for) and empty the list. */

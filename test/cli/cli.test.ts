@@ -105,15 +105,15 @@ describe('tsbuckets (process)', () => {
       `sample:   1,440 measurements, 3 series, 2026-01-01T00:00:00.000Z to 2026-01-01T07:59:00.000Z
 cadence:  one measurement every 1m per series (median); 40.3 bytes per measurement as BSON (mean, without the meta)
 queries:  20 time-range queries of 1h over all series
-┌────────────┬──────┬─────────┬─────────────────────┬───────────────────┬─────────────────┬───────────────────────────┬───────────────┬───────────────────┐
-│ candidate  │ span │ buckets │ measurements/bucket │ bytes/measurement │        closures │        open-bucket memory │ buckets/query │ unpacked/returned │
-├────────────┼──────┼─────────┼─────────────────────┼───────────────────┼─────────────────┼───────────────────────────┼───────────────┼───────────────────┤
-│ seconds    │   1h │      24 │                60.0 │               7.5 │ time forward 21 │ 11.4 KiB (3.8 KiB/series) │           5.9 │               2.0 │
-│ minutes    │   1d │       3 │               480.0 │               3.6 │            none │ 11.4 KiB (3.8 KiB/series) │           3.0 │               8.0 │
-│ hours      │  30d │       3 │               480.0 │               3.6 │            none │ 11.4 KiB (3.8 KiB/series) │           3.0 │               8.0 │
-│ custom 2h  │   2h │      12 │               120.0 │               5.3 │  time forward 9 │ 11.4 KiB (3.8 KiB/series) │           4.2 │               2.8 │
-│ custom 12h │  12h │       3 │               480.0 │               3.6 │            none │ 11.4 KiB (3.8 KiB/series) │           3.0 │               8.0 │
-└────────────┴──────┴─────────┴─────────────────────┴───────────────────┴─────────────────┴───────────────────────────┴───────────────┴───────────────────┘
+┌────────────┬──────┬─────────┬─────────────────────┬───────────────────┬─────────────────┬──────────────────────────┬───────────────┬───────────────────┐
+│ candidate  │ span │ buckets │ measurements/bucket │ bytes/measurement │        closures │       open-bucket memory │ buckets/query │ unpacked/returned │
+├────────────┼──────┼─────────┼─────────────────────┼───────────────────┼─────────────────┼──────────────────────────┼───────────────┼───────────────────┤
+│ seconds    │   1h │      24 │                60.0 │               7.5 │ time forward 21 │ 9.6 KiB (3.2 KiB/series) │           5.9 │               2.0 │
+│ minutes    │   1d │       3 │               480.0 │               3.6 │            none │ 9.8 KiB (3.3 KiB/series) │           3.0 │               8.0 │
+│ hours      │  30d │       3 │               480.0 │               3.6 │            none │ 9.8 KiB (3.3 KiB/series) │           3.0 │               8.0 │
+│ custom 2h  │   2h │      12 │               120.0 │               5.3 │  time forward 9 │ 9.8 KiB (3.3 KiB/series) │           4.2 │               2.8 │
+│ custom 12h │  12h │       3 │               480.0 │               3.6 │            none │ 9.8 KiB (3.3 KiB/series) │           3.0 │               8.0 │
+└────────────┴──────┴─────────┴─────────────────────┴───────────────────┴─────────────────┴──────────────────────────┴───────────────┴───────────────────┘
 bytes/measurement: compressed BSON bytes of the buckets per measurement; open-bucket memory: the catalog's
 estimate at its peak during the replay; buckets/query and unpacked/returned: per time-range query.
 note: the sample covers less time than the span of minutes, hours, custom 12h: their buckets may not have filled; a longer sample tells more.
