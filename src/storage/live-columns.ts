@@ -165,8 +165,10 @@ export class LiveColumns {
    * @param key - the bucket's key in the namespace's documents.
    * @param doc - the stored document (version 2, `control.count` set).
    * @param source - where the columns are.
+   * @returns what the namespace keeps as the bucket's document until it is read: `doc` without the
+   *   values the live bucket holds (see {@link skeletonOf}).
    */
-  adopt(key: string, doc: StoredBucket, source: DeferredColumns): void {
+  adopt(key: string, doc: StoredBucket, source: DeferredColumns): StoredBucket {
     const control = doc.control as Record<string, unknown>;
     this.#buckets.set(key, {
       count: Number(control.count),
@@ -185,6 +187,7 @@ export class LiveColumns {
     });
     this.#dirty.add(key);
     if (source.shouldDrain()) take(this.#buckets.get(key) as LiveBucket);
+    return skeletonOf(doc);
   }
 
   /**
@@ -201,6 +204,31 @@ export class LiveColumns {
     this.#buckets.delete(key);
     this.#dirty.delete(key);
   }
+}
+
+/**
+ * A first commit's document as the namespace keeps it while its bucket is live and unread: its fields in
+ * their order, but `control.version`, `min`, `max` and `count` as `null` and an empty `data`. Every read
+ * rebuilds the document from the live bucket first (`materialize`), which takes only the field names
+ * from it: keeping the first commit's `control.min` and `control.max` (objects, numbers, dates: about 700
+ * bytes of heap for ten fields) until the bucket is first read would keep values that the next commit
+ * already replaced.
+ */
+function skeletonOf(doc: StoredBucket): StoredBucket {
+  const skeleton: StoredBucket = {};
+  for (const field of Object.keys(doc)) {
+    if (field === 'control') {
+      const control = doc.control as Record<string, unknown>;
+      const next: Record<string, unknown> = {};
+      for (const name of Object.keys(control)) {
+        if (name === 'version' || name === 'min' || name === 'max' || name === 'count') next[name] = null;
+        else defineField(next, name, control[name]);
+      }
+      skeleton.control = next;
+    } else if (field === 'data') skeleton.data = {};
+    else defineField(skeleton, field, doc[field]);
+  }
+  return skeleton;
 }
 
 /** The live form of a stored compressed document (its columns copied once), or `undefined`. */

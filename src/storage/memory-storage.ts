@@ -134,7 +134,8 @@ export class MemoryStorage implements Storage {
     else {
       // A first commit whose columns the catalog's encoders hold: kept, filled in when read.
       Reflect.deleteProperty(doc, kDeferredColumns);
-      entry.live.adopt(key, doc, deferred);
+      entry.docs.set(key, entry.live.adopt(key, doc, deferred));
+      return;
     }
     entry.docs.set(key, doc);
   }
