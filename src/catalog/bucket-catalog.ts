@@ -362,10 +362,13 @@ export class BucketCatalog {
         }
         return waiting;
       });
-      for (const { run: pausedRun, pause } of paused ?? []) {
-        // The stripe stays locked while storage is read, so no other writer opens a second copy of the
-        // bucket or another bucket for the series meanwhile.
-        await withStripe(stripe, async (lock) => {
+      if (paused === undefined) continue;
+      // The stripe stays locked while storage is read, so no other writer opens a second copy of a
+      // bucket or another bucket for one of the series meanwhile. Once for all the stripe's paused series:
+      // a call that brings thousands of new series pauses each of them (a reopening query), and taking
+      // the mutex per series made a promise chain per series.
+      await withStripe(stripe, async (lock) => {
+        for (const { run: pausedRun, pause } of paused) {
           let step: StagePause | undefined = pause;
           while (step !== undefined && source !== undefined) {
             const reopened = await this.#reopen(lock, coll, pausedRun.key, source, step.request);
@@ -376,8 +379,8 @@ export class BucketCatalog {
               why: step.why,
             });
           }
-        });
-      }
+        }
+      });
     }
     return out;
   }
