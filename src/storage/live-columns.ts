@@ -215,20 +215,43 @@ export class LiveColumns {
  * already replaced.
  */
 function skeletonOf(doc: StoredBucket): StoredBucket {
-  const skeleton: StoredBucket = {};
-  for (const field of Object.keys(doc)) {
+  return withControlAndData(doc, kNoControlValues, () => ({}));
+}
+
+/** What {@link skeletonOf} leaves of a document's control values. */
+const kNoControlValues = { version: null, min: null, max: null, count: null };
+
+/**
+ * A new document with `base`'s fields in their order, but `control.version`, `min`, `max` and `count`
+ * from `control` and `data` from `dataOf` (called when `base` has a `data` field).
+ */
+function withControlAndData(
+  base: StoredBucket,
+  control: {
+    readonly version: unknown;
+    readonly min: unknown;
+    readonly max: unknown;
+    readonly count: unknown;
+  },
+  dataOf: () => Record<string, unknown>,
+): StoredBucket {
+  const doc: StoredBucket = {};
+  for (const field of Object.keys(base)) {
     if (field === 'control') {
-      const control = doc.control as Record<string, unknown>;
+      const stored = base.control as Record<string, unknown>;
       const next: Record<string, unknown> = {};
-      for (const name of Object.keys(control)) {
-        if (name === 'version' || name === 'min' || name === 'max' || name === 'count') next[name] = null;
-        else defineField(next, name, control[name]);
+      for (const name of Object.keys(stored)) {
+        if (name === 'version') next.version = control.version;
+        else if (name === 'min') next.min = control.min;
+        else if (name === 'max') next.max = control.max;
+        else if (name === 'count') next.count = control.count;
+        else defineField(next, name, stored[name]);
       }
-      skeleton.control = next;
-    } else if (field === 'data') skeleton.data = {};
-    else defineField(skeleton, field, doc[field]);
+      doc.control = next;
+    } else if (field === 'data') doc.data = dataOf();
+    else defineField(doc, field, base[field]);
   }
-  return skeleton;
+  return doc;
 }
 
 /** The live form of a stored compressed document (its columns copied once), or `undefined`. */
@@ -400,32 +423,17 @@ function readDocument(base: StoredBucket, live: LiveBucket): StoredBucket {
 
 /** A new document: `base` with the live control fields and columns (viewing the live buffers). */
 function documentOf(base: StoredBucket, live: LiveBucket, columns?: Record<string, unknown>): StoredBucket {
-  const doc: StoredBucket = {};
-  for (const field of Object.keys(base)) {
-    if (field === 'control') {
-      const control = base.control as Record<string, unknown>;
-      const next: Record<string, unknown> = {};
-      for (const name of Object.keys(control)) {
-        if (name === 'version') next.version = live.version;
-        else if (name === 'min') next.min = live.minMax.min;
-        else if (name === 'max') next.max = live.minMax.max;
-        else if (name === 'count') next.count = live.count;
-        else defineField(next, name, control[name]);
-      }
-      doc.control = next;
-    } else if (field === 'data' && columns !== undefined) {
-      doc.data = columns;
-    } else if (field === 'data') {
-      const data: Record<string, unknown> = {};
-      // The document views the bucket's buffer now: the next commit copies it first.
-      live.shared = true;
-      for (let i = 0; i < live.names.length; i++) {
-        const from = live.starts[i] as number;
-        const bytes = bufferView(live.arena, from, from + (live.lengths[i] as number));
-        defineField(data, live.names[i] as string, new Binary(bytes, Binary.SUBTYPE_COLUMN));
-      }
-      doc.data = data;
-    } else defineField(doc, field, base[field]);
-  }
-  return doc;
+  const { version, count, minMax } = live;
+  return withControlAndData(base, { version, min: minMax.min, max: minMax.max, count }, () => {
+    if (columns !== undefined) return columns;
+    const data: Record<string, unknown> = {};
+    // The document views the bucket's buffer now: the next commit copies it first.
+    live.shared = true;
+    for (let i = 0; i < live.names.length; i++) {
+      const from = live.starts[i] as number;
+      const bytes = bufferView(live.arena, from, from + (live.lengths[i] as number));
+      defineField(data, live.names[i] as string, new Binary(bytes, Binary.SUBTYPE_COLUMN));
+    }
+    return data;
+  });
 }
