@@ -267,4 +267,46 @@ describe('MeasurementMap', () => {
       ),
     );
   });
+
+  it('deferred: parks its builders after each run and continues with the same bytes; a string column keeps them', () => {
+    // Arrange: two deferred maps, one of numbers only and one with a string column, and the values.
+    const rows = Array.from({ length: 40 }, (_, i) => ({
+      t: new Date(i * 1000),
+      a: i / 4,
+      b: 100 - i * 0.37,
+    }));
+    const numbers = new MeasurementMap('t', 'deferred');
+    const withString = new MeasurementMap('t', 'deferred');
+    const stored = new Map<string, Uint8Array>();
+    const take = (count: number) => {
+      numbers.takeTails(count, (tails) => {
+        for (const d of columnDiffsOf(tails)) {
+          stored.set(d.field, applyBinaryDiff(stored.get(d.field) ?? new Uint8Array(0), d));
+        }
+      });
+    };
+    // Act and assert: after each run the numbers' builders are parked (no builder objects held), the
+    // string map's are not.
+    for (const [i, row] of rows.entries()) {
+      numbers.insertOne(row, undefined);
+      withString.insertOne({ ...row, s: `v${i}` }, undefined);
+      if ((i + 1) % 16 === 0) {
+        take(i + 1);
+        withString.takeTails(i + 1, () => undefined);
+        expect(numbers.parkedColumns).toBe(3);
+        expect(numbers.encodedColumns).toBe(3);
+        expect(numbers.parkedLength).toBeGreaterThan(0);
+        expect(withString.parkedColumns).toBe(0);
+        expect(withString.encodedColumns).toBe(4);
+      }
+    }
+    take(rows.length);
+    for (const field of ['t', 'a', 'b'] as const) {
+      expect(base64(stored.get(field)!)).toBe(base64(BSONColumn.encode(rows.map((r) => r[field]))));
+    }
+    // Sealing lets go of the parked state.
+    numbers.seal(rows.length);
+    expect(numbers.parkedColumns).toBe(0);
+    expect(numbers.parkedLength).toBe(0);
+  });
 });
