@@ -156,7 +156,7 @@ export class MeasurementMap implements DeferredColumns {
    * Deferred, between two runs of encoding: the state of the first `#parkedCount` columns' encoders
    * (`BSONColumnBuilder.parkInto`, one after another in `#parked[0, #parkedLength)`) while `#builders` is
    * empty and the encoders themselves are back in the pool. An encoder is seven objects and a buffer
-   * (about 900 bytes of heap); parked, a column of numbers is about 45 numbers in one array. The array
+   * (about 900 bytes of heap); parked, a column of numbers is 40 to 50 numbers in one array. The array
    * stays for the next run.
    */
   #parked: number[] | undefined = undefined;
@@ -873,6 +873,7 @@ let layoutSlabUsed = 0;
  * was a good part of what a bucket allocated. Bounded (about a hundred buckets' worth).
  */
 const idleBuilders: BSONColumnBuilder[] = [];
+const kMaxIdleBuilders = 1024;
 /**
  * Builders of parked maps, as they were (not reset: {@link BSONColumnBuilder.unparkFrom} overwrites them),
  * for maps that unpark. Buckets mostly park and unpark one after another (a storage taking the tails of
@@ -883,7 +884,6 @@ const parkedBuilders: BSONColumnBuilder[] = [];
 const kMaxParkedBuilders = 32;
 /** Where {@link MeasurementMap} records its encoders before copying them to the bucket's array (reused). */
 const parkScratch: number[] = [];
-const kMaxIdleBuilders = 1024;
 
 /** Reset `builders` into {@link idleBuilders} (as many as it has room for) and empty the list. */
 function giveBack(builders: BSONColumnBuilder[]): void {

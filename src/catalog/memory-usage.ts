@@ -24,7 +24,7 @@
  *
  * so about 1 520 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
  * slots about 560 more per bucket and 4 less per field, plus about 590 per column with a builder; a
- * deferred one parks its builders between runs (one array of numbers, 8 bytes each: about 40 per column
+ * deferred one parks its builders between runs (one array of numbers, 8 bytes each: 40 to 50 per column
  * of numbers), keeps its measurements (about 16 bytes per field for the first, 30 for each further value;
  * measurements whose values come in column order record no columns), and once the arrays that keep them
  * have held a run of 16 they keep that room (about 1 900 bytes and 20 per field). Before builders were
