@@ -229,13 +229,16 @@ export class MeasurementMap implements DeferredColumns {
     return this.#builders.length + this.#parkedCount;
   }
 
-  /** Columns whose encoder is parked (see `#parked`): they hold {@link MeasurementMap.parkedLength} numbers. */
+  /**
+   * Columns whose encoder is parked (see `#parked`), in an array of {@link MeasurementMap.parkedArrayLength}
+   * numbers.
+   */
   get parkedColumns(): number {
     return this.#parkedCount;
   }
 
   /** Length of the array the parked encoders are recorded in (0 when none was). */
-  get parkedLength(): number {
+  get parkedArrayLength(): number {
     return this.#parked?.length ?? 0;
   }
 

@@ -103,7 +103,7 @@ export function bucketMemoryUsage(bucket: Bucket): number {
     kCompressedBucketExtraBytes;
   if (!map.deferred) return compressed + fields * kPerColumnBuilderBytes;
   const kept = map.keptCount;
-  const parked = map.parkedLength;
+  const parked = map.parkedArrayLength;
   return (
     compressed +
     (map.encodedColumns - map.parkedColumns) * kPerColumnBuilderBytes +

@@ -130,14 +130,14 @@ export class MemoryStorage implements Storage {
     // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
     indexMeta(entry, key, doc);
     const deferred = deferredColumnsOf(doc);
-    if (deferred === undefined) entry.live.forget(key);
-    else {
-      // A first commit whose columns the catalog's encoders hold: kept, filled in when read.
-      Reflect.deleteProperty(doc, kDeferredColumns);
-      entry.docs.set(key, entry.live.adopt(key, doc, deferred));
+    if (deferred === undefined) {
+      entry.live.forget(key);
+      entry.docs.set(key, doc);
       return;
     }
-    entry.docs.set(key, doc);
+    // A first commit whose columns the catalog's encoders hold: kept (as a skeleton), filled in when read.
+    Reflect.deleteProperty(doc, kDeferredColumns);
+    entry.docs.set(key, entry.live.adopt(key, doc, deferred));
   }
 
   /**

@@ -347,6 +347,11 @@ export class BSONColumnBuilder {
     this.#base = 0;
     this.#forgetControl();
     this.#regular.reset();
+    this.#toRegularMode();
+  }
+
+  /** Regular mode as a new builder has it: no reference, nothing buffered, no interleaved streams. */
+  #toRegularMode(): void {
     this.#mode = Mode.regular;
     this.#reference = kNoReference;
     this.#referenceType = 0;
@@ -397,11 +402,7 @@ export class BSONColumnBuilder {
    * @returns the index after the recorded builder.
    */
   unparkFrom(record: ReadonlyArray<number>, at: number): number {
-    this.#mode = Mode.regular;
-    this.#reference = kNoReference;
-    this.#referenceType = 0;
-    this.#buffered = kNothingBuffered;
-    this.#streams = kNoStreams;
+    this.#toRegularMode();
     this.#base = record[at] as number;
     this.#lastControl = record[at + 1] as number;
     this.#lastControlOffset = record[at + 2] as number;

@@ -295,7 +295,7 @@ describe('MeasurementMap', () => {
         withString.takeTails(i + 1, () => undefined);
         expect(numbers.parkedColumns).toBe(3);
         expect(numbers.encodedColumns).toBe(3);
-        expect(numbers.parkedLength).toBeGreaterThan(0);
+        expect(numbers.parkedArrayLength).toBeGreaterThan(0);
         expect(withString.parkedColumns).toBe(0);
         expect(withString.encodedColumns).toBe(4);
       }
@@ -307,6 +307,6 @@ describe('MeasurementMap', () => {
     // Sealing lets go of the parked state.
     numbers.seal(rows.length);
     expect(numbers.parkedColumns).toBe(0);
-    expect(numbers.parkedLength).toBe(0);
+    expect(numbers.parkedArrayLength).toBe(0);
   });
 });
