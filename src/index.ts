@@ -55,6 +55,7 @@ export type {
   DirectWriteTarget,
   InsertItem,
   PreparedCommit,
+  ReopeningSource,
   StageResult,
   WriteBatch,
 } from './catalog/bucket-catalog.js';

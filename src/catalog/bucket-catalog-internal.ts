@@ -36,7 +36,7 @@ import type { BucketMetadata } from './bucket-metadata.js';
 import type { ExecutionStats, ExecutionStatsController } from './execution-stats.js';
 import { archivedBucketMemoryUsage, bucketMemoryUsage } from './memory-usage.js';
 import { reopeningQueryFilter, takeArchivedCandidate } from './reopening.js';
-import type { ReopeningRequest } from './reopening.js';
+import type { ReopeningRequest, ReopeningSource } from './reopening.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
 import { addOpenBucket, removeOpenBucket } from './stripe.js';
@@ -205,6 +205,8 @@ export interface SeriesStaging {
   readonly op: StagingOp;
   /** `'allowed'` when the caller can read storage to reopen buckets. */
   readonly reopening: 'allowed' | 'done';
+  /** Where reopened buckets are read from, when `reopening` is allowed. */
+  readonly source: ReopeningSource | undefined;
 }
 
 /** One series of a {@link SeriesStaging}: its key and its run of `positions`. */
@@ -268,6 +270,7 @@ export function stageSeries(
           resumed ? resume.reopening : reopening,
           resumed ? resume.why : undefined,
           rolledOver,
+          series.source,
         );
       }
     } catch (error) {
@@ -428,6 +431,7 @@ function findEligibleBucket(
   reopening: 'allowed' | 'done',
   pausedWhy: 'metadata' | 'rollover' | undefined,
   rolledOver: Exclude<RolloverReason, 'none'> | undefined,
+  source: ReopeningSource | undefined,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
   // A bucket the caller already rolled over for this item counts as the series' current bucket.
@@ -469,14 +473,19 @@ function findEligibleBucket(
     const record = takeArchivedCandidate(state, lock, coll, key, item.timeMs, options.bucketMaxSpanSeconds);
     if (record !== undefined) return { kind: 'reopen', request: { kind: 'archived', record }, why };
     if (queryAllowed) {
+      const hasMeta = item.metadata.normalizedMeta !== undefined;
       if (options.reopeningIndex === 'absent') {
         // MongoDB skips the query without its index and counts it as failed.
+        coll.stats.inc('numBucketQueriesFailed');
+      } else if (source?.holdsNoBucketsOf?.(hasMeta, item.metadata.normalizedMeta) === true) {
+        // A series the storage has never seen: the query would find nothing (a bulk load's first call
+        // brings thousands of them; each query was a pause and an async read).
         coll.stats.inc('numBucketQueriesFailed');
       } else {
         const filter = reopeningQueryFilter(
           options,
           state.parameters,
-          item.metadata.normalizedMeta !== undefined,
+          hasMeta,
           item.metadata.normalizedMeta,
           item.timeMs,
         );

@@ -338,6 +338,7 @@ export class BucketCatalog {
       out,
       op: { batchKey: effectiveOpId, writer: opId },
       reopening: source === undefined ? 'done' : 'allowed',
+      source,
     };
     // The run being staged (one object, rewritten series after series; copied only for a pause).
     const run = { key: keys[0] as BucketKey, start: 0, end: 0 };

@@ -64,6 +64,15 @@ export interface ReopeningSource {
    * @returns whether a document matched.
    */
   replaceBucket(filter: Readonly<Record<string, unknown>>, doc: StoredBucket): Promise<boolean>;
+  /**
+   * Optional: `true` when the storage certainly holds no bucket of the series, known without I/O (a
+   * series it has never seen). The catalog then skips the reopening query, which would find nothing, and
+   * counts it as failed (`numBucketQueriesFailed`) as it counts such a query. `false` when unsure.
+   *
+   * @param hasMeta - whether the series has a meta value.
+   * @param normalizedMeta - its normalised value.
+   */
+  holdsNoBucketsOf?(hasMeta: boolean, normalizedMeta: unknown): boolean;
 }
 
 /** What to look for on disk. */

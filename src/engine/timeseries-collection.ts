@@ -13,6 +13,7 @@ import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
 import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
+import { holdsNoBucketsOf } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import { copyMeasurement, makeWalk } from '../util/bson-validation.js';
 import { checkNoScript, checkPipeline } from '../util/query-validation.js';
@@ -240,6 +241,8 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       return undefined;
     },
     queryBuckets: (filter) => this.#reopenableBuckets(filter),
+    holdsNoBucketsOf: (hasMeta, meta) =>
+      holdsNoBucketsOf(this.#ctx.storage, this.bucketsNamespace, hasMeta, meta),
     replaceBucket: async (filter, doc) =>
       (await this.#ctx.storage.replaceOne(this.bucketsNamespace, { ...filter, ...metaGuard(doc) }, doc))
         .kind === 'updated',

@@ -32,7 +32,7 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage.js';
-import { kTakesDeferredColumns } from './storage.js';
+import { kHoldsNoBucketsOf, kTakesDeferredColumns } from './storage.js';
 import {
   bsonNumberValue,
   bsonValueSize,
@@ -505,6 +505,20 @@ export class MemoryStorage implements Storage {
     }
     for (const doc of this.#matching(ns, filter)) return doc;
     return undefined;
+  }
+
+  // Whether `ns` holds no bucket of a series, from the meta index (kHoldsNoBucketsOf): a series never seen
+  // needs no reopening query. Only while `find` is this class's: a subclass that reads differently
+  // answers through its reads. (A static block: it reads the private namespaces, and is not part of the
+  // class's declared shape.)
+  static {
+    Object.defineProperty(MemoryStorage.prototype, kHoldsNoBucketsOf, {
+      value(this: MemoryStorage, ns: string, hasMeta: boolean, meta: unknown): boolean {
+        if (this.find !== MemoryStorage.prototype.find) return false;
+        const key = hasMeta ? metaConditionKey({ meta }) : '';
+        return key !== undefined && this.#namespaces.get(ns)?.byMeta.has(key) !== true;
+      },
+    });
   }
 
   /** Matching documents; a filter pinning `_id` to one ObjectId is a map lookup. */

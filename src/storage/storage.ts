@@ -33,6 +33,32 @@ export function takesDeferredColumns(storage: object): boolean {
   return (storage as { [kTakesDeferredColumns]?: unknown })[kTakesDeferredColumns] === true;
 }
 
+/**
+ * On a storage that can tell, without I/O, that it holds no bucket of a series: a method
+ * `(ns, hasMeta, meta) => boolean` answering `true` only when no document of `ns` has `meta` equal to
+ * `meta` (MongoDB equality; `hasMeta` false: no document without a `meta` field). `false` means "may
+ * hold some". Internal: the catalog skips the reopening query of a series the storage has never seen (a
+ * query that would find nothing), and counts it as the query it stands for.
+ */
+export const kHoldsNoBucketsOf: unique symbol = Symbol('tsbuckets.holdsNoBucketsOf');
+
+/**
+ * Whether `storage` knows, without I/O, that `ns` holds no bucket of the series ({@link kHoldsNoBucketsOf});
+ * `false` on a storage that cannot tell.
+ *
+ * @param storage - the engine's storage.
+ * @param ns - the buckets namespace.
+ * @param hasMeta - whether the series has a meta value.
+ * @param meta - its normalised value (as the reopening query's `meta` condition holds it).
+ * @returns `true` when no document of the series is stored.
+ */
+export function holdsNoBucketsOf(storage: object, ns: string, hasMeta: boolean, meta: unknown): boolean {
+  const probe = (storage as { [kHoldsNoBucketsOf]?: unknown })[kHoldsNoBucketsOf];
+  return typeof probe === 'function' && (probe as HoldsNoBucketsOf).call(storage, ns, hasMeta, meta);
+}
+
+type HoldsNoBucketsOf = (ns: string, hasMeta: boolean, meta: unknown) => boolean;
+
 /** A MongoDB query filter over bucket documents. */
 export type BucketFilter = Readonly<Record<string, unknown>>;
 

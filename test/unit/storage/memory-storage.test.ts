@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { counterUpdateDocument } from '../../../src/storage/counter-update.js';
 import type { CounterUpdate } from '../../../src/storage/counter-update.js';
 import { MemoryStorage } from '../../../src/storage/memory-storage.js';
+import { holdsNoBucketsOf } from '../../../src/storage/storage.js';
 import type { StoredBucket } from '../../../src/storage/storage.js';
 import { BsonQuery } from '../../../src/util/bson-query.js';
 
@@ -259,5 +260,59 @@ describe('MemoryStorage.visitDocuments', () => {
     (stored as StoredBucket).n = 10;
     expect(await all(storage, { _id: 'a' })).toEqual([{ _id: 'a', kind: 'x', n: 10 }]);
     expect(await storage.visitDocuments('ns', { _id: 'zz' }, () => undefined)).toBe(0);
+  });
+});
+
+describe('MemoryStorage: whether it holds no bucket of a series (kHoldsNoBucketsOf)', () => {
+  const metaValue = fc.oneof(
+    fc.constantFrom<unknown>(1, 2, 1.5, 2.5, 'a', 'b', null, true, new Date(0)),
+    fc.constantFrom<unknown>(new Int32(1), new Long(1), new Double(1), new Decimal128('1')),
+    fc.constantFrom<unknown>({ a: 1, b: 2 }, { b: 2, a: 1 }, { a: 1.5 }, [1, 2], [1], ['a']),
+  );
+  // A stored document: a meta value, or none.
+  const storedMeta = fc.option(metaValue, { nil: undefined });
+
+  it('says so only when a query on that meta finds nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(storedMeta, { maxLength: 6 }), storedMeta, async (stored, probe) => {
+        const storage = new MemoryStorage();
+        for (const meta of stored) {
+          await storage.insertOne(
+            'ns',
+            meta === undefined ? { _id: new ObjectId() } : { _id: new ObjectId(), meta },
+          );
+        }
+        const none = holdsNoBucketsOf(storage, 'ns', probe !== undefined, probe);
+        const filter = probe === undefined ? { meta: { $exists: false } } : { meta: probe };
+        if (none) expect(await all(storage, filter)).toEqual([]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('knows a series never stored, and one whose buckets were deleted', async () => {
+    const storage = new MemoryStorage();
+    expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h1' })).toBe(true);
+    expect(holdsNoBucketsOf(storage, 'ns', false, undefined)).toBe(true);
+    await storage.insertOne('ns', { _id: new ObjectId(), meta: { host: 'h1' } });
+    await storage.insertOne('ns', { _id: new ObjectId() });
+    expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h1' })).toBe(false);
+    expect(holdsNoBucketsOf(storage, 'ns', false, undefined)).toBe(false);
+    expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h2' })).toBe(true);
+    expect(holdsNoBucketsOf(storage, 'other', true, { host: 'h1' })).toBe(true);
+    await storage.deleteMany('ns', { meta: { host: 'h1' } });
+    expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h1' })).toBe(true);
+  });
+
+  it('cannot tell for a subclass that reads differently', () => {
+    class Injecting extends MemoryStorage {
+      // eslint-disable-next-line @typescript-eslint/require-await -- an async stream of one document.
+      override async *find(): AsyncIterable<StoredBucket> {
+        yield { _id: new ObjectId(), meta: { host: 'h1' } };
+      }
+    }
+    const storage = new Injecting();
+    expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h1' })).toBe(false);
+    expect(holdsNoBucketsOf(new MemoryStorage(), 'ns', true, { host: 'h1' })).toBe(true);
   });
 });
