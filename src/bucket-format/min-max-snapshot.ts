@@ -10,7 +10,11 @@
  * {@link MinMaxSnapshot.max}, which are built once per snapshot.
  *
  * Ownership: a snapshot never changes once made; the documents it builds are shared by whoever reads
- * them, who must not change them in place.
+ * them, who must not change them in place. Two exceptions, each with one owner: a *view*
+ * ({@link MinMaxSnapshot.viewOfSlots}) reads the catalog's live slots, so it holds the commit's values
+ * only until the write carrying it resolves (the bucket's next fold waits for that), and builds its
+ * documents anew each time; a storage that keeps it keeps {@link MinMaxSnapshot.kept} of it, whose
+ * values that storage alone may overwrite with a later commit's, as long as no document was built.
  *
  * @packageDocumentation
  */
@@ -34,6 +38,8 @@ export class MinMaxSnapshot {
   readonly numbers: ReadonlyArray<number> | undefined;
   #min: Readonly<Record<string, unknown>> | undefined;
   #max: Readonly<Record<string, unknown>> | undefined;
+  /** A view of live slots ({@link MinMaxSnapshot.viewOfSlots}), or a copy a storage keeps ({@link MinMaxSnapshot.kept}). */
+  #role: 'view' | 'kept' | undefined = undefined;
 
   private constructor(
     names: ReadonlyArray<string> | undefined,
@@ -101,13 +107,76 @@ export class MinMaxSnapshot {
     return new MinMaxSnapshot(undefined, undefined, undefined, undefined, undefined, min, max);
   }
 
-  /** `control.min`: fields in stored order; built on first use, then the same object. */
+  /**
+   * A snapshot viewing a bucket's live typed slots rather than copying them: for a storage that copies
+   * what it keeps ({@link MinMaxSnapshot.kept}) before the write resolves. The catalog makes one per
+   * bucket and hands it with every commit, so a commit of one measurement allocates nothing for its
+   * min/max.
+   *
+   * @param names - field names in stored order.
+   * @param kinds - each field's slot type.
+   * @param numbers - the live slots (read, never changed, by the snapshot).
+   * @returns the view.
+   */
+  static viewOfSlots(
+    names: ReadonlyArray<string>,
+    kinds: Uint8Array,
+    numbers: ReadonlyArray<number>,
+  ): MinMaxSnapshot {
+    const view = new MinMaxSnapshot(names, undefined, undefined, kinds, numbers, undefined, undefined);
+    view.#role = 'view';
+    return view;
+  }
+
+  /** Whether this snapshot views live slots (valid until the write carrying it resolves). */
+  get isView(): boolean {
+    return this.#role === 'view';
+  }
+
+  /**
+   * What a storage keeps of a commit's snapshot: `next` itself, unless it is a view; then its values
+   * copied, into `previous` when that is what this method returned for the bucket's previous commit, of
+   * the same fields, and none of its documents was built (a bucket committed to many times between two
+   * reads allocates nothing), else into a new snapshot.
+   *
+   * @param next - the commit's snapshot.
+   * @param previous - what the storage kept for the bucket until now.
+   * @returns the snapshot to keep.
+   */
+  static kept(next: MinMaxSnapshot, previous: MinMaxSnapshot | undefined): MinMaxSnapshot {
+    if (next.#role !== 'view') return next;
+    const values = next.numbers as ReadonlyArray<number>;
+    if (
+      previous !== undefined &&
+      previous.#role === 'kept' &&
+      previous.#min === undefined &&
+      previous.#max === undefined &&
+      previous.names === next.names &&
+      previous.kinds === next.kinds &&
+      previous.numbers?.length === values.length
+    ) {
+      const into = previous.numbers as number[];
+      for (let i = 0; i < values.length; i++) into[i] = values[i] as number;
+      return previous;
+    }
+    const copy = MinMaxSnapshot.ofSlots(
+      next.names as ReadonlyArray<string>,
+      next.kinds as Uint8Array,
+      values.slice(),
+    );
+    copy.#role = 'kept';
+    return copy;
+  }
+
+  /** `control.min`: fields in stored order; built on first use, then the same object (a view builds anew). */
   get min(): Readonly<Record<string, unknown>> {
+    if (this.#role === 'view') return this.#build(this.minValues, 0);
     return (this.#min ??= this.#build(this.minValues, 0));
   }
 
-  /** `control.max`: fields in stored order; built on first use, then the same object. */
+  /** `control.max`: fields in stored order; built on first use, then the same object (a view builds anew). */
   get max(): Readonly<Record<string, unknown>> {
+    if (this.#role === 'view') return this.#build(this.maxValues, 1);
     return (this.#max ??= this.#build(this.maxValues, 1));
   }
 

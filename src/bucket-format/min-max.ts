@@ -155,6 +155,8 @@ export interface MinMax {
    * there; anything else first writes the slots back into the tree ({@link leaveSlots}).
    */
   slots: MinMaxSlots | undefined;
+  /** The view of `slots` {@link viewMinMax} hands out (made once per slots). */
+  view: MinMaxSnapshot | undefined;
 }
 
 /** One change to `control.min` or `control.max`: `$set` the field at `path` (relative) to `value`. */
@@ -245,7 +247,7 @@ export function createMinMax(): MinMax {
   root.minEmitted = true;
   root.maxEmitted = true;
   root.children = [];
-  return { root, changed: 0, published: undefined, snapshot: undefined, slots: undefined };
+  return { root, changed: 0, published: undefined, snapshot: undefined, slots: undefined, view: undefined };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -312,6 +314,7 @@ function leaveSlots(mm: MinMax): void {
   const slots = mm.slots;
   if (slots === undefined) return;
   mm.slots = undefined;
+  mm.view = undefined;
   // The last snapshot shares the slots' form, not the arrays the tree's snapshots reuse.
   mm.snapshot = undefined;
   const { names, kinds, values } = slots;
@@ -760,6 +763,28 @@ export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
     mm.snapshot = undefined;
   }
   return snapshot;
+}
+
+/**
+ * The current `control.min` and `control.max` for a storage that keeps a copy before its write resolves
+ * (`MinMaxSnapshot.kept`; `MemoryStorage` taking deferred columns): while the MinMax is in typed slots, a
+ * view of them, one per slots, rather than a copy per commit; otherwise {@link snapshotMinMax}. The view
+ * is valid until the bucket's next fold, which waits for the write carrying it.
+ *
+ * @param mm - the MinMax.
+ * @returns the view, or a snapshot.
+ */
+export function viewMinMax(mm: MinMax): MinMaxSnapshot {
+  const slots = mm.slots;
+  if (slots === undefined) return snapshotMinMax(mm);
+  mm.changed = 0;
+  mm.published = undefined;
+  // The next snapshotMinMax (if the bucket ever needs one) copies the slots afresh.
+  mm.snapshot = undefined;
+  if (mm.view?.numbers !== slots.values) {
+    mm.view = MinMaxSnapshot.viewOfSlots(slots.names, slots.kinds, slots.values);
+  }
+  return mm.view;
 }
 
 /** A snapshot of whole documents (a nested field); the next snapshot starts afresh. */

@@ -21,7 +21,7 @@ import {
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { kNoTails } from '../bucket-format/column-tails.js';
 import type { ColumnDiff, DeferredColumns } from '../bucket-format/column-tails.js';
-import { snapshotMinMax, updateMinMax, updateMinMaxFromKept } from '../bucket-format/min-max.js';
+import { snapshotMinMax, updateMinMax, updateMinMaxFromKept, viewMinMax } from '../bucket-format/min-max.js';
 import type { MinMaxUpdateOptions } from '../bucket-format/min-max.js';
 import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
@@ -81,12 +81,14 @@ export function prepareCompressedWrite(
     for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
     for (const m of measurements) map.insertOne(m, metaField);
   }
-  // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then.
-  const minMax = snapshotMinMax(bucket.minMax);
-  const bucketId = bucket.id.oid;
   // Deferred (a storage that takes the columns itself): no bytes now, and the bucket's size counts the
   // columns through the map (MeasurementMap.sizeBound), not per batch.
   const deferred = map.deferred;
+  // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then. A
+  // storage taking deferred columns copies what it keeps (MinMaxSnapshot.kept): a later commit hands it a
+  // view of the slots, no copy.
+  const minMax = deferred && n > 0 ? viewMinMax(bucket.minMax) : snapshotMinMax(bucket.minMax);
+  const bucketId = bucket.id.oid;
   const sizeBefore = map.compressedSize;
   if (n === 0) {
     let data: Record<string, Binary> = {};

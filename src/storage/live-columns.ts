@@ -122,7 +122,7 @@ export class LiveColumns {
     // Enough measurements kept: encoded now, while the storage holds every one of them.
     if (deferred?.shouldDrain() === true) take(live);
     if (commit.version !== undefined) live.version = commit.version;
-    live.minMax = commit.minMax;
+    live.minMax = MinMaxSnapshot.kept(commit.minMax, live.minMax);
     this.#dirty.add(key);
     return true;
   }

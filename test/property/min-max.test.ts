@@ -9,11 +9,13 @@ import {
   minDocument,
   minMaxFromDocuments,
   snapshotMinMax,
+  viewMinMax,
   takeDocuments,
   takeUpdates,
   updateMinMax,
   type SetOp,
 } from '../../src/bucket-format/min-max.js';
+import { MinMaxSnapshot } from '../../src/bucket-format/min-max-snapshot.js';
 import { bsonTypeOf, canonicalTypeOf, compareBsonValues, isPlainObject } from '../../src/util/bson-value.js';
 import { defineField } from '../../src/util/safe-record.js';
 import { isBsonValue } from '../../src/util/bson-type.js';
@@ -407,6 +409,75 @@ describe('MinMax properties', () => {
       ),
       { numRuns: 1500 },
     );
+  });
+
+  it("(c) what a storage keeps of views (viewMinMax, MinMaxSnapshot.kept) holds the last commit's documents; documents read earlier keep theirs", () => {
+    // Numbers and dates mostly, so that the bucket stays in typed slots and leaves them now and then.
+    const slotted = fc.oneof(
+      { weight: 8, arbitrary: fc.constantFrom(-2.5, 0.5, 1, 3, 0, -0, NaN) },
+      { weight: 8, arbitrary: fc.integer({ min: -3, max: 3 }).map((t) => new Date(t)) },
+      { weight: 1, arbitrary: scalar },
+    );
+    const batches = fc.array(
+      fc.array(fc.dictionary(names, slotted, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }),
+      { minLength: 1, maxLength: 12 },
+    );
+    fc.assert(
+      fc.property(batches, fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }), (commits, readAfter) => {
+        // Arrange: a twin that only folds is the reference.
+        const mm = createMinMax();
+        const twin = createMinMax();
+        updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
+        updateMinMax(twin, { time: new Date(0) }, { skipField: undefined });
+        let kept: MinMaxSnapshot | undefined;
+        const read: Array<{ min: unknown; max: unknown; expectedMin: unknown; expectedMax: unknown }> = [];
+        commits.forEach((batch, i) => {
+          for (const m of batch) {
+            updateMinMax(mm, m, { skipField: 'c' });
+            updateMinMax(twin, m, { skipField: 'c' });
+          }
+          const min = minDocument(twin);
+          const max = maxDocument(twin);
+          // Act: the catalog's commit (a snapshot first, views after), kept by the storage.
+          const handed = i === 0 ? snapshotMinMax(mm) : viewMinMax(mm);
+          expectIdentical(handed.min, min);
+          expectIdentical(handed.max, max);
+          kept = MinMaxSnapshot.kept(handed, kept);
+          expect(kept.isView).toBe(false);
+          if (readAfter[i % readAfter.length] === true) {
+            read.push({ min: kept.min, max: kept.max, expectedMin: min, expectedMax: max });
+          }
+        });
+        // Assert: what is kept is the last commit's; whatever was read earlier did not change.
+        expectIdentical((kept as MinMaxSnapshot).min, minDocument(twin));
+        expectIdentical((kept as MinMaxSnapshot).max, maxDocument(twin));
+        for (const r of read) {
+          expectIdentical(r.min, r.expectedMin);
+          expectIdentical(r.max, r.expectedMax);
+        }
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('a storage keeping views of a bucket in typed slots reuses one snapshot until it is read', () => {
+    const mm = createMinMax();
+    updateMinMax(mm, { time: new Date(0), a: 1 }, { skipField: undefined });
+    snapshotMinMax(mm);
+    updateMinMax(mm, { time: new Date(1), a: 2 }, { skipField: undefined });
+    const view = viewMinMax(mm);
+    const kept = MinMaxSnapshot.kept(view, undefined);
+    expect(kept).not.toBe(view);
+    updateMinMax(mm, { time: new Date(2), a: 3 }, { skipField: undefined });
+    expect(viewMinMax(mm)).toBe(view);
+    expect(MinMaxSnapshot.kept(view, kept)).toBe(kept);
+    expect(kept.max).toEqual({ time: new Date(2), a: 3 });
+    // Read: its documents are built, so the next commit keeps a new snapshot and the read ones stay.
+    updateMinMax(mm, { time: new Date(3), a: 4 }, { skipField: undefined });
+    const next = MinMaxSnapshot.kept(viewMinMax(mm), kept);
+    expect(next).not.toBe(kept);
+    expect(kept.max).toEqual({ time: new Date(2), a: 3 });
+    expect(next.max).toEqual({ time: new Date(3), a: 4 });
   });
 
   it('snapshotMinMax moves a flat MinMax of numbers and dates to typed slots, and back to the tree for other values', () => {
