@@ -18,6 +18,7 @@
  *
  * @packageDocumentation
  */
+import { cloneBsonValue } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 import { slotValue } from './min-max-slots.js';
 
@@ -180,6 +181,25 @@ export class MinMaxSnapshot {
     return (this.#max ??= this.#build(this.maxValues, 1));
   }
 
+  /**
+   * `control.min` as a new document every call, nothing cached (a reader's own: a snapshot a storage
+   * keeps then stays one that later commits can overwrite, see {@link MinMaxSnapshot.kept}).
+   *
+   * @returns the document.
+   */
+  newMin(): Record<string, unknown> {
+    return this.names === undefined ? cloneDocument(this.#min) : this.#build(this.minValues, 0);
+  }
+
+  /**
+   * `control.max` as a new document every call (see {@link MinMaxSnapshot.newMin}).
+   *
+   * @returns the document.
+   */
+  newMax(): Record<string, unknown> {
+    return this.names === undefined ? cloneDocument(this.#max) : this.#build(this.maxValues, 1);
+  }
+
   /** One side of a flat or slots capture (a capture of documents has both built): each field that has a value. */
   #build(values: ReadonlyArray<unknown> | undefined, side: number): Record<string, unknown> {
     const names = this.names as ReadonlyArray<string>;
@@ -194,4 +214,9 @@ export class MinMaxSnapshot {
     }
     return doc;
   }
+}
+
+/** A copy of a captured document sharing nothing mutable with it. */
+function cloneDocument(doc: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+  return cloneBsonValue(doc) as Record<string, unknown>;
 }

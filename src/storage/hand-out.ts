@@ -3,9 +3,11 @@
  * (the embedded counterpart of a server reply, which is always new bytes).
  *
  * Every read path of `MemoryStorage` goes through {@link handOut}: the reader, the buckets view, reopening,
- * compression, TTL, deletes and updates. A reader may then change what it got (a projection shaping a
- * result, a caller editing a returned document) without changing stored data, and a document read stays
- * what it was when read while writers change the stored one in place.
+ * compression, TTL, deletes and updates; except a live compressed bucket changed since its document was
+ * last built, whose document is built for the reader alone and owns the same way (`LiveColumns`
+ * `readerDocument`). A reader may then change what it got (a projection shaping a result, a caller editing
+ * a returned document) without changing stored data, and a document read stays what it was when read
+ * while writers change the stored one in place.
  *
  * @packageDocumentation
  */

@@ -5,17 +5,19 @@
  * columns brings no bytes: the bucket records the catalog's map as its source and takes the tails from it
  * when 16 measurements wait or the bucket is read (see `MeasurementMap`).
  *
- * A document handed to a reader shares the bucket's buffer (no copy); the next commit copies it first
- * (copy on write), so a document once read never changes under its reader.
+ * A reader (`find`) gets a document built for it, owning its bytes and values, which the storage does not
+ * keep (`readerDocument`). A document the storage keeps for its own reads (`materialize`: guards, updates,
+ * deletes) shares the bucket's buffer; the next commit copies the buffer first (copy on write), so such a
+ * document never changes under whoever reads it.
  *
  * @packageDocumentation
  */
 import { Binary } from 'bson';
 
-import type { ColumnTails, DeferredColumns } from '../bucket-format/column-tails.js';
+import type { ColumnPreview, ColumnTails, DeferredColumns } from '../bucket-format/column-tails.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
-import { bufferView } from '../util/bson-value.js';
+import { bufferView, cloneBsonValue, copyBytes } from '../util/bson-value.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { StoredBucket } from './storage.js';
 
@@ -138,7 +140,7 @@ export class LiveColumns {
       const live = this.#buckets.get(key);
       const base = docs.get(key);
       if (live === undefined || base === undefined) continue;
-      docs.set(key, readDocument(base, live));
+      docs.set(key, readDocument(base, live, 'storage'));
     }
     this.#dirty.clear();
   }
@@ -155,7 +157,25 @@ export class LiveColumns {
     const live = this.#buckets.get(key);
     const base = docs.get(key);
     if (live === undefined || base === undefined) return;
-    docs.set(key, readDocument(base, live));
+    docs.set(key, readDocument(base, live, 'storage'));
+  }
+
+  /**
+   * The document of a bucket changed since its document was last built, for a reader who may keep and
+   * change it: built from the live bucket as a read builds it, but sharing nothing with what the storage
+   * holds (its columns copied out of the bucket's buffer, or previewed into new bytes; its other values
+   * copied), and not kept: the namespace goes on holding what it held, and the bucket stays changed.
+   *
+   * @param key - the bucket's key.
+   * @param docs - the namespace's documents (not changed).
+   * @returns the document, or `undefined` when the stored document is current (or there is none).
+   */
+  readerDocument(key: string, docs: ReadonlyMap<string, StoredBucket>): StoredBucket | undefined {
+    if (!this.#dirty.has(key)) return undefined;
+    const live = this.#buckets.get(key);
+    const base = docs.get(key);
+    if (live === undefined || base === undefined) return undefined;
+    return readDocument(base, live, 'reader');
   }
 
   /**
@@ -215,15 +235,19 @@ export class LiveColumns {
  * already replaced.
  */
 function skeletonOf(doc: StoredBucket): StoredBucket {
-  return withControlAndData(doc, kNoControlValues, () => ({}));
+  return withControlAndData(doc, kNoControlValues, () => ({}), kSame);
 }
+
+/** The value itself: a stored document's fields, shared by the next document the storage keeps. */
+const kSame = <T>(value: T): T => value;
 
 /** What {@link skeletonOf} leaves of a document's control values. */
 const kNoControlValues = { version: null, min: null, max: null, count: null };
 
 /**
  * A new document with `base`'s fields in their order, but `control.version`, `min`, `max` and `count`
- * from `control` and `data` from `dataOf` (called when `base` has a `data` field).
+ * from `control` and `data` from `dataOf` (called when `base` has a `data` field); `base`'s other values
+ * as `copy` gives them.
  */
 function withControlAndData(
   base: StoredBucket,
@@ -234,6 +258,7 @@ function withControlAndData(
     readonly count: unknown;
   },
   dataOf: () => Record<string, unknown>,
+  copy: (value: unknown) => unknown,
 ): StoredBucket {
   const doc: StoredBucket = {};
   for (const field of Object.keys(base)) {
@@ -245,11 +270,11 @@ function withControlAndData(
         else if (name === 'min') next.min = control.min;
         else if (name === 'max') next.max = control.max;
         else if (name === 'count') next.count = control.count;
-        else defineField(next, name, stored[name]);
+        else defineField(next, name, copy(stored[name]));
       }
       doc.control = next;
     } else if (field === 'data') doc.data = dataOf();
-    else defineField(doc, field, base[field]);
+    else defineField(doc, field, copy(base[field]));
   }
   return doc;
 }
@@ -400,40 +425,55 @@ function positionOf(live: LiveBucket, field: string, i: number): number {
  * The document of a bucket being read: while the storage holds none of its columns and its source has
  * encoded none of its measurements (a bucket of a few measurements), the columns are previewed from the
  * source, which keeps no encoder for it (`DeferredColumns.previewColumns`); otherwise the storage takes
- * the tails and the document views its buffer.
+ * the tails. For the storage (`'storage'`: the namespace keeps it), the document views the bucket's
+ * buffer and shares its other values with `base`; for a reader (`'reader'`), it owns everything.
  */
-function readDocument(base: StoredBucket, live: LiveBucket): StoredBucket {
+function readDocument(base: StoredBucket, live: LiveBucket, owner: 'storage' | 'reader'): StoredBucket {
   const preview = live.names.length === 0 ? live.source?.previewColumns(live.count) : undefined;
-  if (preview === undefined) {
-    take(live);
-    return documentOf(base, live);
-  }
+  const { version, count, minMax } = live;
+  const reader = owner === 'reader';
+  // A reader's min/max are new documents: the snapshot builds and keeps none (MinMaxSnapshot.kept).
+  const control = reader
+    ? { version, min: minMax.newMin(), max: minMax.newMax(), count }
+    : { version, min: minMax.min, max: minMax.max, count };
+  if (preview === undefined) take(live);
+  return withControlAndData(
+    base,
+    control,
+    // The preview's bytes are new: viewed by either owner.
+    () => (preview === undefined ? columnsOf(live, owner) : previewedColumns(preview)),
+    reader ? cloneBsonValue : kSame,
+  );
+}
+
+/** The columns a preview made, viewing its bytes. */
+function previewedColumns(preview: ColumnPreview): Record<string, unknown> {
   const data: Record<string, unknown> = {};
   let start = 0;
-  preview.ends.forEach((end, i) => {
+  for (let i = 0; i < preview.ends.length; i++) {
+    const end = preview.ends[i] as number;
     defineField(
       data,
       preview.names[i] as string,
       new Binary(bufferView(preview.bytes, start, end), Binary.SUBTYPE_COLUMN),
     );
     start = end;
-  });
-  return documentOf(base, live, data);
+  }
+  return data;
 }
 
-/** A new document: `base` with the live control fields and columns (viewing the live buffers). */
-function documentOf(base: StoredBucket, live: LiveBucket, columns?: Record<string, unknown>): StoredBucket {
-  const { version, count, minMax } = live;
-  return withControlAndData(base, { version, min: minMax.min, max: minMax.max, count }, () => {
-    if (columns !== undefined) return columns;
-    const data: Record<string, unknown> = {};
-    // The document views the bucket's buffer now: the next commit copies it first.
-    live.shared = true;
-    for (let i = 0; i < live.names.length; i++) {
-      const from = live.starts[i] as number;
-      const bytes = bufferView(live.arena, from, from + (live.lengths[i] as number));
-      defineField(data, live.names[i] as string, new Binary(bytes, Binary.SUBTYPE_COLUMN));
-    }
-    return data;
-  });
+/**
+ * The bucket's columns: views of its buffer for the storage (the next commit copies the buffer first),
+ * copies for a reader.
+ */
+function columnsOf(live: LiveBucket, owner: 'storage' | 'reader'): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  if (owner === 'storage') live.shared = true;
+  for (let i = 0; i < live.names.length; i++) {
+    const from = live.starts[i] as number;
+    const to = from + (live.lengths[i] as number);
+    const bytes = owner === 'storage' ? bufferView(live.arena, from, to) : copyBytes(live.arena, from, to);
+    defineField(data, live.names[i] as string, new Binary(bytes, Binary.SUBTYPE_COLUMN));
+  }
+  return data;
 }

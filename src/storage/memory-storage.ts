@@ -13,6 +13,7 @@ import { defineField } from '../util/safe-record.js';
 import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
 import type { CounterUpdate } from './counter-update.js';
 import { handOut, handOutIndexes } from './hand-out.js';
+import type { StorageProjection } from './hand-out.js';
 import { LiveColumns } from './live-columns.js';
 import { applySetFieldPipeline, isSetFieldPipeline } from './set-field-pipeline.js';
 import { applyOperatorUpdate } from './operator-update.js';
@@ -370,11 +371,10 @@ export class MemoryStorage implements Storage {
       return;
     }
     let n = 0;
-    for (const doc of this.#matching(ns, filter)) {
+    for (const doc of this.#reading(ns, filter, projection)) {
       if (limit !== undefined && limit > 0 && n >= limit) return;
       n++;
-      // A copy (hand-out.ts): nothing a reader does with it reaches the stored document.
-      yield handOut(doc, projection);
+      yield doc;
       // Yield to the event loop between documents is implicit in async generators; documents added or
       // removed meanwhile are seen or not, as with a MongoDB cursor.
     }
@@ -521,48 +521,76 @@ export class MemoryStorage implements Storage {
     });
   }
 
-  /** Matching documents; a filter pinning `_id` to one ObjectId is a map lookup. */
+  /** Matching documents as stored; a filter pinning `_id` to one ObjectId is a map lookup. */
   *#matching(ns: string, filter: BucketFilter): Generator<StoredBucket> {
-    const { docs, live } = this.#ns(ns);
-    // Only the documents a read looks at are rebuilt from their live columns.
-    const id = filter._id;
-    const key = idEqualityKey(id);
-    if (key !== undefined) {
+    const entry = this.#ns(ns);
+    const { docs, live } = entry;
+    const candidates = candidatesOf(entry, filter);
+    let test: ((doc: StoredBucket) => boolean) | undefined;
+    for (const key of candidates.keys) {
+      // Only the documents a read looks at are rebuilt from their live columns.
       live.materializeOne(key, docs);
       const doc = docs.get(key);
-      if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
-      return;
-    }
-    const inKeys = idInKeys(id);
-    if (inKeys !== undefined) {
-      // `{_id: {$in: [...]}}` (a keyed fetch of rollup or entity documents): one lookup per value.
-      for (const k of inKeys) {
-        live.materializeOne(k, docs);
-        const doc = docs.get(k);
-        if (doc !== undefined && matchesBesidesId(doc, filter)) yield doc;
-      }
-      return;
-    }
-    // A filter pinning meta reads only that series' buckets (the meta index); others scan. Either way the
-    // candidates are snapshotted: callers may delete while iterating.
-    const metaKey = metaKeyOfFilter(filter);
-    const entry = this.#ns(ns);
-    if (metaKey === undefined) live.materialize(docs);
-    const candidates =
-      metaKey === undefined
-        ? [...docs.values()]
-        : postingsOf(entry.byMeta, metaKey).map((hex) => {
-            live.materializeOne(hex, docs);
-            return docs.get(hex) as StoredBucket;
-          });
-    // No candidate (a series' first reopening query, typically): no query to compile.
-    if (candidates.length === 0) return;
-    // BsonQuery: exact BSON comparison semantics (js-bson numeric classes), mingo for other operators.
-    const query = Object.keys(filter).length === 0 ? undefined : new BsonQuery(filter);
-    for (const doc of candidates) {
-      if (query === undefined || query.test(doc)) yield doc;
+      if (doc !== undefined && (test ??= testerOf(filter, candidates.byId))(doc)) yield doc;
     }
   }
+
+  /**
+   * Matching documents for a reader, who owns each (hand-out.ts): a bucket the catalog changed since its
+   * document was last built is built for the reader and not kept (one build, no copy of it, and the
+   * namespace keeps holding the lighter document it held); any other is a copy of the stored document.
+   */
+  *#reading(
+    ns: string,
+    filter: BucketFilter,
+    projection: StorageProjection | undefined,
+  ): Generator<StoredBucket> {
+    const entry = this.#ns(ns);
+    const { docs, live } = entry;
+    const candidates = candidatesOf(entry, filter);
+    let test: ((doc: StoredBucket) => boolean) | undefined;
+    for (const key of candidates.keys) {
+      const built = live.readerDocument(key, docs);
+      const doc = built ?? docs.get(key);
+      if (doc === undefined || !(test ??= testerOf(filter, candidates.byId))(doc)) continue;
+      yield built !== undefined && projection === undefined ? built : handOut(doc, projection);
+    }
+  }
+}
+
+/**
+ * The keys of the documents of `entry` that may match `filter`, as a new array (callers may delete while
+ * iterating), and whether an `_id` condition picked them (then only the rest of the filter is tested): an
+ * `_id` equal to one value or `$in` a list, a meta the index files, or every document.
+ */
+function candidatesOf(
+  entry: MemoryNamespace,
+  filter: BucketFilter,
+): { readonly keys: ReadonlyArray<string>; readonly byId: boolean } {
+  const id = filter._id;
+  const key = idEqualityKey(id);
+  if (key !== undefined) return { keys: [key], byId: true };
+  // `{_id: {$in: [...]}}` (a keyed fetch of rollup or entity documents): one lookup per value.
+  const inKeys = idInKeys(id);
+  if (inKeys !== undefined) return { keys: inKeys, byId: true };
+  // A filter pinning meta reads only that series' buckets (the meta index); others scan.
+  const metaKey = metaKeyOfFilter(filter);
+  return {
+    keys: metaKey === undefined ? [...entry.docs.keys()] : postingsOf(entry.byMeta, metaKey),
+    byId: false,
+  };
+}
+
+/**
+ * How the documents {@link candidatesOf} picked are tested: the filter besides `_id` when `_id` picked them,
+ * else the whole filter (`BsonQuery`: exact BSON comparison semantics, mingo for other operators; compiled
+ * once there is a candidate: a series' first reopening query has none).
+ */
+function testerOf(filter: BucketFilter, byId: boolean): (doc: StoredBucket) => boolean {
+  if (byId) return (doc) => matchesBesidesId(doc, filter);
+  if (Object.keys(filter).length === 0) return () => true;
+  const query = new BsonQuery(filter);
+  return (doc) => query.test(doc);
 }
 
 // Compressed buckets' columns are taken from the catalog's encoders when read (or every few commits): a

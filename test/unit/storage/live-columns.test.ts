@@ -115,6 +115,43 @@ describe('LiveColumns', () => {
     );
   });
 
+  it("a reader's document is the one the storage would build, owns its bytes and values, and is not kept", () => {
+    // Arrange: a bucket with a meta value and two commits since its first document.
+    const id = new ObjectId();
+    const key = id.toHexString();
+    const map = new MeasurementMap('t');
+    map.insertOne({ t: new Date(0), a: 1 }, undefined);
+    const first = { ...firstDocument(map, id), meta: { host: 'a' } };
+    const docs = new Map<string, StoredBucket>([[key, first]]);
+    const live = new LiveColumns();
+    for (const n of [1, 2]) {
+      map.insertOne({ t: new Date(n), a: n + 1 }, undefined);
+      expect(live.apply(key, docs, commitOf(map, id, n, 1))).toBe(true);
+    }
+    // Act: a reader changes everything it got.
+    const read = live.readerDocument(key, docs) as {
+      meta: { host: string };
+      control: { min: { n: number } };
+      data: Record<string, Binary>;
+    };
+    for (const binary of Object.values(read.data)) binary.buffer.fill(0);
+    read.meta.host = 'changed';
+    read.control.min.n = 99;
+    const again = live.readerDocument(key, docs);
+    // Assert: nothing kept, nothing stored changed; the next reader's document is the storage's.
+    expect(docs.get(key)).toBe(first);
+    live.materialize(docs);
+    const stored = docs.get(key) as StoredBucket;
+    expect(again).toStrictEqual(stored);
+    expect(stored).toMatchObject({ meta: { host: 'a' }, control: { min: { n: 2 }, count: 3 } });
+    expect(stored.data).toStrictEqual({
+      t: column([new Date(0), new Date(1), new Date(2)]),
+      a: column([1, 2, 3]),
+    });
+    // A bucket whose stored document is current gives none.
+    expect(live.readerDocument(key, docs)).toBeUndefined();
+  });
+
   it('applies nothing when the count or a column does not match the commit', () => {
     // Arrange: a bucket of two measurements, and a commit of a third prepared against it.
     const id = new ObjectId();
