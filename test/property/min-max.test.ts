@@ -44,6 +44,41 @@ const scalar: fc.Arbitrary<unknown> = fc.oneof(
  */
 const names = fc.constantFrom('a', 'b', 'c', 'time', '0', '12', 'constructor', 'a.b', '$x', '');
 
+/**
+ * A MinMax with `time` folded in, and a twin that only folds (the reference): `commit` folds a batch
+ * into both (the metaField `c` left out) and gives the twin's documents.
+ */
+function withTwin() {
+  const mm = createMinMax();
+  const twin = createMinMax();
+  updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
+  updateMinMax(twin, { time: new Date(0) }, { skipField: undefined });
+  const commit = (batch: ReadonlyArray<Record<string, unknown>>) => {
+    for (const m of batch) {
+      updateMinMax(mm, m, { skipField: 'c' });
+      updateMinMax(twin, m, { skipField: 'c' });
+    }
+    return { min: minDocument(twin), max: maxDocument(twin) };
+  };
+  return { mm, twin, commit };
+}
+
+/**
+ * Up to `maxLength` batches of one to three flat measurements, of numbers and dates mostly, so that a
+ * bucket stays in typed min/max slots and leaves them now and then.
+ */
+function slottedBatchesArb(maxLength: number) {
+  const slotted = fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom(-2.5, 0.5, 1, 3, 0, -0, NaN) },
+    { weight: 8, arbitrary: fc.integer({ min: -3, max: 3 }).map((t) => new Date(t)) },
+    { weight: 1, arbitrary: scalar },
+  );
+  return fc.array(fc.array(fc.dictionary(names, slotted, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }), {
+    minLength: 1,
+    maxLength,
+  });
+}
+
 function valueArb(names: fc.Arbitrary<string>): fc.Arbitrary<unknown> {
   return fc.letrec<{ value: unknown }>((tie) => ({
     value: fc.oneof(
@@ -355,38 +390,20 @@ describe('MinMax properties', () => {
         maxLength: 8,
       },
     );
-    // Numbers and dates mostly, so that batches stay in typed slots and leave them now and then.
-    const slotted = fc.oneof(
-      { weight: 8, arbitrary: fc.constantFrom(-2.5, 0.5, 1, 3, 0, -0, NaN) },
-      { weight: 8, arbitrary: fc.integer({ min: -3, max: 3 }).map((t) => new Date(t)) },
-      { weight: 1, arbitrary: scalar },
-    );
-    const slottedBatches = fc.array(
-      fc.array(fc.dictionary(names, slotted, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }),
-      { minLength: 1, maxLength: 10 },
-    );
+    const slottedBatches = slottedBatchesArb(10);
     fc.assert(
       fc.property(
         fc.oneof(flatBatches, slottedBatches, batchesArb(names)),
         fc.array(fc.constantFrom('now', 'later', 'takeDocuments'), { minLength: 1, maxLength: 8 }),
         (batches, reads) => {
-          // Arrange
           // Arrange: a twin that only folds is the reference.
-          const mm = createMinMax();
-          const twin = createMinMax();
-          updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
-          updateMinMax(twin, { time: new Date(0) }, { skipField: undefined });
+          const { mm, commit } = withTwin();
           const taken: Array<{ snapshot: ReturnType<typeof snapshotMinMax>; min: unknown; max: unknown }> =
             [];
           batches.forEach((batch, i) => {
             // Act: one commit; its documents read at once or at the end, or a takeDocuments (what a
             // version-1 first commit uses) spending the change tracking before the snapshot.
-            for (const m of batch) {
-              updateMinMax(mm, m, { skipField: 'c' });
-              updateMinMax(twin, m, { skipField: 'c' });
-            }
-            const min = minDocument(twin);
-            const max = maxDocument(twin);
+            const { min, max } = commit(batch);
             const read = reads[i % reads.length];
             if (read === 'takeDocuments') {
               const docs = takeDocuments(mm);
@@ -412,50 +429,36 @@ describe('MinMax properties', () => {
   });
 
   it("(c) what a storage keeps of views (viewMinMax, MinMaxSnapshot.kept) holds the last commit's documents; documents read earlier keep theirs", () => {
-    // Numbers and dates mostly, so that the bucket stays in typed slots and leaves them now and then.
-    const slotted = fc.oneof(
-      { weight: 8, arbitrary: fc.constantFrom(-2.5, 0.5, 1, 3, 0, -0, NaN) },
-      { weight: 8, arbitrary: fc.integer({ min: -3, max: 3 }).map((t) => new Date(t)) },
-      { weight: 1, arbitrary: scalar },
-    );
-    const batches = fc.array(
-      fc.array(fc.dictionary(names, slotted, { maxKeys: 5 }), { minLength: 1, maxLength: 3 }),
-      { minLength: 1, maxLength: 12 },
-    );
     fc.assert(
-      fc.property(batches, fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }), (commits, readAfter) => {
-        // Arrange: a twin that only folds is the reference.
-        const mm = createMinMax();
-        const twin = createMinMax();
-        updateMinMax(mm, { time: new Date(0) }, { skipField: undefined });
-        updateMinMax(twin, { time: new Date(0) }, { skipField: undefined });
-        let kept: MinMaxSnapshot | undefined;
-        const read: Array<{ min: unknown; max: unknown; expectedMin: unknown; expectedMax: unknown }> = [];
-        commits.forEach((batch, i) => {
-          for (const m of batch) {
-            updateMinMax(mm, m, { skipField: 'c' });
-            updateMinMax(twin, m, { skipField: 'c' });
+      fc.property(
+        slottedBatchesArb(12),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }),
+        (commits, readAfter) => {
+          // Arrange: a twin that only folds is the reference.
+          const { mm, commit, twin } = withTwin();
+          let kept: MinMaxSnapshot | undefined;
+          const read: Array<{ min: unknown; max: unknown; expectedMin: unknown; expectedMax: unknown }> = [];
+          commits.forEach((batch, i) => {
+            const { min, max } = commit(batch);
+            // Act: the catalog's commit (a snapshot first, views after), kept by the storage.
+            const handed = i === 0 ? snapshotMinMax(mm) : viewMinMax(mm);
+            expectIdentical(handed.min, min);
+            expectIdentical(handed.max, max);
+            kept = MinMaxSnapshot.kept(handed, kept);
+            expect(kept.isView).toBe(false);
+            if (readAfter[i % readAfter.length] === true) {
+              read.push({ min: kept.min, max: kept.max, expectedMin: min, expectedMax: max });
+            }
+          });
+          // Assert: what is kept is the last commit's; whatever was read earlier did not change.
+          expectIdentical((kept as MinMaxSnapshot).min, minDocument(twin));
+          expectIdentical((kept as MinMaxSnapshot).max, maxDocument(twin));
+          for (const r of read) {
+            expectIdentical(r.min, r.expectedMin);
+            expectIdentical(r.max, r.expectedMax);
           }
-          const min = minDocument(twin);
-          const max = maxDocument(twin);
-          // Act: the catalog's commit (a snapshot first, views after), kept by the storage.
-          const handed = i === 0 ? snapshotMinMax(mm) : viewMinMax(mm);
-          expectIdentical(handed.min, min);
-          expectIdentical(handed.max, max);
-          kept = MinMaxSnapshot.kept(handed, kept);
-          expect(kept.isView).toBe(false);
-          if (readAfter[i % readAfter.length] === true) {
-            read.push({ min: kept.min, max: kept.max, expectedMin: min, expectedMax: max });
-          }
-        });
-        // Assert: what is kept is the last commit's; whatever was read earlier did not change.
-        expectIdentical((kept as MinMaxSnapshot).min, minDocument(twin));
-        expectIdentical((kept as MinMaxSnapshot).max, maxDocument(twin));
-        for (const r of read) {
-          expectIdentical(r.min, r.expectedMin);
-          expectIdentical(r.max, r.expectedMax);
-        }
-      }),
+        },
+      ),
       { numRuns: 1500 },
     );
   });
