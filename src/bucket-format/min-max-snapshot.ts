@@ -129,11 +129,6 @@ export class MinMaxSnapshot {
     return view;
   }
 
-  /** Whether this snapshot views live slots (valid until the write carrying it resolves). */
-  get isView(): boolean {
-    return this.#role === 'view';
-  }
-
   /**
    * What a storage keeps of a commit's snapshot: `next` itself, unless it is a view; then its values
    * copied, into `previous` when that is what this method returned for the bucket's previous commit, of
