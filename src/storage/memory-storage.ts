@@ -515,7 +515,7 @@ export class MemoryStorage implements Storage {
     Object.defineProperty(MemoryStorage.prototype, kHoldsNoBucketsOf, {
       value(this: MemoryStorage, ns: string, hasMeta: boolean, meta: unknown): boolean {
         if (this.find !== MemoryStorage.prototype.find) return false;
-        const key = hasMeta ? metaConditionKey({ meta }) : '';
+        const key = hasMeta ? equalityIndexKey(meta) : '';
         return key !== undefined && this.#namespaces.get(ns)?.byMeta.has(key) !== true;
       },
     });
@@ -714,13 +714,22 @@ function metaConditionKey(filter: BucketFilter): string | undefined {
   if (isPlainObject(condition)) {
     const keys = Object.keys(condition);
     if (keys.some((k) => k.startsWith('$'))) {
-      return keys.length === 1 && condition.$exists === false ? '' : undefined;
+      if (keys.length !== 1) return undefined;
+      if (condition.$exists === false) return '';
+      // `$eq` compares its value whole, even a document whose field names look like operators.
+      return keys[0] === '$eq' ? equalityIndexKey(condition.$eq) : undefined;
     }
   }
-  // Equality with an array also matches arrays containing it, and `null` also matches a missing meta:
-  // neither is a single index entry.
-  if (Array.isArray(condition) || condition === undefined || condition === null) return undefined;
-  return `m${equalityKey(condition)}`;
+  return equalityIndexKey(condition);
+}
+
+/**
+ * The meta index key of an equality with `value`; `undefined` when no single entry holds every match:
+ * equality with an array also matches arrays containing it, and `null` also matches a missing meta.
+ */
+function equalityIndexKey(value: unknown): string | undefined {
+  if (Array.isArray(value) || value === undefined || value === null) return undefined;
+  return `m${equalityKey(value)}`;
 }
 
 /** The outcome of a synchronous step as a promise: what it throws becomes a rejection, as storages fail. */

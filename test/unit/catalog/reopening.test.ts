@@ -208,6 +208,56 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     }
   });
 
+  it.each([
+    ['MemoryStorage', () => new MemoryStorage()],
+    [
+      'a storage that reads through find (no index probe)',
+      () =>
+        new (class extends MemoryStorage {
+          override find(ns: string, filter: BucketFilter, options?: StorageFindOptions) {
+            return super.find(ns, filter, options);
+          }
+        })(),
+    ],
+  ])('a meta whose field names look like operators is compared whole (%s)', async (_name, makeStorage) => {
+    // Arrange: a bucket without meta, and one whose meta is the document {$exists: false}.
+    const engine = new BucketEngine({ storage: makeStorage() });
+    const coll = await engine.createCollection('ops', {
+      timeseries: { timeField: 'time', metaField: 'mm' },
+    });
+    const time = at('2024-10-04T10:14:00Z');
+    const bucket = (meta: Record<string, unknown>) => ({
+      _id: new ObjectId(),
+      control: { version: 1, min: { time }, max: { time } },
+      ...meta,
+      data: { time: { '0': time } },
+    });
+    const withoutMeta = bucket({});
+    await engine.storage.insertOne(coll.bucketsNamespace, withoutMeta);
+    // Act: a series whose meta is {$gt: 0} (no bucket), then {$exists: false} (its own bucket).
+    await coll.insertOne({ time, mm: { $gt: 0 } });
+    const after1 = (await coll.stats()).timeseries;
+    const own = bucket({ meta: { $exists: false } });
+    await engine.storage.insertOne(coll.bucketsNamespace, own);
+    await coll.insertOne({ time, mm: { $exists: false } });
+    const after2 = (await coll.stats()).timeseries;
+    // Assert: the first query matched nothing (not the bucket without meta); the second, its own bucket.
+    expect(after1).toMatchObject({
+      numBucketsQueried: 0,
+      numBucketQueriesFailed: 1,
+      numBucketReopeningsFailed: 0,
+    });
+    expect(after2).toMatchObject({
+      numBucketsQueried: 1,
+      numBucketsReopened: 1,
+      numBucketReopeningsFailed: 0,
+    });
+    const [reopened] = await coll.buckets.find({ _id: own._id }).toArray();
+    expect(reopened!.control).toMatchObject({ count: 2 });
+    const [untouched] = await coll.buckets.find({ _id: withoutMeta._id }).toArray();
+    expect(Object.keys((untouched!.data as { time: object }).time)).toEqual(['0']);
+  });
+
   it('without a metaField there is no {meta, time} index: the query is skipped and counted as failed', async () => {
     const engine = new BucketEngine();
     const coll = await engine.createCollection('nometa', { timeseries: { timeField: 'time' } });

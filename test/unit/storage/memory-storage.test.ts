@@ -268,6 +268,8 @@ describe('MemoryStorage: whether it holds no bucket of a series (kHoldsNoBuckets
     fc.constantFrom<unknown>(1, 2, 1.5, 2.5, 'a', 'b', null, true, new Date(0)),
     fc.constantFrom<unknown>(new Int32(1), new Long(1), new Double(1), new Decimal128('1')),
     fc.constantFrom<unknown>({ a: 1, b: 2 }, { b: 2, a: 1 }, { a: 1.5 }, [1, 2], [1], ['a']),
+    // Documents whose field names look like operators: values like any other.
+    fc.constantFrom<unknown>({ $exists: false }, { $gt: 1 }, { $eq: 'a' }),
   );
   // A stored document: a meta value, or none.
   const storedMeta = fc.option(metaValue, { nil: undefined });
@@ -283,7 +285,8 @@ describe('MemoryStorage: whether it holds no bucket of a series (kHoldsNoBuckets
           );
         }
         const none = holdsNoBucketsOf(storage, 'ns', probe !== undefined, probe);
-        const filter = probe === undefined ? { meta: { $exists: false } } : { meta: probe };
+        // The reopening query's condition: equality, the value compared whole.
+        const filter = probe === undefined ? { meta: { $exists: false } } : { meta: { $eq: probe } };
         if (none) expect(await all(storage, filter)).toEqual([]);
       }),
       { numRuns: 300 },
