@@ -115,7 +115,10 @@ export interface ColumnPreview {
   readonly names: ReadonlyArray<string>;
   /** Where each column's binary ends in `bytes`. */
   readonly ends: ReadonlyArray<number>;
-  /** Every column's binary, back to back, in an array of the preview's own. */
+  /**
+   * Every column's binary, back to back: a scratch shared by every preview, valid until the next one
+   * (the caller copies what it keeps, into memory of the kind its owner needs).
+   */
   readonly bytes: Uint8Array;
 }
 

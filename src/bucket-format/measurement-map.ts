@@ -690,7 +690,8 @@ export class MeasurementMap implements DeferredColumns {
     const compressedSize = this.#compressedSize;
     try {
       for (let i = 0; i < count; i++) this.#encodeKept(i);
-      // The columns into the scratch array, then one copy: a new array per read was as costly as the copy.
+      // The columns into the scratch array, handed out as they are: the caller copies them once, into
+      // memory of its own kind (a new ArrayBuffer per read was most of a small bucket's preview).
       const sink = scratchSink;
       sink.length = 0;
       const ends: number[] = [];
@@ -698,7 +699,7 @@ export class MeasurementMap implements DeferredColumns {
         builder.intermediateInto(sink);
         ends.push(sink.length);
       }
-      return { names: this.#names, ends, bytes: sink.buf.slice(0, sink.length) };
+      return { names: this.#names, ends, bytes: sink.buf.subarray(0, sink.length) };
     } finally {
       giveBack(this.#builders);
       this.#lastSeen.length = 0;

@@ -440,14 +440,19 @@ function readDocument(base: StoredBucket, live: LiveBucket, owner: 'storage' | '
   return withControlAndData(
     base,
     control,
-    // The preview's bytes are new: viewed by either owner.
-    () => (preview === undefined ? columnsOf(live, owner) : previewedColumns(preview)),
+    () => (preview === undefined ? columnsOf(live, owner) : previewedColumns(preview, owner)),
     reader ? cloneBsonValue : kSame,
   );
 }
 
-/** The columns a preview made, viewing its bytes. */
-function previewedColumns(preview: ColumnPreview): Record<string, unknown> {
+/**
+ * The columns a preview made, viewing one copy of its bytes (the preview's are a scratch): for a reader,
+ * a copy from Node's buffer pool (the reader's document is short-lived); for the storage, which may keep
+ * the document, an array of its own, so that no kept document holds a pool's 8 KiB alive.
+ */
+function previewedColumns(preview: ColumnPreview, owner: 'storage' | 'reader'): Record<string, unknown> {
+  const length = preview.ends.length === 0 ? 0 : (preview.ends[preview.ends.length - 1] as number);
+  const bytes = owner === 'reader' ? copyBytes(preview.bytes, 0, length) : preview.bytes.slice(0, length);
   const data: Record<string, unknown> = {};
   let start = 0;
   for (let i = 0; i < preview.ends.length; i++) {
@@ -455,7 +460,7 @@ function previewedColumns(preview: ColumnPreview): Record<string, unknown> {
     defineField(
       data,
       preview.names[i] as string,
-      new Binary(bufferView(preview.bytes, start, end), Binary.SUBTYPE_COLUMN),
+      new Binary(bufferView(bytes, start, end), Binary.SUBTYPE_COLUMN),
     );
     start = end;
   }

@@ -196,8 +196,8 @@ describe('LiveColumns', () => {
     const live = new LiveColumns();
     const docs = new Map<string, StoredBucket>();
     const maps = [0, 1].map(() => new MeasurementMap('t', 'deferred'));
-    const keys = maps.map((map) => {
-      for (let i = 0; i < 3; i++) map.insertOne({ t: new Date(i * 1000), v: i }, undefined);
+    const keys = maps.map((map, b) => {
+      for (let i = 0; i < 3; i++) map.insertOne({ t: new Date(i * 1000), v: 10 * b + i }, undefined);
       const id = new ObjectId();
       const doc: StoredBucket = { _id: id, control: { version: 2, min: {}, max: {}, count: 3 }, data: {} };
       docs.set(id.toHexString(), doc);
@@ -218,7 +218,36 @@ describe('LiveColumns', () => {
     expect((docs.get(keys[1]!) as { data: object }).data).toEqual({});
     // A full materialization previews the other one the same way.
     live.materialize(docs);
-    expect(decoded(keys[1]!, 'v')).toEqual([0, 1, 2]);
+    expect(decoded(keys[1]!, 'v')).toEqual([10, 11, 12]);
     expect([maps[1]!.keptCount, maps[1]!.encodedColumns]).toEqual([3, 0]);
+    // Each document owns its bytes: a preview made after it (for the store or a reader) changes nothing.
+    expect(live.readerDocument(keys[0]!, docs)).toBeUndefined();
+    expect(decoded(keys[0]!, 'v')).toEqual([0, 1, 2]);
+  });
+
+  it("a reader's previewed document owns its bytes: later previews do not change it", () => {
+    // Arrange: two unread buckets of a few measurements each (their columns are previewed when read).
+    const live = new LiveColumns();
+    const docs = new Map<string, StoredBucket>();
+    const keys = [0, 1].map((b) => {
+      const map = new MeasurementMap('t', 'deferred');
+      for (let i = 0; i < 3; i++) map.insertOne({ t: new Date(i * 1000), v: 10 * b + i }, undefined);
+      const id = new ObjectId();
+      docs.set(id.toHexString(), { _id: id, control: { version: 2, min: {}, max: {}, count: 3 }, data: {} });
+      live.adopt(id.toHexString(), docs.get(id.toHexString())!, map);
+      return id.toHexString();
+    });
+    const values = (doc: StoredBucket | undefined): unknown[] => {
+      const binary = (doc as { data: Record<string, Binary> }).data.v as Binary;
+      return BSONColumn.decode(binary.buffer.subarray(0, binary.position));
+    };
+    // Act: a reader reads the first, then the second, then the first again.
+    const first = live.readerDocument(keys[0]!, docs);
+    const second = live.readerDocument(keys[1]!, docs);
+    const again = live.readerDocument(keys[0]!, docs);
+    // Assert
+    expect(values(first)).toEqual([0, 1, 2]);
+    expect(values(second)).toEqual([10, 11, 12]);
+    expect(again).toStrictEqual(first);
   });
 });
