@@ -235,8 +235,22 @@ export class LiveColumns {
  * already replaced.
  */
 function skeletonOf(doc: StoredBucket): StoredBucket {
-  return withControlAndData(doc, kNoControlValues, () => ({}), kSame);
+  const skeleton = withControlAndData(doc, kNoControlValues, () => kNoData, kSame);
+  // The catalog's control (its four fields in their order) is then one object shared by every skeleton,
+  // as the empty data is: frozen, so that a write reaching one by mistake fails rather than changes all.
+  const control = skeleton.control as Record<string, unknown>;
+  if (Object.keys(control).join() === kSkeletonControlFields) skeleton.control = kSkeletonControl;
+  return skeleton;
 }
+
+const kSkeletonControl: Readonly<Record<string, unknown>> = Object.freeze({
+  version: null,
+  min: null,
+  max: null,
+  count: null,
+});
+const kSkeletonControlFields = Object.keys(kSkeletonControl).join();
+const kNoData: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** The value itself: a stored document's fields, shared by the next document the storage keeps. */
 const kSame = <T>(value: T): T => value;

@@ -225,6 +225,32 @@ describe('LiveColumns', () => {
     expect(decoded(keys[0]!, 'v')).toEqual([0, 1, 2]);
   });
 
+  it('keeps an unread bucket as a skeleton: its control values and data shared by every skeleton, frozen', () => {
+    // Arrange: two first documents of deferred buckets, as the catalog makes them.
+    const live = new LiveColumns();
+    const skeletons = [0, 1].map((b) => {
+      const map = new MeasurementMap('t', 'deferred');
+      map.insertOne({ t: new Date(b), v: b }, undefined);
+      const id = new ObjectId();
+      const doc = {
+        _id: id,
+        control: { version: 2, min: { v: b }, max: { v: b }, count: 1 },
+        meta: b,
+        data: {},
+      };
+      // Act
+      return live.adopt(id.toHexString(), doc, map);
+    });
+    // Assert: the fields in order, nothing of the first commit's control values kept, one shared control.
+    const [a, b] = skeletons as [StoredBucket, StoredBucket];
+    expect(Object.keys(a)).toEqual(['_id', 'control', 'meta', 'data']);
+    expect(a.control).toEqual({ version: null, min: null, max: null, count: null });
+    expect(a.control).toBe(b.control);
+    expect(a.data).toBe(b.data);
+    expect(Object.isFrozen(a.control) && Object.isFrozen(a.data)).toBe(true);
+    expect([a.meta, b.meta]).toEqual([0, 1]);
+  });
+
   it("a reader's previewed document owns its bytes: later previews do not change it", () => {
     // Arrange: two unread buckets of a few measurements each (their columns are previewed when read).
     const live = new LiveColumns();
