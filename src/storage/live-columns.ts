@@ -43,12 +43,12 @@ interface LiveBucket {
    * column `i` of a commit is found by comparing one name; only a bucket whose stored order differs
    * (integer-like field names, which JS objects list first) searches.
    */
-  readonly names: string[];
+  names: string[];
   /** Every column's bytes. */
   arena: Uint8Array;
-  readonly starts: number[];
-  readonly caps: number[];
-  readonly lengths: number[];
+  starts: number[];
+  caps: number[];
+  lengths: number[];
   /** Whether a materialised document views `arena` (the next commit copies it first). */
   shared: boolean;
   /**
@@ -197,11 +197,13 @@ export class LiveColumns {
         control.min as Readonly<Record<string, unknown>>,
         control.max as Readonly<Record<string, unknown>>,
       ),
-      names: [],
+      // No columns until the storage first takes some (a bucket read only through previews never does):
+      // shared empty arrays until then (withColumnArrays).
+      names: kNoNames,
       arena: kEmpty,
-      starts: [],
-      caps: [],
-      lengths: [],
+      starts: kNoNumbers,
+      caps: kNoNumbers,
+      lengths: kNoNumbers,
       shared: false,
       source,
     });
@@ -332,6 +334,18 @@ function liveBucketOf(doc: StoredBucket): LiveBucket | undefined {
 
 const kEmpty = new Uint8Array(0);
 
+/** The column arrays of a bucket the storage has taken no column of yet (frozen: never written). */
+const kNoNames: string[] = Object.freeze([]) as unknown as string[];
+const kNoNumbers: number[] = Object.freeze([]) as unknown as number[];
+
+/** Give a bucket that has no column yet arrays of its own, before its first columns are added. */
+function withColumnArrays(live: LiveBucket): void {
+  live.names = [];
+  live.starts = [];
+  live.caps = [];
+  live.lengths = [];
+}
+
 /** Take from the bucket's source what it holds up to the bucket's count. */
 function take(live: LiveBucket): void {
   live.source?.takeTails(live.count, (tails) => {
@@ -349,6 +363,7 @@ const needs: number[] = [];
 function applyTails(live: LiveBucket, tails: ColumnTails): void {
   const { fields, count, firstCreated, layout, layoutStart, bytes } = tails;
   if (count === 0) return;
+  if (live.names === kNoNames) withColumnArrays(live);
   const { caps, lengths } = live;
   // Where each tail goes and what it needs first: a bucket that must grow moves once, not once per column
   // (a first take creates every column).
