@@ -38,7 +38,7 @@ import { makeBucketMetadata } from './bucket-metadata.js';
 import { bucketMemoryUsage } from './memory-usage.js';
 import { addOpenBucket } from './stripe.js';
 import type { ArchivedBucket, StripeLock } from './stripe.js';
-import { bsonValueSize, isPlainObject } from '../util/bson-value.js';
+import { bsonValueSize } from '../util/bson-value.js';
 import { isBsonValue } from '../util/bson-type.js';
 
 /** Where the catalog reads bucket documents from when it reopens them (the engine's storage). */
@@ -146,7 +146,9 @@ export function reopeningQueryFilter(
       },
       { [`control.min.${t}`]: { $lte: new Date(timeMs) } },
       { [`control.min.${t}`]: { $gt: new Date(timeMs - options.bucketMaxSpanSeconds * 1000) } },
-      hasMeta ? { meta: equalTo(normalizedMeta) } : { meta: { $exists: false } },
+      // `$eq` compares the meta whole: as a bare value, a document whose field names start with `$`
+      // (`{$exists: false}`) would be read as operators, and a regex would match strings.
+      hasMeta ? { meta: { $eq: normalizedMeta } } : { meta: { $exists: false } },
       {
         $or: [
           { 'control.version': { $ne: 1 } },
@@ -155,14 +157,6 @@ export function reopeningQueryFilter(
       },
     ],
   };
-}
-
-/**
- * An equality condition on `value` that no filter reads as operators: a document whose field names start
- * with `$` (a meta `{$exists: false}` is a value like any other) goes under `$eq`, which compares it whole.
- */
-function equalTo(value: unknown): unknown {
-  return isPlainObject(value) && Object.keys(value).some((k) => k.startsWith('$')) ? { $eq: value } : value;
 }
 
 /** Outcome of {@link findReopeningCandidate}. */

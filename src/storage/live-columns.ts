@@ -237,7 +237,7 @@ export class LiveColumns {
  * already replaced.
  */
 function skeletonOf(doc: StoredBucket): StoredBucket {
-  const skeleton = withControlAndData(doc, kNoControlValues, () => kNoData, kSame);
+  const skeleton = withControlAndData(doc, kSkeletonControl, () => kNoData, kSame);
   // The catalog's control (its four fields in their order) is then one object shared by every skeleton,
   // as the empty data is: frozen, so that a write reaching one by mistake fails rather than changes all.
   const control = skeleton.control as Record<string, unknown>;
@@ -245,7 +245,8 @@ function skeletonOf(doc: StoredBucket): StoredBucket {
   return skeleton;
 }
 
-const kSkeletonControl: Readonly<Record<string, unknown>> = Object.freeze({
+/** What {@link skeletonOf} leaves of a document's control values (shared by the catalog's skeletons). */
+const kSkeletonControl = Object.freeze({
   version: null,
   min: null,
   max: null,
@@ -256,9 +257,6 @@ const kNoData: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** The value itself: a stored document's fields, shared by the next document the storage keeps. */
 const kSame = <T>(value: T): T => value;
-
-/** What {@link skeletonOf} leaves of a document's control values. */
-const kNoControlValues = { version: null, min: null, max: null, count: null };
 
 /**
  * A new document with `base`'s fields in their order, but `control.version`, `min`, `max` and `count`
