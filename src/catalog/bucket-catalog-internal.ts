@@ -203,9 +203,7 @@ export interface SeriesStaging {
   readonly out: StageResult[];
   /** Batch key and writer opId. */
   readonly op: StagingOp;
-  /** `'allowed'` when the caller can read storage to reopen buckets. */
-  readonly reopening: 'allowed' | 'done';
-  /** Where reopened buckets are read from, when `reopening` is allowed. */
+  /** Where reopened buckets are read from; `undefined` when the caller cannot read storage to reopen. */
   readonly source: ReopeningSource | undefined;
 }
 
@@ -236,7 +234,8 @@ export function stageSeries(
   run: SeriesRun,
   resume?: StageResume,
 ): StagePause | undefined {
-  const { coll, options, items, positions, out, op, reopening } = series;
+  const { coll, options, items, positions, out, op, source } = series;
+  const reopening = source === undefined ? 'done' : 'allowed';
   const key = run.key;
   // Consecutive measurements go to the same bucket until one needs a rollover (docs/mongodb-behaviour.md §5.6, newest).
   let current: Bucket | undefined;
@@ -270,7 +269,7 @@ export function stageSeries(
           resumed ? resume.reopening : reopening,
           resumed ? resume.why : undefined,
           rolledOver,
-          series.source,
+          source,
         );
       }
     } catch (error) {

@@ -337,7 +337,6 @@ export class BucketCatalog {
       positions,
       out,
       op: { batchKey: effectiveOpId, writer: opId },
-      reopening: source === undefined ? 'done' : 'allowed',
       source,
     };
     // The run being staged (one object, rewritten series after series; copied only for a pause).
