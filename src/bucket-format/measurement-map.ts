@@ -617,9 +617,15 @@ export class MeasurementMap implements DeferredColumns {
     let at = 0;
     for (let i = 0; i < n; i++) at = (builders[i] as BSONColumnBuilder).parkInto(parkScratch, at);
     // The bucket's own array: reused while the record fits in it and is not much smaller, else made to
-    // measure (an array grown by writes keeps up to half again as much room as it holds).
+    // measure. A record may grow with its open Simple-8b blocks (a TSBS bucket's from about 420 numbers at
+    // its first park to 560 by its fourth): one that outgrew its array is given a quarter more room,
+    // which its later parks fill (made to measure each time, two parks in three of a bulk load made a
+    // new array; half again as much room held 10 B more per measurement at the end of a bulk load).
     if (record === undefined || record.length < at || record.length > 2 * at) {
-      record = parkScratch.slice(0, at);
+      const room = record !== undefined && record.length < at ? at + (at >> 2) : at;
+      // Padded rather than sized with `new Array`: a slice of the scratch keeps its unboxed doubles.
+      while (parkScratch.length < room) parkScratch.push(0);
+      record = parkScratch.slice(0, room);
       this.#parked = record;
     } else {
       for (let i = 0; i < at; i++) record[i] = parkScratch[i] as number;

@@ -309,4 +309,32 @@ describe('MeasurementMap', () => {
     expect(numbers.parkedColumns).toBe(0);
     expect(numbers.parkedArrayLength).toBe(0);
   });
+
+  it('deferred: a parked record that outgrows its array gets room for later parks', () => {
+    // Arrange: a bucket of two-decimal random walks (what fills open Simple-8b blocks run after run).
+    let seed = 7;
+    const next = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const walk = [50, 50, 50, 50];
+    const map = new MeasurementMap('t', 'deferred');
+    const lengths: number[] = [];
+    // Act: park every 16 measurements, reading the array's length after each park.
+    for (let i = 0; i < 160; i++) {
+      const row: Record<string, unknown> = { t: new Date(i * 10_000) };
+      walk.forEach((v, k) => {
+        walk[k] = v + (next() - 0.5) * 2;
+        row[`f${k}`] = Math.round(walk[k]! * 100) / 100;
+      });
+      map.insertOne(row, undefined);
+      if ((i + 1) % 16 === 0) {
+        map.takeTails(i + 1, () => undefined);
+        lengths.push(map.parkedArrayLength);
+      }
+    }
+    // Assert: the first park sizes the array to measure; a growth gives it a quarter more room, so of ten
+    // parks at most three make a new array (made to measure each time, the array changes with the record).
+    const changes = lengths.filter((n, i) => i > 0 && n !== lengths[i - 1]).length;
+    expect(lengths[0]).toBeGreaterThan(0);
+    expect(changes).toBeLessThanOrEqual(2);
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(2 * Math.min(...lengths));
+  });
 });
