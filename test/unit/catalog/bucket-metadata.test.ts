@@ -17,6 +17,24 @@ describe('normalizeMetadata', () => {
     expect(JSON.stringify(normalized)).toBe('{"B":0,"a":{"c":2,"d":[{"y":2,"z":1},3]},"b":1}');
   });
 
+  it('orders any field names by UTF-8 bytes, for few fields and for many', () => {
+    // Names from a small alphabet with surrogate pairs and characters past them, so that ties on prefixes
+    // and UTF-16 vs UTF-8 order both occur; up to 40 names to cover both ways the names are sorted.
+    const name = fc.string({
+      unit: fc.constantFrom('a', 'b', 'B', '\uff61', '\u{1f600}', '\u00e9'),
+      maxLength: 4,
+    });
+    fc.assert(
+      fc.property(fc.uniqueArray(name, { maxLength: 40 }), (names) => {
+        const meta: Record<string, unknown> = {};
+        names.forEach((n, i) => Object.defineProperty(meta, n, { value: i, enumerable: true }));
+        const expected = [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+        expect(Object.keys(normalizeMetadata(meta) as object)).toEqual(expected);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
   it('keeps scalars as given', () => {
     const l = Long.fromNumber(5);
     expect(normalizeMetadata(l)).toBe(l);
