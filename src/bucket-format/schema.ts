@@ -232,6 +232,38 @@ function checkEntry(entry: SchemaEntry | undefined, value: unknown): number {
 }
 
 /**
+ * Whether the schema a new bucket would build from `measurement` alone equals `schema` (see
+ * {@link sameSchema}), answered without building it, for a `schema` of top-level scalars only: the
+ * measurement has exactly its fields (besides `skipField` and undefined values), each a scalar of the
+ * same canonical type. A collection's buckets mostly start alike; building a schema to compare and drop
+ * it cost a map per new bucket. `false` for a schema with containers (then build and compare).
+ *
+ * @param schema - a schema (a collection's last).
+ * @param measurement - a new bucket's first measurement.
+ * @param skipField - a top-level field to ignore (the metaField).
+ * @returns `true` when the measurement's own schema would equal `schema`.
+ */
+export function startsFlatSchema(
+  schema: Schema,
+  measurement: Readonly<Record<string, unknown>>,
+  skipField: string | undefined,
+): boolean {
+  const fields = schema.root.fields as Map<string, SchemaEntry>;
+  let count = 0;
+  for (const name in measurement) {
+    if (!hasOwnField(measurement, name)) continue;
+    const value = measurement[name];
+    if (value === undefined || name === skipField) continue;
+    const entry = fields.get(name);
+    if (typeof entry !== 'number') return false;
+    // A container's canonical type is never a scalar's: an object or array value fails here.
+    if (canonicalTypeOfBsonType(bsonTypeOf(value)) !== canonicalTypeOfBsonType(entry)) return false;
+    count++;
+  }
+  return count === fields.size;
+}
+
+/**
  * A copy of `schema` that can be updated without changing it.
  *
  * @param schema - the schema.

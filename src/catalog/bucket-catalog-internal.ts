@@ -14,7 +14,7 @@ import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
 import { flatShapeOf, kNoFlatShape, matchesKnownShape } from './flat-shape.js';
 import type { FlatShape } from './flat-shape.js';
-import { createSchema, sameSchema, updateSchema } from '../bucket-format/schema.js';
+import { createSchema, sameSchema, startsFlatSchema, updateSchema } from '../bucket-format/schema.js';
 import type { Schema, SchemaUpdateOptions } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
@@ -536,11 +536,16 @@ function allocateBucket(
   const seed: Record<string, unknown> = {};
   defineField(seed, options.timeField, new Date(startMs));
   updateMinMax(minMax, seed, { skipField: undefined });
-  let schema = createSchema();
-  updateSchema(schema, item.measurement, { skipField: options.metaField });
   // The collection's buckets mostly record the same paths: they share one schema until one adds a path.
-  if (coll.lastSchema !== undefined && sameSchema(schema, coll.lastSchema)) schema = coll.lastSchema;
-  else coll.lastSchema = schema;
+  let schema = coll.lastSchema;
+  if (schema === undefined || !startsFlatSchema(schema, item.measurement, options.metaField)) {
+    const own = createSchema();
+    updateSchema(own, item.measurement, { skipField: options.metaField });
+    if (schema === undefined || !sameSchema(own, schema)) {
+      coll.lastSchema = own;
+      schema = own;
+    }
+  }
   const bucket = makeOpenBucket({
     id,
     key,
@@ -867,10 +872,22 @@ export function addCommittedColumns(
   created: ReadonlyArray<string>,
 ): void {
   if (created.length === 0) return;
+  const last = coll.lastFieldNames;
+  // A new bucket's first commit creating the columns the collection's last set holds (every bucket of a
+  // series alike, or of a fleet of alike series) takes that set without building one to compare.
+  if (
+    bucket.fieldNames.size === 0 &&
+    last !== undefined &&
+    last.size === created.length &&
+    created.every((name) => last.has(name))
+  ) {
+    bucket.fieldNames = last;
+    bucket.fieldNamesShared = true;
+    return;
+  }
   const names = bucket.fieldNamesShared ? new Set(bucket.fieldNames) : (bucket.fieldNames as Set<string>);
   // Indexed: an iterator per batch is garbage per measurement when every batch holds one.
   for (let i = 0; i < created.length; i++) names.add(created[i] as string);
-  const last = coll.lastFieldNames;
   if (last !== undefined && last.size === names.size && [...names].every((name) => last.has(name))) {
     bucket.fieldNames = last;
   } else {

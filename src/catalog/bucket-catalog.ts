@@ -605,12 +605,18 @@ export class BucketCatalog {
       bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
     const created = batch.createdColumns;
     addCommittedColumns(coll, bucket, created);
-    // Indexed: most batches create no column, and an iterator per batch is garbage per measurement when
-    // every batch holds one.
-    if (bucket.uncommittedFieldNames !== undefined)
-      for (let i = 0; i < created.length; i++) bucket.uncommittedFieldNames.delete(created[i] as string);
-    // Every new bucket stages its fields as uncommitted; an emptied set is dropped, not kept for life.
-    if (bucket.uncommittedFieldNames?.size === 0) bucket.uncommittedFieldNames = undefined;
+    // Every new bucket stages its fields as uncommitted; a set its commit empties is dropped, not kept for
+    // life, nor emptied name by name (V8 shrinks a set's table as it empties: a new table per delete or two).
+    const uncommitted = bucket.uncommittedFieldNames;
+    if (uncommitted !== undefined && created.length > 0) {
+      if (uncommitted.size === created.length && created.every((name) => uncommitted.has(name))) {
+        bucket.uncommittedFieldNames = undefined;
+      } else {
+        // Indexed: an iterator per batch is garbage per measurement when every batch holds one.
+        for (let i = 0; i < created.length; i++) uncommitted.delete(created[i] as string);
+        if (uncommitted.size === 0) bucket.uncommittedFieldNames = undefined;
+      }
+    }
     updateBucketMemoryUsage(this.#state, bucket);
     coll.stats.inc('numCommits');
     coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');

@@ -8,6 +8,7 @@ import {
   createSchema,
   sameSchema,
   schemaFromDocuments,
+  startsFlatSchema,
   updateSchema,
   type Schema,
 } from '../../../src/bucket-format/schema.js';
@@ -176,6 +177,27 @@ describe('a shared schema: checkSchema, cloneSchema, sameSchema', () => {
         }
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('startsFlatSchema: true exactly when a flat schema equals the one the measurement would start', () => {
+    // Flat and nested measurements over few fields, values of a few canonical types and undefined.
+    const flatValue = fc.constantFrom<unknown>(1, 2.5, Long.fromNumber(3), 'a', true, null, new Date(0), undefined);
+    const anyValue = fc.oneof(flatValue, value);
+    const flat = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'meta'), flatValue, { maxKeys: 4 });
+    const any = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'meta'), anyValue, { maxKeys: 4 });
+    fc.assert(
+      fc.property(fc.oneof(flat, any), fc.oneof(flat, any), (first, next) => {
+        // Arrange: the schema a bucket started by `first` recorded.
+        const schema = createSchema();
+        updateSchema(schema, first, { skipField: 'meta' });
+        const own = createSchema();
+        updateSchema(own, next, { skipField: 'meta' });
+        const isFlat = [...schema.root.fields!.values()].every((e) => typeof e === 'number');
+        // Act and assert: on a flat schema it says what building and comparing says; never true otherwise.
+        expect(startsFlatSchema(schema, next, 'meta')).toBe(isFlat && sameSchema(own, schema));
+      }),
+      { numRuns: 1000 },
     );
   });
 
