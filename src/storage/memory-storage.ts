@@ -9,7 +9,7 @@ import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/b
 import { deferredColumnsOf, kDeferredColumns } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
-import { defineField } from '../util/safe-record.js';
+import { defineField, hasOwnField } from '../util/safe-record.js';
 import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
 import type { CounterUpdate } from './counter-update.js';
 import { handOut, handOutIndexes } from './hand-out.js';
@@ -515,8 +515,12 @@ export class MemoryStorage implements Storage {
     Object.defineProperty(MemoryStorage.prototype, kHoldsNoBucketsOf, {
       value(this: MemoryStorage, ns: string, hasMeta: boolean, meta: unknown): boolean {
         if (this.find !== MemoryStorage.prototype.find) return false;
+        // A namespace without documents holds none of any series (a new collection's first calls, each
+        // series of which would otherwise be keyed twice: here and when its bucket is inserted).
+        const entry = this.#namespaces.get(ns);
+        if (entry === undefined || entry.docs.size === 0) return true;
         const key = hasMeta ? equalityIndexKey(meta) : '';
-        return key !== undefined && this.#namespaces.get(ns)?.byMeta.has(key) !== true;
+        return key !== undefined && !entry.byMeta.has(key);
       },
     });
   }
@@ -661,9 +665,13 @@ function equalityKey(value: unknown): string {
   if (value instanceof Date) return `d${value.getTime()}`;
   if (Array.isArray(value)) return `[${value.map(equalityKey).join(',')}]`;
   if (isPlainObject(value)) {
-    return `{${Object.keys(value)
-      .map((k) => `${JSON.stringify(k)}:${equalityKey(value[k])}`)
-      .join(',')}}`;
+    // Concatenated in a loop: no array of names nor of their parts (each new series is keyed).
+    let key = '{';
+    for (const name in value) {
+      if (!hasOwnField(value, name)) continue;
+      key += `${key.length === 1 ? '' : ','}${JSON.stringify(name)}:${equalityKey(value[name])}`;
+    }
+    return `${key}}`;
   }
   const holder: Record<string, unknown> = {};
   defineField(holder, '', value);

@@ -293,14 +293,18 @@ describe('MemoryStorage: whether it holds no bucket of a series (kHoldsNoBuckets
     );
   });
 
-  it('knows a series never stored, and one whose buckets were deleted', async () => {
+  it('knows a series never stored, one whose buckets were deleted, and any series of an empty namespace', async () => {
     const storage = new MemoryStorage();
     expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h1' })).toBe(true);
     expect(holdsNoBucketsOf(storage, 'ns', false, undefined)).toBe(true);
+    // Without any document, even metas the index cannot answer for (an array, null) have none.
+    expect(holdsNoBucketsOf(storage, 'ns', true, [1, 2])).toBe(true);
+    expect(holdsNoBucketsOf(storage, 'ns', true, null)).toBe(true);
     await storage.insertOne('ns', { _id: new ObjectId(), meta: { host: 'h1' } });
     await storage.insertOne('ns', { _id: new ObjectId() });
     expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h1' })).toBe(false);
     expect(holdsNoBucketsOf(storage, 'ns', false, undefined)).toBe(false);
+    expect(holdsNoBucketsOf(storage, 'ns', true, [1, 2])).toBe(false);
     expect(holdsNoBucketsOf(storage, 'ns', true, { host: 'h2' })).toBe(true);
     expect(holdsNoBucketsOf(storage, 'other', true, { host: 'h1' })).toBe(true);
     await storage.deleteMany('ns', { meta: { host: 'h1' } });
