@@ -322,7 +322,7 @@ describe('MeasurementMap', () => {
       const row: Record<string, unknown> = { t: new Date(i * 10_000) };
       walk.forEach((v, k) => {
         walk[k] = v + (next() - 0.5) * 2;
-        row[`f${k}`] = Math.round(walk[k]! * 100) / 100;
+        row[`f${k}`] = Math.round(walk[k] * 100) / 100;
       });
       map.insertOne(row, undefined);
       if ((i + 1) % 16 === 0) {
