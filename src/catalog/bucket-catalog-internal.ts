@@ -151,6 +151,35 @@ export interface InsertItem {
   readonly layout?: MeasurementLayout | undefined;
 }
 
+/** An {@link InsertItem} made by a constructor (see `write-batch.ts` on why not a literal). */
+class Item implements InsertItem {
+  constructor(
+    readonly measurement: Measurement,
+    readonly timeMs: number,
+    readonly metadata: BucketMetadata,
+    readonly layout: MeasurementLayout | undefined,
+  ) {}
+}
+
+/**
+ * An item to stage, for a caller that makes one per measurement of a call (an insert): the item lives
+ * until the call's commit, as its batch does.
+ *
+ * @param measurement - the measurement (see {@link InsertItem.measurement}).
+ * @param timeMs - its time, epoch ms.
+ * @param metadata - its series.
+ * @param layout - the layout its validation walk gave it, if any.
+ * @returns the item.
+ */
+export function insertItem(
+  measurement: Measurement,
+  timeMs: number,
+  metadata: BucketMetadata,
+  layout: MeasurementLayout | undefined,
+): InsertItem {
+  return new Item(measurement, timeMs, metadata, layout);
+}
+
 /** Who stages: the batch key (0 = shared with other unordered writers) and the writer's opId. */
 export interface StagingOp {
   /** opId of the batches to stage into: 0 for shared batches. */

@@ -78,6 +78,7 @@ export type {
   InsertItem,
   StageResult,
 } from './bucket-catalog-internal.js';
+export { insertItem } from './bucket-catalog-internal.js';
 export type { ReopeningSource } from './reopening.js';
 export type { CommitInfo, WriteBatch } from './write-batch.js';
 
@@ -623,7 +624,11 @@ export class BucketCatalog {
     if (batch.openedDueToMetadata) coll.stats.inc('numBucketsOpenedDueToMetadata');
     coll.stats.inc('numMeasurementsCommitted', n);
     coll.stats.inc('numMeasurementsGroupCommitted', n - stagedBy(batch, batch.claimedBy));
-    batch.result.resolve({ kind: inserted ? 'insert' : 'update', bucketId: bucket.id.hex });
+    batch.result.resolve(
+      inserted
+        ? { kind: 'insert', bucketId: bucket.id.hex }
+        : (bucket.updateCommitInfo ??= Object.freeze({ kind: 'update', bucketId: bucket.id.hex })),
+    );
     if (bucket.state === 'cleared') {
       failUnpreparedBatches(bucket, clearedError(bucket));
       closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');

@@ -16,7 +16,7 @@ import type { BucketId, BucketKey } from './bucket-identifiers.js';
 import type { CollectionState } from './bucket-catalog-internal.js';
 import type { FlatShape } from './flat-shape.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
-import type { WriteBatch } from './write-batch.js';
+import type { CommitInfo, WriteBatch } from './write-batch.js';
 
 /** Whether a bucket may still receive measurements (`bucket_state_registry.h`, simplified). */
 export type BucketState =
@@ -116,6 +116,11 @@ export interface Bucket {
    */
   pendingOpenedDueToMetadata: boolean;
   /**
+   * What the bucket's update commits report to their waiters, made by the first (frozen, shared by every
+   * later one): a batch per measurement in a bulk load, and each made its own.
+   */
+  updateCommitInfo: CommitInfo | undefined;
+  /**
    * A flat measurement shape a compressed bucket has accepted (see `flat-shape.ts`): a measurement of that
    * shape skips the size estimate and the schema walk. Shared between buckets. `undefined` until the
    * first measurement after the bucket's first is checked; `kNoFlatShape` when that one was not flat.
@@ -189,6 +194,7 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     state: 'normal',
     memoryUsage: 0,
     pendingOpenedDueToMetadata: false,
+    updateCommitInfo: undefined,
     knownShape: undefined,
     idle: false,
     idlePrev: undefined,

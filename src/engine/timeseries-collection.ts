@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 
+import { insertItem } from '../catalog/bucket-catalog.js';
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
 import type { BucketMetadata, BucketMetadataCache } from '../catalog/bucket-metadata.js';
@@ -380,7 +381,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       if (hasMeta && typeof meta === 'object' && meta !== null && meta !== metadata.normalizedMeta) {
         defineField(measurement, metaField, metadata.normalizedMeta);
       }
-      items.push({ measurement, timeMs: timeValue.getTime(), metadata, layout: walk.layout });
+      items.push(insertItem(measurement, timeValue.getTime(), metadata, walk.layout));
       indexOf.push(i);
     }
     await this.#rollups.ready();
