@@ -9,7 +9,7 @@ import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/b
 import { deferredColumnsOf, kDeferredColumns } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
-import { defineField, hasOwnField } from '../util/safe-record.js';
+import { defineField } from '../util/safe-record.js';
 import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
 import type { CounterUpdate } from './counter-update.js';
 import { handOut, handOutIndexes } from './hand-out.js';
@@ -665,13 +665,11 @@ function equalityKey(value: unknown): string {
   if (value instanceof Date) return `d${value.getTime()}`;
   if (Array.isArray(value)) return `[${value.map(equalityKey).join(',')}]`;
   if (isPlainObject(value)) {
-    // Concatenated in a loop: no array of names nor of their parts (each new series is keyed).
-    let key = '{';
-    for (const name in value) {
-      if (!hasOwnField(value, name)) continue;
-      key += `${key.length === 1 ? '' : ','}${JSON.stringify(name)}:${equalityKey(value[name])}`;
-    }
-    return `${key}}`;
+    // Joined, not concatenated field by field: the index keeps its keys, and a string built by `+=` stays
+    // a tree of its pieces (about 300 bytes more per bucket of three string fields).
+    return `{${Object.keys(value)
+      .map((k) => `${JSON.stringify(k)}:${equalityKey(value[k])}`)
+      .join(',')}}`;
   }
   const holder: Record<string, unknown> = {};
   defineField(holder, '', value);
