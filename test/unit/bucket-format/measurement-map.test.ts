@@ -313,7 +313,7 @@ describe('MeasurementMap', () => {
   it('deferred: a parked record that outgrows its array gets room for later parks', () => {
     // Arrange: a bucket of two-decimal random walks (what fills open Simple-8b blocks run after run).
     let seed = 7;
-    const next = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const walk = [50, 50, 50, 50];
     const map = new MeasurementMap('t', 'deferred');
     const lengths: number[] = [];

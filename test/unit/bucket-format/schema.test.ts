@@ -182,7 +182,16 @@ describe('a shared schema: checkSchema, cloneSchema, sameSchema', () => {
 
   it('startsFlatSchema: true exactly when a flat schema equals the one the measurement would start', () => {
     // Flat and nested measurements over few fields, values of a few canonical types and undefined.
-    const flatValue = fc.constantFrom<unknown>(1, 2.5, Long.fromNumber(3), 'a', true, null, new Date(0), undefined);
+    const flatValue = fc.constantFrom<unknown>(
+      1,
+      2.5,
+      Long.fromNumber(3),
+      'a',
+      true,
+      null,
+      new Date(0),
+      undefined,
+    );
     const anyValue = fc.oneof(flatValue, value);
     const flat = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'meta'), flatValue, { maxKeys: 4 });
     const any = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'meta'), anyValue, { maxKeys: 4 });
