@@ -151,7 +151,7 @@ export interface InsertItem {
   readonly layout?: MeasurementLayout | undefined;
 }
 
-/** An {@link InsertItem} made by a constructor (see `write-batch.ts` on why not a literal). */
+/** An {@link InsertItem} made by a constructor (see `makeWriteBatch` on why, and when not). */
 class Item implements InsertItem {
   constructor(
     readonly measurement: Measurement,
@@ -169,6 +169,8 @@ class Item implements InsertItem {
  * @param timeMs - its time, epoch ms.
  * @param metadata - its series.
  * @param layout - the layout its validation walk gave it, if any.
+ * @param longLived - whether the call has many measurements (`kLongCall`): its items outlive young
+ *   collections.
  * @returns the item.
  */
 export function insertItem(
@@ -176,8 +178,12 @@ export function insertItem(
   timeMs: number,
   metadata: BucketMetadata,
   layout: MeasurementLayout | undefined,
+  longLived: boolean,
 ): InsertItem {
-  return new Item(measurement, timeMs, metadata, layout);
+  // A literal for a call of many measurements only (see `makeWriteBatch`).
+  return longLived
+    ? { measurement, timeMs, metadata, layout }
+    : new Item(measurement, timeMs, metadata, layout);
 }
 
 /** Who stages: the batch key (0 = shared with other unordered writers) and the writer's opId. */
@@ -186,6 +192,8 @@ export interface StagingOp {
   readonly batchKey: number;
   /** The staging writer's opId. */
   readonly writer: number;
+  /** Whether the call stages many measurements (see `makeWriteBatch`). */
+  readonly longLived: boolean;
 }
 
 /** Outcome of staging one measurement. */
@@ -627,7 +635,7 @@ function stageInto(
 ): WriteBatch {
   let batch = openBatchFor(bucket, op.batchKey);
   if (batch === undefined) {
-    batch = makeWriteBatch(bucket, op.batchKey, coll.stats, item.measurement);
+    batch = makeWriteBatch(bucket, op.batchKey, coll.stats, item.measurement, op.longLived);
     addOpenBatch(bucket, batch);
     // A bucket with a batch is not idle; one that already had an open batch was not idle either.
     lock.stripe.idleBuckets.delete(bucket);

@@ -69,7 +69,7 @@ import {
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
 import { makeStripe, withStripe, withStripeSync } from './stripe.js';
 import type { Stripe, StripeLock } from './stripe.js';
-import { claimWriteBatchCommitRights as claim, stagedBy } from './write-batch.js';
+import { claimWriteBatchCommitRights as claim, kLongCall, stagedBy } from './write-batch.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
 
 export type {
@@ -79,6 +79,7 @@ export type {
   StageResult,
 } from './bucket-catalog-internal.js';
 export { insertItem } from './bucket-catalog-internal.js';
+export { kLongCall } from './write-batch.js';
 export type { ReopeningSource } from './reopening.js';
 export type { CommitInfo, WriteBatch } from './write-batch.js';
 
@@ -337,7 +338,7 @@ export class BucketCatalog {
       items,
       positions,
       out,
-      op: { batchKey: effectiveOpId, writer: opId },
+      op: { batchKey: effectiveOpId, writer: opId, longLived: items.length >= kLongCall },
       source,
     };
     // The run being staged (one object, rewritten series after series; copied only for a pause).

@@ -84,14 +84,23 @@ export interface WriteBatch {
 /** The columns of a batch that created none (shared: a batch per commit, most create nothing). */
 const kNoColumns: ReadonlyArray<string> = Object.freeze([]);
 
-// Why classes, not object literals, for what lives as long as one insert call (batches and their staging
-// results): V8 tracks the objects of each literal and, when nearly all of them are
-// still alive at a young-generation collection, allocates that literal's objects in the old generation
-// from then on ("allocation-site pretenuring"). A bulk loader's call keeps a batch per measurement alive
-// until it commits, so the first collection that fell inside a call tenured these literals for good:
-// every batch then died in the old generation, and the measurements a dead batch still pointed to
-// survived young collections and were promoted too (about half of what a call allocated). Objects made
-// by a constructor are not tracked that way.
+// Why batches are made two ways. V8 tracks the objects of each object or array literal and, when nearly
+// all of them are alive at a young-generation collection, allocates that literal's objects in the old
+// generation from then on ("allocation-site pretenuring"); objects made by a constructor are not tracked.
+// - A call of a few thousand measurements commits within a few young collections: made by a literal, its
+//   batches were tenured by the first collection that fell inside a call, then died in the old
+//   generation, and the measurements a dead batch pointed to survived young collections and were
+//   promoted too (about half of what such a call allocated). Its batches are made by the `Batch` class.
+// - A call of many thousands (a first call of 20 000 new series) outlives many young collections: its
+//   batches survive them whatever they are made by, and copying them twice cost more (1.2x the time per
+//   measurement) than making them in the old generation. Its batches are made by a literal of their own
+//   ({@link longLivedBatch}), which V8 tenures because they are.
+
+/**
+ * Measurements in a call from which its batches and items are made to live long (see above): measured
+ * between calls of 5 000 (0.83x the time per measurement as classes), 10 000 (0.98x) and 20 000 (1.2x).
+ */
+export const kLongCall = 8192;
 
 /** What each batch's measurements array is copied from (an array of objects, one element). */
 const kOneMeasurement: ReadonlyArray<Measurement | undefined> = [undefined];
@@ -142,6 +151,8 @@ class Batch implements WriteBatch {
  * @param opId - 0 to share with other unordered writers, else the caller's id.
  * @param stats - the stats controller of the bucket's collection.
  * @param first - the batch's first measurement.
+ * @param longLived - whether the batch is staged by a call of many measurements ({@link kLongCall}),
+ *   which keeps it alive across young-generation collections.
  * @returns the batch.
  */
 export function makeWriteBatch(
@@ -149,8 +160,40 @@ export function makeWriteBatch(
   opId: number,
   stats: ExecutionStatsController,
   first: Measurement,
+  longLived: boolean,
 ): WriteBatch {
-  return new Batch(bucket, opId, stats, first);
+  return longLived ? longLivedBatch(bucket, opId, stats, first) : new Batch(bucket, opId, stats, first);
+}
+
+/** A batch of a call of many measurements, by a literal used for nothing else (see above). */
+function longLivedBatch(
+  bucket: Bucket,
+  opId: number,
+  stats: ExecutionStatsController,
+  first: Measurement,
+): WriteBatch {
+  const batch: Omit<WriteBatch, 'staged'> & { staged: WriteBatch['staged'] | undefined } = {
+    bucket,
+    opId,
+    stats,
+    measurements: [first],
+    createdColumns: kNoColumns,
+    openedDueToMetadata: false,
+    uncommittedEstimate: 0,
+    compressedSizeDelta: 0,
+    numPreviouslyCommittedMeasurements: 0,
+    commitRights: false,
+    claimedBy: -1,
+    firstWriter: -1,
+    firstWriterCount: 0,
+    otherWriters: undefined,
+    roundMark: 0,
+    state: 'staging',
+    result: new Deferred<CommitInfo>(),
+    staged: undefined,
+  };
+  batch.staged = { kind: 'staged', batch: batch as WriteBatch };
+  return batch as WriteBatch;
 }
 
 /**

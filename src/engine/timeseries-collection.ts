@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 
-import { insertItem } from '../catalog/bucket-catalog.js';
+import { insertItem, kLongCall } from '../catalog/bucket-catalog.js';
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
 import type { BucketMetadata, BucketMetadataCache } from '../catalog/bucket-metadata.js';
@@ -318,6 +318,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     // are looked up in the engine's cache, by the caller's object or its contents.
     const metaCache = new Map<unknown, BucketMetadata>();
     const walk = makeWalk();
+    const longLived = docs.length >= kLongCall;
     // A meta object the engine has met before is neither copied nor normalised again: the walk stores
     // the series' normalised meta in its place (the series is then known without another lookup); any
     // other is copied, and its copy checked against what the cache finds by the caller's object.
@@ -381,7 +382,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       if (hasMeta && typeof meta === 'object' && meta !== null && meta !== metadata.normalizedMeta) {
         defineField(measurement, metaField, metadata.normalizedMeta);
       }
-      items.push(insertItem(measurement, timeValue.getTime(), metadata, walk.layout));
+      items.push(insertItem(measurement, timeValue.getTime(), metadata, walk.layout, longLived));
       indexOf.push(i);
     }
     await this.#rollups.ready();
