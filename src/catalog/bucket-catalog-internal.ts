@@ -910,14 +910,8 @@ export function addCommittedColumns(
 ): void {
   if (created.length === 0) return;
   const last = coll.lastFieldNames;
-  // A new bucket's first commit creating the columns the collection's last set holds (every bucket of a
-  // series alike, or of a fleet of alike series) takes that set without building one to compare.
-  if (
-    bucket.fieldNames.size === 0 &&
-    last !== undefined &&
-    last.size === created.length &&
-    created.every((name) => last.has(name))
-  ) {
+  // Compared before anything is built: a bucket whose names become the last set's takes that set.
+  if (last !== undefined && isUnionOf(last, bucket.fieldNames, created)) {
     bucket.fieldNames = last;
     bucket.fieldNamesShared = true;
     return;
@@ -925,13 +919,27 @@ export function addCommittedColumns(
   const names = bucket.fieldNamesShared ? new Set(bucket.fieldNames) : (bucket.fieldNames as Set<string>);
   // Indexed: an iterator per batch is garbage per measurement when every batch holds one.
   for (let i = 0; i < created.length; i++) names.add(created[i] as string);
-  if (last !== undefined && last.size === names.size && [...names].every((name) => last.has(name))) {
-    bucket.fieldNames = last;
-  } else {
-    bucket.fieldNames = names;
-    coll.lastFieldNames = names;
-  }
+  bucket.fieldNames = names;
   bucket.fieldNamesShared = true;
+  coll.lastFieldNames = names;
+}
+
+/** Whether `set` holds exactly the names of `names` and `added` (distinct names). */
+function isUnionOf(
+  set: ReadonlySet<string>,
+  names: ReadonlySet<string>,
+  added: ReadonlyArray<string>,
+): boolean {
+  let size = names.size;
+  for (let i = 0; i < added.length; i++) {
+    const name = added[i] as string;
+    if (!set.has(name)) return false;
+    if (!names.has(name)) size++;
+  }
+  if (size !== set.size) return false;
+  // Only a bucket that had columns before this commit (a new bucket's first commit has none) iterates.
+  if (names.size > 0) for (const name of names) if (!set.has(name)) return false;
+  return true;
 }
 
 /**

@@ -68,4 +68,34 @@ describe.each([true, false])('committed columns (compressed: %s)', (compressed) 
     expect(d.fieldNames).toEqual(new Set(['time', 'v', 'x', 'y']));
     expect(a.fieldNames).toEqual(new Set(['time', 'v', 'w']));
   });
+
+  it("a later commit's new column shares the last set only when the bucket's names become exactly it", async () => {
+    // Arrange: series a commits {v}, c {x}, then b {x, w} (the collection's last set: time, x, w).
+    const catalog = newTestCatalog({ parameters: { timeseriesAlwaysUseCompressedBuckets: compressed } });
+    let t = T0;
+    const commit = async (meta: string, fields: Record<string, unknown>) => {
+      t += 1000;
+      const it = {
+        measurement: { time: new Date(t), m: meta, ...fields },
+        timeMs: t,
+        metadata: makeBucketMetadata(meta),
+      };
+      const batch = await stage(catalog, catalog.newOpId(), it);
+      catalog.claimWriteBatchCommitRights(batch);
+      await catalog.prepareCommit(batch);
+      await catalog.finish(batch);
+      return batch.bucket;
+    };
+    await commit('a', { v: 1 });
+    await commit('c', { x: 1 });
+    const b = await commit('b', { x: 1, w: 2 });
+    // Act: c, then a, add w to their bucket.
+    const c = await commit('c', { x: 2, w: 4 });
+    const a = await commit('a', { v: 2, w: 3 });
+    // Assert: a's names are as many as the last set's but not the same, c's are the same.
+    expect(a.fieldNames).toEqual(new Set(['time', 'v', 'w']));
+    expect(b.fieldNames).toEqual(new Set(['time', 'x', 'w']));
+    expect(c.fieldNames).toEqual(new Set(['time', 'x', 'w']));
+    expect(c.fieldNames).toBe(b.fieldNames);
+  });
 });
