@@ -1,4 +1,4 @@
-import { Long } from 'bson';
+import { Double, Int32, Long } from 'bson';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
@@ -278,6 +278,70 @@ const parkedSeries = fc.oneof(
     },
   ),
 );
+
+/**
+ * Numbers as sensors send them: random walks with a few decimals whose scale changes now and then,
+ * values around the magnitudes where the encoder's int32 path for scaled doubles stops (2^30 scaled),
+ * and doubles of any bits.
+ */
+const nearBounds = [2 ** 30, 2 ** 31].flatMap((b) => [b - 2, b - 1, b, -b - 1, -b, -b + 1]);
+const numberSeries = fc
+  .array(
+    fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc
+          .tuple(fc.integer({ min: -400, max: 400 }), fc.constantFrom(1, 10, 100, 1e4, 1e8))
+          .map(([step, d]) => ({ step, d })),
+      },
+      {
+        // Two values of one scale, each near a bound of that path (scaled, 2^30 and 2^31 either side).
+        weight: 2,
+        arbitrary: fc
+          .tuple(
+            fc.constantFrom(...nearBounds),
+            fc.constantFrom(...nearBounds),
+            fc.constantFrom(10, 100, 1e4),
+          )
+          .map(([a, b, d]) => ({ values: [a / d, b / d] })),
+      },
+      { weight: 1, arbitrary: anyBitsDouble.map((value) => ({ values: [value] })) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(0, -0, 0.5, -0.5, 1.5e-9, -2.5e-5).map((value) => ({ values: [value] })),
+      },
+    ),
+    { maxLength: 400 },
+  )
+  .map((entries) => {
+    // A step of the walk, shown at its scale, or values of their own.
+    let walk = 5000;
+    return entries.flatMap((e) => {
+      if ('values' in e) return e.values;
+      walk += e.step;
+      return [walk / e.d];
+    });
+  });
+
+describe('BSONColumnBuilder.append of numbers', () => {
+  it('gives the bytes of appending their BSON elements (a js-bson Double or Int32 for each number)', () => {
+    fc.assert(
+      fc.property(numberSeries, (numbers) => {
+        // Arrange: the same values as the objects the general element path encodes.
+        const elements = numbers.map((x) =>
+          (x | 0) === x && !Object.is(x, -0) ? new Int32(x) : new Double(x),
+        );
+        // Act
+        const fromNumbers = BSONColumn.encode(numbers);
+        const fromElements = BSONColumn.encode(elements);
+        // Assert
+        expect(hex(fromNumbers)).toBe(hex(fromElements));
+        expect(bsonOf(BSONColumn.decode(fromNumbers))).toEqual(bsonOf(numbers));
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
 
 describe('BSONColumnBuilder.parkInto', () => {
   it('a builder parked and unparked into a used one after any intermediate continues with the same diffs', () => {

@@ -18,6 +18,7 @@ import {
   encodeString,
   highHalf,
   kMemoryAsInteger,
+  kScaleMultipliers,
   readUint128LE,
   scaleAndEncodeDouble,
   unzigzag64,
@@ -46,6 +47,9 @@ function usesDeltaOfDelta(type: number): boolean {
 const f64 = new Float64Array(1);
 const f64Words = new Uint32Array(f64.buffer);
 const shortPrevious = new Uint8Array(8);
+
+/** Scaled doubles below this in magnitude take {@link EncodingState}'s int32 path (deltas below 2^31). */
+const kSmallScaled = 0x40000000;
 
 /**
  * Scratch results of the halves helpers, shared by every state: a column builder lives as long as its
@@ -592,7 +596,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         // A repeated value: a zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
-      } else compressed = this.#appendDouble(x);
+      } else compressed = this.#appendSmallDouble(x) || this.#appendDouble(x);
     }
     this.#prevLo = lo | 0;
     this.#prevHi = hi | 0;
@@ -1016,6 +1020,41 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       return true;
     }
     this.#restartScaleAfterBlock();
+    return true;
+  }
+
+  /**
+   * {@link #appendDouble}'s usual case, in int32 arithmetic: the value is exact at the current scale and
+   * both it and the previous value scale below 2^30 in magnitude, so the delta's zigzag fits 32 bits (a
+   * sensor's readings with a few decimals). Leaves everything as the general path would; `false`, having
+   * changed nothing, when the case does not apply.
+   */
+  #appendSmallDouble(value: number): boolean {
+    const scale = this.#scaleIndex;
+    const previous = this.#prevEncodedLo;
+    if (
+      scale === kMemoryAsInteger ||
+      previous < -kSmallScaled ||
+      previous >= kSmallScaled ||
+      this.#prevEncodedHi !== previous >> 31
+    )
+      return false;
+    const m = kScaleMultipliers[scale] as number;
+    const y = value * m;
+    if (!(y > -kSmallScaled && y < kSmallScaled)) return false;
+    // As encodeDouble: llround, exact at this scale, and not -0 (which no scale holds).
+    const r = y < 0 ? -Math.round(-y) : Math.round(y);
+    if (r / m !== value || (value === 0 && 1 / value < 0)) return false;
+    const encoded = r | 0;
+    const delta = (encoded - previous) | 0;
+    const builder = this.#b64;
+    const before = builder.blocksWritten;
+    // Below 2^32: a width every type holds, so the append cannot fail.
+    builder.append(((delta << 1) ^ (delta >> 31)) >>> 0, 0);
+    if (builder.blocksWritten === before || this.#restartChangesNothing(builder)) {
+      this.#prevEncodedLo = encoded;
+      this.#prevEncodedHi = encoded >> 31;
+    } else this.#restartScaleAfterBlock();
     return true;
   }
 
