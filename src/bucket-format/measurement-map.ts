@@ -435,6 +435,38 @@ export class MeasurementMap implements DeferredColumns {
     this.#endRow(index);
   }
 
+  /**
+   * Encode the first `n` kept measurements column by column, when each of them has every column with an
+   * encoder and all the same columns, in column order (packed: the time, then numbers; how an ingester's
+   * documents mostly come): each encoder then takes its values one after another while it is in the cache,
+   * and no skip is needed. The bytes are those of encoding them one measurement at a time.
+   *
+   * @returns `false`, having encoded nothing, when the measurements are not all alike so.
+   */
+  #encodeByColumn(n: number): boolean {
+    const kept = this.#kept;
+    const width = ~(kept[1] as number) - (kept[0] as number);
+    if (width < this.#builders.length) return false;
+    // An end not in column order is not complemented (see #kept), and gives no width.
+    for (let i = 0; i < n; i++) {
+      const start = kept[3 * i] as number;
+      if (start < 0 || ~(kept[3 * i + 1] as number) - start !== width) return false;
+    }
+    const index = this.#startRow();
+    while (this.#builders.length < width) this.#addBuilder(this.#builders.length);
+    const builders = this.#builders;
+    const values = this.#packedValues;
+    const time = builders[0] as BSONColumnBuilder;
+    for (let i = 0; i < n; i++) time.appendDateMs(values[kept[3 * i] as number] as number);
+    for (let c = 1; c < width; c++) {
+      const builder = builders[c] as BSONColumnBuilder;
+      for (let i = 0; i < n; i++) builder.appendNumber(values[(kept[3 * i] as number) + c] as number);
+    }
+    this.#lastSeen.fill(index + n - 1);
+    this.#encoded = index + n;
+    return true;
+  }
+
   /** Encode kept measurement `i` (packed or as it is) into the columns' encoders. */
   #encodeKept(i: number): void {
     const start = this.#kept[3 * i] as number;
@@ -579,8 +611,9 @@ export class MeasurementMap implements DeferredColumns {
     const kept = this.#kept;
     const rows = this.#rows;
     const n = count - from;
+    const byColumn = this.#encodeByColumn(n);
     for (let i = 0; i < n; i++) {
-      this.#encodeKept(i);
+      if (!byColumn) this.#encodeKept(i);
       const bound = kept[3 * i + 2] as number;
       if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded--;
       else this.#keptBound -= bound;

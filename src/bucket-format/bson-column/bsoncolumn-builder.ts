@@ -289,6 +289,17 @@ export class BSONColumnBuilder {
   }
 
   /**
+   * Append a number: {@link BSONColumnBuilder.append} of a `number`, without asking what the value is.
+   *
+   * @param value - the number (an int32 when integral and in range, else a double, as js-bson writes it).
+   */
+  appendNumber(value: number): void {
+    if (this.#mode !== Mode.regular) this.append(value);
+    else if (isInt32Number(value)) this.#regular.appendInt32(value);
+    else this.#regular.appendDouble(value);
+  }
+
+  /**
    * Append a date given as epoch milliseconds: what {@link BSONColumnBuilder.append} does with a `Date` of
    * that time, without the `Date`.
    *

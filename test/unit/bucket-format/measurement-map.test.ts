@@ -268,6 +268,74 @@ describe('MeasurementMap', () => {
     );
   });
 
+  it('deferred: runs of alike measurements, and runs where one differs, give the bytes of encoding at once', () => {
+    // Measurements as an ingester builds them (the time, then the same fields in the same order), now and
+    // then one that is not: a field missing, two swapped, one more, a value that is not a number.
+    const kind = fc.constantFrom(
+      'alike',
+      'alike',
+      'alike',
+      'alike',
+      'missing',
+      'swapped',
+      'extra',
+      'string',
+      'date',
+    );
+    const number = fc.oneof(
+      fc.integer({ min: -1000, max: 1000 }),
+      fc.integer({ min: -100_000, max: 100_000 }).map((n) => n / 100),
+      fc.double({ noNaN: true }),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5 }),
+        fc.array(fc.tuple(kind, fc.array(number, { minLength: 6, maxLength: 6 })), {
+          minLength: 1,
+          maxLength: 90,
+        }),
+        fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 8 }),
+        (width, specs, runs) => {
+          // Arrange
+          const names = ['a', 'b', 'c', 'd', 'e'].slice(0, width);
+          const measurements = specs.map(([k, values], i) => {
+            const fields = [...names];
+            if (k === 'missing') fields.splice(i % width, 1);
+            if (k === 'swapped' && width > 1) fields.reverse();
+            if (k === 'extra') fields.push('z');
+            const m: Record<string, unknown> = { t: new Date(i * 1000) };
+            fields.forEach((f, j) => (m[f] = values[j]));
+            if (k === 'string') m[fields[0]!] = `s${i}`;
+            if (k === 'date') m[fields[0]!] = new Date(i);
+            return m;
+          });
+          const map = new MeasurementMap('t', 'deferred');
+          const stored = new Map<string, Uint8Array>();
+          // Act: append runs of the given lengths, the storage taking everything after each.
+          let i = 0;
+          for (let r = 0; i < measurements.length; r++) {
+            const end = Math.min(measurements.length, i + runs[r % runs.length]!);
+            for (; i < end; i++) map.insertOne(measurements[i]!, undefined);
+            map.takeTails(i, (tails) => {
+              for (const d of columnDiffsOf(tails)) {
+                stored.set(d.field, applyBinaryDiff(stored.get(d.field) ?? new Uint8Array(0), d));
+              }
+            });
+          }
+          // Assert
+          expect([...stored.keys()].sort()).toEqual(
+            [...new Set(measurements.flatMap((m) => Object.keys(m)))].sort(),
+          );
+          for (const [field, bytes] of stored) {
+            const values = measurements.map((m) => (Object.hasOwn(m, field) ? m[field] : undefined));
+            expect(base64(bytes)).toBe(base64(BSONColumn.encode(values)));
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
   it('deferred: parks its builders after each run and continues with the same bytes; a string column keeps them', () => {
     // Arrange: two deferred maps, one of numbers only and one with a string column, and the values.
     const rows = Array.from({ length: 40 }, (_, i) => ({
