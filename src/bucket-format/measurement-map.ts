@@ -456,11 +456,12 @@ export class MeasurementMap implements DeferredColumns {
     while (this.#builders.length < width) this.#addBuilder(this.#builders.length);
     const builders = this.#builders;
     const values = this.#packedValues;
-    const time = builders[0] as BSONColumnBuilder;
-    for (let i = 0; i < n; i++) time.appendDateMs(values[kept[3 * i] as number] as number);
-    for (let c = 1; c < width; c++) {
-      const builder = builders[c] as BSONColumnBuilder;
-      for (let i = 0; i < n; i++) builder.appendNumber(values[(kept[3 * i] as number) + c] as number);
+    if (columnScratch.length < n) columnScratch = new Float64Array(n);
+    const column = columnScratch;
+    for (let c = 0; c < width; c++) {
+      for (let i = 0; i < n; i++) column[i] = values[(kept[3 * i] as number) + c] as number;
+      if (c === 0) (builders[0] as BSONColumnBuilder).appendDatesMs(column, n);
+      else (builders[c] as BSONColumnBuilder).appendNumbers(column, n);
     }
     this.#lastSeen.fill(index + n - 1);
     this.#encoded = index + n;
@@ -945,6 +946,12 @@ function giveBack(builders: BSONColumnBuilder[]): void {
 function inOrderColumn(start: number, e: number): number {
   return e === start ? ~0 : e - start;
 }
+
+/**
+ * One column's values of a run being encoded by {@link MeasurementMap}'s column-by-column path: handed
+ * to the encoder unboxed. Shared by every map (a run is encoded at once), grown to the longest run.
+ */
+let columnScratch = new Float64Array(4 * kDeferredDrainThreshold);
 
 /** Packed entries a deferred map keeps room for between runs (16 measurements of 32 fields). */
 const kKeptEntriesRoom = 512;

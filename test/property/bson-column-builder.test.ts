@@ -343,6 +343,35 @@ describe('BSONColumnBuilder.append of numbers', () => {
   });
 });
 
+describe('BSONColumnBuilder.appendNumbers and appendDatesMs', () => {
+  it('give the bytes of appending each value, whatever the column held before (objects too)', () => {
+    const run = fc.oneof(
+      numberSeries.map((values) => ({ dates: false, values })),
+      fc
+        .array(fc.integer({ min: -8.64e15, max: 8.64e15 }), { maxLength: 60 })
+        .map((values) => ({ dates: true, values })),
+    );
+    fc.assert(
+      fc.property(series, run, (before, { dates, values }) => {
+        // Arrange: two builders fed the same entries first.
+        const one = new BSONColumnBuilder();
+        const many = new BSONColumnBuilder();
+        for (const v of before) {
+          one.append(v);
+          many.append(v);
+        }
+        // Act: the run one value at a time, and at once.
+        for (const x of values) one.append(dates ? new Date(x) : x);
+        if (dates) many.appendDatesMs(Float64Array.from(values), values.length);
+        else many.appendNumbers(Float64Array.from([...values, 7.5]), values.length);
+        // Assert
+        expect(hex(many.finalize())).toBe(hex(one.finalize()));
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
 describe('BSONColumnBuilder.parkInto', () => {
   it('a builder parked and unparked into a used one after any intermediate continues with the same diffs', () => {
     fc.assert(

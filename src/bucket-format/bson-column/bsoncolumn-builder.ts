@@ -289,14 +289,27 @@ export class BSONColumnBuilder {
   }
 
   /**
-   * Append a number: {@link BSONColumnBuilder.append} of a `number`, without asking what the value is.
+   * Append numbers: {@link BSONColumnBuilder.append} of each, in order (an int32 when integral and in
+   * range, else a double, as js-bson writes them). From a `Float64Array` so that no value is boxed on the
+   * way to the encoder.
    *
-   * @param value - the number (an int32 when integral and in range, else a double, as js-bson writes it).
+   * @param values - the numbers.
+   * @param count - how many of them, from the first.
    */
-  appendNumber(value: number): void {
-    if (this.#mode !== Mode.regular) this.append(value);
-    else if (isInt32Number(value)) this.#regular.appendInt32(value);
-    else this.#regular.appendDouble(value);
+  appendNumbers(values: Float64Array, count: number): void {
+    if (this.#mode === Mode.regular) this.#regular.appendNumbers(values, count);
+    else for (let i = 0; i < count; i++) this.append(values[i]);
+  }
+
+  /**
+   * Append dates given as epoch milliseconds: {@link BSONColumnBuilder.appendDateMs} of each, in order.
+   *
+   * @param values - the times, epoch ms (integers).
+   * @param count - how many of them, from the first.
+   */
+  appendDatesMs(values: Float64Array, count: number): void {
+    if (this.#mode === Mode.regular) this.#regular.appendDates(values, count);
+    else for (let i = 0; i < count; i++) this.appendDateMs(values[i] as number);
   }
 
   /**

@@ -48,6 +48,17 @@ const f64 = new Float64Array(1);
 const f64Words = new Uint32Array(f64.buffer);
 const shortPrevious = new Uint8Array(8);
 
+/**
+ * An int32 view of a `Float64Array`'s buffer (word `2i` is value `i`'s low half), made again only when the
+ * array given is another: callers hand the same scratch array run after run.
+ */
+let words: Int32Array = new Int32Array(0);
+function wordsOf(values: Float64Array): Int32Array {
+  if (words.buffer !== values.buffer || words.byteOffset !== values.byteOffset)
+    words = new Int32Array(values.buffer, values.byteOffset, 2 * values.length);
+  return words;
+}
+
 /** Scaled doubles below this in magnitude take {@link EncodingState}'s int32 path (deltas below 2^31). */
 const kSmallScaled = 0x40000000;
 
@@ -588,19 +599,56 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   appendDouble(x: number): void {
     // The bytes as the element writer stores them, to compare with the previous value bit for bit.
     f64[0] = x;
-    const lo = f64Words[0] ?? 0;
-    const hi = f64Words[1] ?? 0;
+    this.#appendDoubleBits(f64Words[0] ?? 0, f64Words[1] ?? 0);
+  }
+
+  /**
+   * {@link EncodingState.appendDouble} of the double whose bits are `(hi:lo)`, given as int32s: what
+   * a call passes as small integers, where a double argument of a call that is not inlined is boxed.
+   */
+  #appendDoubleBits(lo: number, hi: number): void {
     let compressed = false;
     if (this.#prevType === BsonType.double) {
       if ((lo | 0) === this.#prevLo && (hi | 0) === this.#prevHi) {
         // A repeated value: a zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
-      } else compressed = this.#appendSmallDouble(x) || this.#appendDouble(x);
+      } else compressed = this.#appendSmallDouble(lo, hi) || this.#appendDouble(doubleFromBits(lo, hi));
     }
     this.#prevLo = lo | 0;
     this.#prevHi = hi | 0;
     if (!compressed) this.#writeLiteral(BsonType.double, 8);
+  }
+
+  /**
+   * Append numbers: each as {@link EncodingState.appendInt32} when it is an int32 (integral, in range,
+   * not -0), else as {@link EncodingState.appendDouble}; nothing is boxed on the way (see
+   * {@link #appendDoubleBits}).
+   *
+   * @param values - the numbers.
+   * @param count - how many of them, from the first.
+   */
+  appendNumbers(values: Float64Array, count: number): void {
+    const words = wordsOf(values);
+    for (let i = 0; i < count; i++) {
+      const x = values[i] as number;
+      if ((x | 0) === x && !(x === 0 && 1 / x < 0)) this.appendInt32(x);
+      else this.#appendDoubleBits(words[2 * i] as number, words[2 * i + 1] as number);
+    }
+  }
+
+  /**
+   * Append dates given as their `getTime()`: {@link EncodingState.appendDate} of each, in order, with
+   * nothing boxed on the way.
+   *
+   * @param values - the times.
+   * @param count - how many of them, from the first.
+   */
+  appendDates(values: Float64Array, count: number): void {
+    for (let i = 0; i < count; i++) {
+      const ms = values[i] as number;
+      this.#appendDateHalves(ms | 0, highHalf(ms) | 0);
+    }
   }
 
   /**
@@ -634,8 +682,13 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    */
   appendDate(ms: number): void {
     // An integer below 2^53 in magnitude: both halves are exact. NaN gives 0 in both.
-    const lo = ms >>> 0;
-    const hi = highHalf(ms);
+    this.#appendDateHalves(ms | 0, highHalf(ms) | 0);
+  }
+
+  /** {@link EncodingState.appendDate} of the time whose halves are `(hi:lo)`, given as int32s. */
+  #appendDateHalves(loBits: number, hiBits: number): void {
+    const lo = loBits >>> 0;
+    const hi = hiBits >>> 0;
     let compressed = false;
     if (this.#prevType === BsonType.date) {
       const d = shared.delta;
@@ -1029,7 +1082,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * sensor's readings with a few decimals). Leaves everything as the general path would; `false`, having
    * changed nothing, when the case does not apply.
    */
-  #appendSmallDouble(value: number): boolean {
+  #appendSmallDouble(lo: number, hi: number): boolean {
+    const value = doubleFromBits(lo, hi);
     const scale = this.#scaleIndex;
     const previous = this.#prevEncodedLo;
     if (

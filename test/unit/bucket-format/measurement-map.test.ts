@@ -281,6 +281,7 @@ describe('MeasurementMap', () => {
       'extra',
       'string',
       'date',
+      'object',
     );
     const number = fc.oneof(
       fc.integer({ min: -1000, max: 1000 }),
@@ -307,6 +308,7 @@ describe('MeasurementMap', () => {
             fields.forEach((f, j) => (m[f] = values[j]));
             if (k === 'string') m[fields[0]!] = `s${i}`;
             if (k === 'date') m[fields[0]!] = new Date(i);
+            if (k === 'object') m[fields[fields.length - 1]!] = { x: i, y: [i] };
             return m;
           });
           const map = new MeasurementMap('t', 'deferred');
