@@ -16,7 +16,7 @@ import type { Measurement } from './bucket-document.js';
 import type { DiffSink } from './bson-column/bsoncolumn-builder.js';
 import type { ColumnDiff, ColumnPreview, ColumnTails, DeferredColumns } from './column-tails.js';
 import { invariant } from '../util/invariant.js';
-import { foldSlot, kSlotDate, kSlotNumber } from './min-max-slots.js';
+import { foldSlot, kSlotDate, kSlotNumber, slotsOfRow } from './min-max-slots.js';
 import type { MinMaxSlots } from './min-max-slots.js';
 
 /**
@@ -409,6 +409,24 @@ export class MeasurementMap implements DeferredColumns {
       changed |= foldSlot(values, i, x, minChanged, maxChanged);
     }
     return changed;
+  }
+
+  /**
+   * The typed min/max slots of a bucket whose only measurement is the one this map kept, folded over the
+   * catalog's seed of the time field (see `min-max.ts`): from the values the map packed, when it packed
+   * them in column order (the time, then numbers) and the slots can hold them.
+   *
+   * @param timeField - the seed's field, which must be the map's first column.
+   * @param seedMin - the seed's minimum, epoch ms.
+   * @param seedMax - its maximum.
+   * @returns the slots, or `undefined` when the map holds another measurement, or this one otherwise.
+   */
+  firstSlots(timeField: string, seedMin: number, seedMax: number): MinMaxSlots | undefined {
+    const names = this.#names;
+    if (this.#count !== 1 || this.#keptCount !== 1 || names[0] !== timeField) return undefined;
+    const start = this.#kept[0] as number;
+    if (start < 0 || ~(this.#kept[1] as number) - start !== names.length) return undefined;
+    return slotsOfRow(names, this.#packedValues, start, seedMin, seedMax);
   }
 
   /**

@@ -72,6 +72,47 @@ export function slotsOf(
 }
 
 /**
+ * Slots of one measurement given as numbers in column order, a date (epoch ms) first and numbers after,
+ * folded over a first value of the date field: what {@link slotsOf} makes of a MinMax that held
+ * `[firstMin, firstMax]` in its first field and then folded the measurement.
+ *
+ * @param names - field names in column order (copied if kept).
+ * @param row - the values: the date at `start`, the numbers after it.
+ * @param start - where the measurement's values start in `row`.
+ * @param firstMin - the date field's minimum before the measurement, epoch ms.
+ * @param firstMax - its maximum.
+ * @returns the slots, or `undefined` when a number is `NaN` (no slot holds it).
+ */
+export function slotsOfRow(
+  names: ReadonlyArray<string>,
+  row: ReadonlyArray<number>,
+  start: number,
+  firstMin: number,
+  firstMax: number,
+): MinMaxSlots | undefined {
+  const n = names.length;
+  for (let i = 1; i < n; i++) if (Number.isNaN(row[start + i])) return undefined;
+  const values = new Array<number>(2 * n);
+  const time = row[start] as number;
+  values[0] = time < firstMin ? time : firstMin;
+  values[1] = time > firstMax ? time : firstMax;
+  let same = n === lastNames.length && names[0] === lastNames[0] && lastKinds[0] === kSlotDate;
+  for (let i = 1; i < n; i++) {
+    const x = row[start + i] as number;
+    values[2 * i] = x;
+    values[2 * i + 1] = x;
+    same &&= names[i] === lastNames[i] && lastKinds[i] === kSlotNumber;
+  }
+  if (!same) {
+    const kinds = new Uint8Array(n).fill(kSlotNumber);
+    kinds[0] = kSlotDate;
+    lastNames = names.slice();
+    lastKinds = kinds;
+  }
+  return { names: lastNames, kinds: lastKinds, values };
+}
+
+/**
  * The names and kinds of the slots made last, shared by the next slots with the same fields (neither ever
  * changes): the buckets of a collection mostly have the same fields, and a typed array costs about 180
  * bytes of heap whatever it holds.

@@ -301,8 +301,31 @@ export function updateMinMaxFromKept(
       mm.changed |= changed;
       return;
     }
-  }
+  } else if (enterSlotsFromKept(mm, map)) return;
   updateMinMax(mm, measurement, options);
+}
+
+/**
+ * A new bucket's MinMax, holding only the catalog's seed (the time field at the bucket's rounded start),
+ * goes to typed slots straight from the first measurement its map kept, when slots can hold it: what
+ * folding the measurement into the tree and taking the first snapshot leads to, without making a tree
+ * node per field first (most of what a bucket of a new series allocates).
+ *
+ * @returns whether it did (the measurement is folded).
+ */
+function enterSlotsFromKept(mm: MinMax, map: MeasurementMap): boolean {
+  const children = mm.root.children;
+  if (mm.snapshot !== undefined || children?.length !== 1) return false;
+  const seed = children[0] as MinMaxNode;
+  const { name, minValue, maxValue } = seed;
+  if (name === null || !(minValue instanceof Date) || !(maxValue instanceof Date)) return false;
+  const slots = map.firstSlots(name, minValue.getTime(), maxValue.getTime());
+  if (slots === undefined) return false;
+  mm.slots = slots;
+  mm.root.children = null;
+  mm.root.index = null;
+  mm.changed |= MIN_CHANGED | MAX_CHANGED;
+  return true;
 }
 
 /**
@@ -763,6 +786,17 @@ export function snapshotMinMax(mm: MinMax): MinMaxSnapshot {
     mm.snapshot = undefined;
   }
   return snapshot;
+}
+
+/**
+ * Let go of the last snapshot of a MinMax in typed slots (the next {@link snapshotMinMax} copies the
+ * slots afresh): for a bucket's first commit, whose document holds the documents the snapshot built, so
+ * that a bucket of one measurement holds them once (as when the tree moves to slots).
+ *
+ * @param mm - the MinMax.
+ */
+export function forgetSlotsSnapshot(mm: MinMax): void {
+  if (mm.slots !== undefined) mm.snapshot = undefined;
 }
 
 /**

@@ -21,7 +21,13 @@ import {
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { kNoTails } from '../bucket-format/column-tails.js';
 import type { ColumnDiff, DeferredColumns } from '../bucket-format/column-tails.js';
-import { snapshotMinMax, updateMinMax, updateMinMaxFromKept, viewMinMax } from '../bucket-format/min-max.js';
+import {
+  forgetSlotsSnapshot,
+  snapshotMinMax,
+  updateMinMax,
+  updateMinMaxFromKept,
+  viewMinMax,
+} from '../bucket-format/min-max.js';
 import type { MinMaxUpdateOptions } from '../bucket-format/min-max.js';
 import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
@@ -113,6 +119,7 @@ export function prepareCompressedWrite(
       data,
     });
     if (deferred) (document as { [kDeferredColumns]?: DeferredColumns })[kDeferredColumns] = map;
+    forgetSlotsSnapshot(bucket.minMax);
     return { kind: 'insert', bucketId, document };
   }
   let tails = kNoTails;

@@ -3,13 +3,16 @@ import { describe, expect, it } from 'vitest';
 
 import {
   createMinMax,
+  forgetSlotsSnapshot,
   maxDocument,
   minDocument,
   minMaxFromDocuments,
+  snapshotMinMax,
   takeUpdates,
   updateMinMax,
   type MinMax,
 } from '../../../src/bucket-format/min-max.js';
+import { slotsOf, slotsOfRow } from '../../../src/bucket-format/min-max-slots.js';
 
 /** Fold measurements into a fresh MinMax. */
 function fold(...docs: Array<Record<string, unknown>>): MinMax {
@@ -340,5 +343,64 @@ describe('takeUpdates and MongoDB $set field order', () => {
     // The server would apply a.b before a.c whatever the order written: the object goes whole.
     updateMinMax(other, { a: { x: 1, c: 2, b: 3 } });
     expect(takeUpdates(other).min).toEqual([{ path: ['a'], value: { x: 1, c: 2, b: 3 } }]);
+  });
+});
+
+describe('slotsOfRow', () => {
+  it('folds a row of a date and numbers over the date field’s earlier range, as slotsOf of the folded values', () => {
+    // Arrange: a row [time, a, b] in a larger array, and earlier ranges of the time below, around and above it.
+    const row = [99, 1_000, -0, 2.5];
+    const names = ['t', 'a', 'b'];
+    for (const [firstMin, firstMax] of [
+      [500, 600],
+      [900, 1_100],
+      [1_200, 1_300],
+    ] as const) {
+      // Act
+      const slots = slotsOfRow(names, row, 1, firstMin, firstMax);
+      // Assert
+      const expected = slotsOf(
+        names,
+        [new Date(Math.min(firstMin, 1_000)), -0, 2.5],
+        [new Date(Math.max(firstMax, 1_000)), -0, 2.5],
+      );
+      expect(slots?.values).toEqual(expected?.values);
+      expect(Object.is(slots?.values[2], -0)).toBe(true);
+      expect([...(slots?.kinds ?? [])]).toEqual([...(expected?.kinds ?? [])]);
+      expect(slots?.names).toEqual(names);
+    }
+  });
+
+  it('refuses a NaN, and does not share the caller’s names array', () => {
+    // Arrange
+    const names = ['t', 'x'];
+    // Act
+    const refused = slotsOfRow(names, [0, Number.NaN], 0, 0, 0);
+    const slots = slotsOfRow(names, [0, 1], 0, 0, 0);
+    names.push('y');
+    // Assert
+    expect(refused).toBeUndefined();
+    expect(slots?.names).toEqual(['t', 'x']);
+  });
+});
+
+describe('forgetSlotsSnapshot', () => {
+  it('makes the next snapshot of typed slots afresh, and leaves a tree’s as it is', () => {
+    // Arrange: a MinMax that moved to slots, and one that stays a tree (a string field).
+    const slots = fold({ t: new Date(0), v: 1 });
+    const tree = fold({ t: new Date(0), s: 'x' });
+    const firstSlots = snapshotMinMax(slots);
+    const firstTree = snapshotMinMax(tree);
+    updateMinMax(slots, { t: new Date(5), v: 2 });
+    const kept = snapshotMinMax(slots);
+    // Act
+    forgetSlotsSnapshot(slots);
+    forgetSlotsSnapshot(tree);
+    // Assert: nothing changed since, yet the slots' snapshot is a new one with the same documents.
+    expect(slots.slots).toBeDefined();
+    expect(snapshotMinMax(slots)).not.toBe(kept);
+    expect(snapshotMinMax(slots).max).toEqual({ t: new Date(5), v: 2 });
+    expect(snapshotMinMax(tree)).toBe(firstTree);
+    expect(firstSlots.min).toEqual({ t: new Date(0), v: 1 });
   });
 });
