@@ -747,7 +747,7 @@ export class MeasurementMap implements DeferredColumns {
     }
     const compressedSize = this.#compressedSize;
     try {
-      for (let i = 0; i < count; i++) this.#encodeKept(i);
+      if (!this.#encodeByColumn(count)) for (let i = 0; i < count; i++) this.#encodeKept(i);
       // The columns into the scratch array, handed out as they are: the caller copies them once, into
       // memory of its own kind (a new ArrayBuffer per read was most of a small bucket's preview).
       const sink = scratchSink;

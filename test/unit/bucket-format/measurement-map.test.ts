@@ -318,6 +318,16 @@ describe('MeasurementMap', () => {
           for (let r = 0; i < measurements.length; r++) {
             const end = Math.min(measurements.length, i + runs[r % runs.length]!);
             for (; i < end; i++) map.insertOne(measurements[i]!, undefined);
+            // Before the first run is encoded, a preview of its columns (which encodes nothing for good).
+            const preview = r === 0 ? map.previewColumns(i) : undefined;
+            preview?.ends.forEach((columnEnd, c) => {
+              const field = preview.names[c]!;
+              const values = measurements
+                .slice(0, i)
+                .map((m) => (Object.hasOwn(m, field) ? m[field] : undefined));
+              const bytes = preview.bytes.subarray(c === 0 ? 0 : preview.ends[c - 1], columnEnd);
+              expect(base64(bytes)).toBe(base64(BSONColumn.encode(values)));
+            });
             map.takeTails(i, (tails) => {
               for (const d of columnDiffsOf(tails)) {
                 stored.set(d.field, applyBinaryDiff(stored.get(d.field) ?? new Uint8Array(0), d));
