@@ -620,11 +620,7 @@ export class BucketCatalog {
       }
     }
     updateBucketMemoryUsage(this.#state, bucket);
-    coll.stats.inc('numCommits');
-    coll.stats.inc(inserted ? 'numBucketInserts' : 'numBucketUpdates');
-    if (batch.openedDueToMetadata) coll.stats.inc('numBucketsOpenedDueToMetadata');
-    coll.stats.inc('numMeasurementsCommitted', n);
-    coll.stats.inc('numMeasurementsGroupCommitted', n - stagedBy(batch, batch.claimedBy));
+    coll.stats.countCommit(inserted, batch.openedDueToMetadata, n, n - stagedBy(batch, batch.claimedBy));
     batch.result.resolve(
       inserted
         ? { kind: 'insert', bucketId: bucket.id.hex }

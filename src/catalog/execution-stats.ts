@@ -139,6 +139,22 @@ export class ExecutionStatsController {
   }
 
   /**
+   * Count one commit in both: `numCommits`, `numBucketInserts` or `numBucketUpdates`,
+   * `numBucketsOpenedDueToMetadata` when it applies, `numMeasurementsCommitted` and
+   * `numMeasurementsGroupCommitted`. What {@link ExecutionStatsController.inc} of each does, with each
+   * counter named: every commit counts these, and an increment by a name that varies is a lookup.
+   *
+   * @param inserted - whether the commit inserted its bucket (else it updated it).
+   * @param openedDueToMetadata - whether the bucket was opened for a new meta value.
+   * @param measurements - measurements committed.
+   * @param grouped - of those, the ones other writers staged.
+   */
+  countCommit(inserted: boolean, openedDueToMetadata: boolean, measurements: number, grouped: number): void {
+    countCommitIn(this.collection.counters, inserted, openedDueToMetadata, measurements, grouped);
+    countCommitIn(this.global.counters, inserted, openedDueToMetadata, measurements, grouped);
+  }
+
+  /**
    * Add `delta` (possibly negative) to the `numActiveBuckets` gauge of both.
    *
    * @param delta - change in the number of open plus archived buckets.
@@ -147,6 +163,22 @@ export class ExecutionStatsController {
     this.collection.numActiveBuckets += delta;
     this.global.numActiveBuckets += delta;
   }
+}
+
+/** {@link ExecutionStatsController.countCommit} in one set of counters. */
+function countCommitIn(
+  counters: Record<CounterName, number>,
+  inserted: boolean,
+  openedDueToMetadata: boolean,
+  measurements: number,
+  grouped: number,
+): void {
+  counters.numCommits++;
+  if (inserted) counters.numBucketInserts++;
+  else counters.numBucketUpdates++;
+  if (openedDueToMetadata) counters.numBucketsOpenedDueToMetadata++;
+  counters.numMeasurementsCommitted += measurements;
+  counters.numMeasurementsGroupCommitted += grouped;
 }
 
 /**
