@@ -46,16 +46,20 @@ function usesDeltaOfDelta(type: number): boolean {
 // low half), and for the bytes of a short previous value handed to a reader of bytes.
 const f64 = new Float64Array(1);
 const f64Words = new Uint32Array(f64.buffer);
+const f64Ints = new Int32Array(f64.buffer);
 const shortPrevious = new Uint8Array(8);
 
 /**
- * An int32 view of a `Float64Array`'s buffer (word `2i` is value `i`'s low half), made again only when the
- * array given is another: callers hand the same scratch array run after run.
+ * An int32 view of a `Float64Array` (word `2i` is value `i`'s low half), made again only when the array
+ * given is another: callers hand the same scratch array run after run.
  */
+let wordsOfArray: Float64Array | undefined;
 let words: Int32Array = new Int32Array(0);
 function wordsOf(values: Float64Array): Int32Array {
-  if (words.buffer !== values.buffer || words.byteOffset !== values.byteOffset)
+  if (wordsOfArray !== values) {
     words = new Int32Array(values.buffer, values.byteOffset, 2 * values.length);
+    wordsOfArray = values;
+  }
   return words;
 }
 
@@ -597,33 +601,37 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * @param x - the value.
    */
   appendDouble(x: number): void {
-    // The bytes as the element writer stores them, to compare with the previous value bit for bit.
     f64[0] = x;
-    this.#appendDoubleBits(f64Words[0] ?? 0, f64Words[1] ?? 0);
+    this.#appendDoubleAt(f64, f64Ints, 0);
   }
 
   /**
-   * {@link EncodingState.appendDouble} of the double whose bits are `(hi:lo)`, given as int32s: what
-   * a call passes as small integers, where a double argument of a call that is not inlined is boxed.
+   * {@link EncodingState.appendDouble} of `values[i]`, whose bits are `words[2i]` (low) and
+   * `words[2i + 1]` (high): the value and its bits are read where they lie, so that a double is neither
+   * boxed as the argument of a call that is not inlined nor read back from two halves just written (a
+   * store-to-load stall).
    */
-  #appendDoubleBits(lo: number, hi: number): void {
+  #appendDoubleAt(values: Float64Array, words: Int32Array, i: number): void {
+    // The bytes as the element writer stores them, to compare with the previous value bit for bit.
+    const lo = words[2 * i] as number;
+    const hi = words[2 * i + 1] as number;
     let compressed = false;
     if (this.#prevType === BsonType.double) {
-      if ((lo | 0) === this.#prevLo && (hi | 0) === this.#prevHi) {
+      if (lo === this.#prevLo && hi === this.#prevHi) {
         // A repeated value: a zero delta, which always fits.
         this.#b64.append(0, 0);
         compressed = true;
-      } else compressed = this.#appendSmallDouble(lo, hi) || this.#appendDouble(doubleFromBits(lo, hi));
+      } else compressed = this.#appendSmallDouble(values, i) || this.#appendDouble(values[i] as number);
     }
-    this.#prevLo = lo | 0;
-    this.#prevHi = hi | 0;
+    this.#prevLo = lo;
+    this.#prevHi = hi;
     if (!compressed) this.#writeLiteral(BsonType.double, 8);
   }
 
   /**
    * Append numbers: each as {@link EncodingState.appendInt32} when it is an int32 (integral, in range,
    * not -0), else as {@link EncodingState.appendDouble}; nothing is boxed on the way (see
-   * {@link #appendDoubleBits}).
+   * {@link #appendDoubleAt}).
    *
    * @param values - the numbers.
    * @param count - how many of them, from the first.
@@ -633,7 +641,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     for (let i = 0; i < count; i++) {
       const x = values[i] as number;
       if ((x | 0) === x && !(x === 0 && 1 / x < 0)) this.appendInt32(x);
-      else this.#appendDoubleBits(words[2 * i] as number, words[2 * i + 1] as number);
+      else this.#appendDoubleAt(values, words, i);
     }
   }
 
@@ -1082,8 +1090,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * sensor's readings with a few decimals). Leaves everything as the general path would; `false`, having
    * changed nothing, when the case does not apply.
    */
-  #appendSmallDouble(lo: number, hi: number): boolean {
-    const value = doubleFromBits(lo, hi);
+  #appendSmallDouble(values: Float64Array, i: number): boolean {
+    const value = values[i] as number;
     const scale = this.#scaleIndex;
     const previous = this.#prevEncodedLo;
     if (
