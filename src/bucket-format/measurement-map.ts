@@ -419,7 +419,8 @@ export class MeasurementMap implements DeferredColumns {
    * @param timeField - the seed's field, which must be the map's first column.
    * @param seedMin - the seed's minimum, epoch ms.
    * @param seedMax - its maximum.
-   * @returns the slots, or `undefined` when the map holds another measurement, or this one otherwise.
+   * @returns the slots, or `undefined` when the map holds more measurements, did not pack this one in
+   *   column order, or packed a value no slot holds (`NaN`).
    */
   firstSlots(timeField: string, seedMin: number, seedMax: number): MinMaxSlots | undefined {
     const names = this.#names;
