@@ -425,9 +425,8 @@ export class MeasurementMap implements DeferredColumns {
   firstSlots(timeField: string, seedMin: number, seedMax: number): MinMaxSlots | undefined {
     const names = this.#names;
     if (this.#count !== 1 || this.#keptCount !== 1 || names[0] !== timeField) return undefined;
-    const start = this.#kept[0] as number;
-    if (start < 0 || ~(this.#kept[1] as number) - start !== names.length) return undefined;
-    return slotsOfRow(names, this.#packedValues, start, seedMin, seedMax);
+    if (this.#inOrderWidth(0) !== names.length) return undefined;
+    return slotsOfRow(names, this.#packedValues, this.#kept[0] as number, seedMin, seedMax);
   }
 
   /**
@@ -464,13 +463,9 @@ export class MeasurementMap implements DeferredColumns {
    */
   #encodeByColumn(n: number): boolean {
     const kept = this.#kept;
-    const width = ~(kept[1] as number) - (kept[0] as number);
+    const width = this.#inOrderWidth(0);
     if (width < this.#builders.length) return false;
-    // An end not in column order is not complemented (see #kept), and gives no width.
-    for (let i = 0; i < n; i++) {
-      const start = kept[3 * i] as number;
-      if (start < 0 || ~(kept[3 * i + 1] as number) - start !== width) return false;
-    }
+    for (let i = 1; i < n; i++) if (this.#inOrderWidth(i) !== width) return false;
     const index = this.#startRow();
     while (this.#builders.length < width) this.#addBuilder(this.#builders.length);
     const builders = this.#builders;
@@ -485,6 +480,13 @@ export class MeasurementMap implements DeferredColumns {
     this.#lastSeen.fill(index + n - 1);
     this.#encoded = index + n;
     return true;
+  }
+
+  /** The columns of kept measurement `i` when it was packed in column order (see #kept), else -1. */
+  #inOrderWidth(i: number): number {
+    const start = this.#kept[3 * i] as number;
+    const keptEnd = this.#kept[3 * i + 1] as number;
+    return start >= 0 && keptEnd < 0 ? ~keptEnd - start : -1;
   }
 
   /** Encode kept measurement `i` (packed or as it is) into the columns' encoders. */

@@ -28,6 +28,7 @@ import {
 } from './simple8b-type-util.js';
 import type { Int64Halves } from '../../util/int64.js';
 import { add64, sub64 } from '../../util/int64.js';
+import { isInt32Number } from '../../util/bson-value.js';
 
 function uses128(type: number): boolean {
   return (
@@ -640,7 +641,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const words = wordsOf(values);
     for (let i = 0; i < count; i++) {
       const x = values[i] as number;
-      if ((x | 0) === x && !(x === 0 && 1 / x < 0)) this.appendInt32(x);
+      if (isInt32Number(x)) this.appendInt32(x);
       else this.#appendDoubleAt(values, words, i);
     }
   }
