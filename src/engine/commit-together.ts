@@ -127,30 +127,69 @@ export async function commitTogether(
  * The positions of `batches` in bucket-id order (the order batches are committed in, so that writers
  * holding several buckets never wait for each other in a cycle).
  *
- * Each batch's bucket id is read once: a comparison that followed batch, bucket, id and hex string on both
- * sides cost a few cache misses, and a call of a thousand series makes about ten thousand comparisons.
+ * A least-significant-digit radix sort on the ids' 12 bytes, skipping the bytes every id shares: a call's
+ * buckets mostly share their start time and differ in a few bytes of the counter. Each batch's bucket id
+ * is read once. A comparison sort cost about 90 ns per batch on a bulk load's call: its buckets, made
+ * stripe by stripe in an earlier call, come in 32 interleaved ascending runs.
  *
  * @param batches - batches of distinct buckets.
  * @returns their positions, in ascending order of bucket `_id`.
  */
 export function bucketIdOrder(batches: ReadonlyArray<WriteBatch>): number[] {
   const n = batches.length;
-  // Each id as two 48-bit numbers (exact in a double): the comparisons then read two typed arrays.
-  const high = new Float64Array(n);
-  const low = new Float64Array(n);
-  const order = new Array<number>(n);
+  // The id's bytes three at a time (`BucketId.order0..3`), four numbers per batch.
+  const keys = new Int32Array(4 * n);
+  // Per three-byte group, the bits in which some id differs from the first.
+  let differ0 = 0;
+  let differ1 = 0;
+  let differ2 = 0;
+  let differ3 = 0;
   for (let i = 0; i < n; i++) {
     const id = (batches[i] as WriteBatch).bucket.id;
-    high[i] = id.order0 * kTwo24 + id.order1;
-    low[i] = id.order2 * kTwo24 + id.order3;
-    order[i] = i;
+    keys[4 * i] = id.order0;
+    keys[4 * i + 1] = id.order1;
+    keys[4 * i + 2] = id.order2;
+    keys[4 * i + 3] = id.order3;
+    differ0 |= id.order0 ^ (keys[0] as number);
+    differ1 |= id.order1 ^ (keys[1] as number);
+    differ2 |= id.order2 ^ (keys[2] as number);
+    differ3 |= id.order3 ^ (keys[3] as number);
   }
-  return order.sort(
-    (a, b) => (high[a] as number) - (high[b] as number) || (low[a] as number) - (low[b] as number),
-  );
+  const differ = [differ0, differ1, differ2, differ3];
+  let order = new Int32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  let next = new Int32Array(n);
+  const starts = new Int32Array(256);
+  // Byte 11 (the last) first; each pass is stable, so earlier bytes decide ties of later ones.
+  for (let byte = 11; byte >= 0; byte--) {
+    const group = (byte / 3) | 0;
+    const shift = 8 * (2 - (byte % 3));
+    if ((((differ[group] as number) >>> shift) & 0xff) === 0) continue;
+    starts.fill(0);
+    for (let i = 0; i < n; i++) {
+      const b = ((keys[4 * i + group] as number) >>> shift) & 0xff;
+      starts[b] = (starts[b] as number) + 1;
+    }
+    for (let b = 0, at = 0; b < 256; b++) {
+      const count = starts[b] as number;
+      starts[b] = at;
+      at += count;
+    }
+    for (let k = 0; k < n; k++) {
+      const i = order[k] as number;
+      const b = ((keys[4 * i + group] as number) >>> shift) & 0xff;
+      next[starts[b] as number] = i;
+      starts[b] = (starts[b] as number) + 1;
+    }
+    const swap = order;
+    order = next;
+    next = swap;
+  }
+  // A plain array for the callers (`Array.from` of a typed array cost a third of the sort).
+  const positions: number[] = [];
+  for (let k = 0; k < n; k++) positions.push(order[k] as number);
+  return positions;
 }
-
-const kTwo24 = 2 ** 24;
 
 const kNotApplied: BucketWriteOutcome = Object.freeze({ kind: 'notApplied' });
 
