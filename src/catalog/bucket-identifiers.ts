@@ -5,7 +5,7 @@
  */
 import type { ObjectId } from 'bson';
 
-import { objectIdHex } from '../util/bson-value.js';
+import { bytesHex } from '../util/bson-value.js';
 
 /** Number of stripes of the catalog (`kNumStripes`, docs/mongodb-behaviour.md §0). */
 export const kNumberOfStripes = 32;
@@ -64,17 +64,22 @@ export function makeBucketKey(ns: string, metaKey: string): BucketKey {
  * @returns the id.
  */
 export function makeBucketId(ns: string, oid: ObjectId): BucketId {
+  // Read once: each read of `id` makes a buffer.
   const b = oid.id;
-  const three = (at: number): number => ((b[at] ?? 0) << 16) | ((b[at + 1] ?? 0) << 8) | (b[at + 2] ?? 0);
   return {
     ns,
     oid,
-    hex: objectIdHex(oid),
-    order0: three(0),
-    order1: three(3),
-    order2: three(6),
-    order3: three(9),
+    hex: bytesHex(b),
+    order0: threeBytes(b, 0),
+    order1: threeBytes(b, 3),
+    order2: threeBytes(b, 6),
+    order3: threeBytes(b, 9),
   };
+}
+
+/** Bytes `at..at + 2` of `b` as one big-endian number. */
+function threeBytes(b: Uint8Array, at: number): number {
+  return ((b[at] ?? 0) << 16) | ((b[at + 1] ?? 0) << 8) | (b[at + 2] ?? 0);
 }
 
 /**

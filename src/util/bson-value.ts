@@ -144,7 +144,17 @@ function unsupported(v: unknown): TimeseriesError {
  * @returns its 24 lowercase hex digits.
  */
 export function objectIdHex(oid: ObjectId): string {
-  const bytes = oid.id;
+  return bytesHex(oid.id);
+}
+
+/**
+ * {@link objectIdHex} of an ObjectId's bytes (`oid.id` makes a new buffer on every read: a caller that
+ * needs the bytes too reads them once).
+ *
+ * @param bytes - the 12 bytes.
+ * @returns their lowercase hex digits.
+ */
+export function bytesHex(bytes: Uint8Array): string {
   return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes)).toString('hex');
 }
 

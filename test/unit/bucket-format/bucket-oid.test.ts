@@ -19,6 +19,20 @@ describe('BucketIdGenerator', () => {
     expect(gen.next(0).toHexString()).toBe('00000000' + '0000000100000000');
   });
 
+  it('gives each id bytes of its own: an id kept keeps its value while more are made', () => {
+    // Arrange
+    const gen = new BucketIdGenerator(Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8]));
+    // Act
+    const first = gen.next(Date.parse('2024-10-04T10:14:00Z'));
+    const second = gen.next(0);
+    const firstBytes = Buffer.from(first.id).toString('hex');
+    gen.next(-60_000);
+    // Assert
+    expect(first.toHexString()).toBe('66ffbfe80102030405060708');
+    expect(firstBytes).toBe('66ffbfe80102030405060708');
+    expect(second.toHexString()).toBe('000000000102030405060709');
+  });
+
   it('wraps the 64-bit counter', () => {
     const gen = new BucketIdGenerator(new Uint8Array(8).fill(0xff));
     expect(gen.next(0).toHexString()).toBe('00000000ffffffffffffffff');
