@@ -86,6 +86,20 @@ describe('MemoryStorage', () => {
       fc.constantFrom(1.5, 'a', 'b', null, true),
       fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 2 }),
       fc.record({ x: fc.integer({ min: 0, max: 2 }) }),
+      // Objects of strings (the usual meta: tags), in either field order, beside near misses: a number
+      // where a string was, a nested object of strings, such objects inside an array.
+      fc.constantFrom(
+        { x: 'a', y: 'b' },
+        { y: 'b', x: 'a' },
+        { x: 'a' },
+        { x: 'a', y: 1 },
+        { x: 'a', y: new Int32(1) },
+        { x: 'a', y: Long.fromNumber(1) },
+        { x: 'a', y: Decimal128.fromString('1.0') },
+        { x: 'a', y: { z: 'c' } },
+        [{ x: 'a' }, 'a'],
+        {},
+      ),
     );
     await fc.assert(
       fc.asyncProperty(
