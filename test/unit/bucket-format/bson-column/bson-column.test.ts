@@ -42,6 +42,32 @@ describe('BSONColumn §4.1 real server vectors', () => {
   });
 });
 
+describe('BSONColumn: a double stream after a block is written (derived by hand from the rule)', () => {
+  // 2.50 (the literal), then 30 steps of +0.01: one ×100 block of thirty 2-bit deltas of +1 (selector 2,
+  // every slot 0b10). The next value does not fit that block, so the block is written; its last value,
+  // 2.80, needs no more than ×10, so the stream drops back to ×10 for what follows.
+  const head = Array.from({ length: 31 }, (_, i) => (250 + i) / 100);
+  const literal = '01 00 0000000000000440';
+  const thirtyPlusOne = 'a2aaaaaaaaaaaaaa';
+
+  it('drops to the smallest scale of the block\'s last value: a new ×10 control for 2.9, 3.1, 3.3', () => {
+    // Act
+    const hex = toHex(BSONColumn.encode([...head, 2.9, 3.1, 3.3]));
+    // Assert: 0xb0 (×100, one block), then 0xa0 (×10, one block): three 20-bit slots (selector 12) of
+    // +1, +2, +2 at ×10.
+    expect(hex).toBe(`${literal} b0 ${thirtyPlusOne} a0 2c00000400400000 00`.replace(/\s+/g, ''));
+    expect(bsonOf(BSONColumn.decode(fromHex(hex)))).toBe(bsonOf([...head, 2.9, 3.1, 3.3]));
+  });
+
+  it('stays at ×100 when the values after the block need it: one control of two blocks', () => {
+    // Act
+    const hex = toHex(BSONColumn.encode([...head, 2.91, 3.11, 3.31]));
+    // Assert: 0xb1 (×100, two blocks), the second three 20-bit slots of +11, +20, +20 at ×100.
+    expect(hex).toBe(`${literal} b1 ${thirtyPlusOne} 6c01002800800200 00`.replace(/\s+/g, ''));
+    expect(bsonOf(BSONColumn.decode(fromHex(hex)))).toBe(bsonOf([...head, 2.91, 3.11, 3.31]));
+  });
+});
+
 describe('BSONColumn §4.2 small vectors', () => {
   for (const vector of smallVectors) {
     it(`encodes ${vector.name}`, () => {
