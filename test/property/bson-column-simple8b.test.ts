@@ -12,6 +12,7 @@ import {
   decodeDouble,
   encodeDouble,
   kMemoryAsInteger,
+  mayEncodeAtSmallerScale,
   kScaleMultipliers,
   unzigzag64,
   zigzagDelta64,
@@ -317,5 +318,46 @@ describe('double scaling on halves matches the bigint formulas', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+
+  it('mayEncodeAtSmallerScale: a value it clears is encoded by no smaller scale', () => {
+    // Arrange: encoded values at scales 1 to 4, mostly int32 (the values it decides), near the int32
+    // bounds, multiples of powers of ten plus one, and values beyond int32 whose low half alone would
+    // mislead (3e9 is a multiple of ten; its low half as an int32 is not).
+    const out: Int64Halves = { lo: 0, hi: 0 };
+    const encodedValue = fc.oneof(
+      fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+      fc.integer({ min: -99_999, max: 99_999 }),
+      fc.constantFrom(2 ** 31 - 1, -(2 ** 31), 2 ** 31 - 10, -(2 ** 31) + 10, 1, -1, 5, -5),
+      fc
+        .tuple(fc.integer({ min: -21, max: 21 }), fc.constantFrom(10, 100, 1_000, 10_000, 1e8))
+        .map(([k, p]) => k * p + 1),
+      fc.integer({ min: -1e6, max: 1e6 }).map((k) => k * 1e4 + (k % 7 === 0 ? 3 : 0)),
+      fc.constantFrom(3e9, -3e9, 2 ** 32 + 10, 2 ** 31, -(2 ** 31) - 10),
+    );
+    let cleared = 0;
+    let encodedBelow = 0;
+    fc.assert(
+      fc.property(encodedValue, fc.integer({ min: 1, max: 4 }), (encoded, scale) => {
+        // Act
+        const halves: Int64Halves = { lo: 0, hi: 0 };
+        numberToInt64(encoded, halves);
+        const value = decodeDouble(halves.lo, halves.hi, scale);
+        let smallest = scale;
+        for (let i = scale - 1; i >= 0; i--) if (encodeDouble(value, i, out)) smallest = i;
+        // Assert: the value is encoded at its scale as `encoded`, and cleared only when no smaller scale
+        // encodes it.
+        expect(encodeDouble(value, scale, out) && int64ToNumber(out.lo, out.hi) === encoded).toBe(true);
+        if (!mayEncodeAtSmallerScale(halves.lo, halves.hi)) {
+          cleared++;
+          expect(smallest).toBe(scale);
+        }
+        if (smallest < scale) encodedBelow++;
+      }),
+      { numRuns: 3000 },
+    );
+    // Both outcomes were drawn.
+    expect(cleared).toBeGreaterThan(0);
+    expect(encodedBelow).toBeGreaterThan(0);
   });
 });

@@ -14,6 +14,7 @@ import type { ScaledDouble } from './simple8b-type-util.js';
 import {
   decodeDouble,
   encodeDouble,
+  mayEncodeAtSmallerScale,
   encodeObjectId,
   encodeString,
   highHalf,
@@ -1132,9 +1133,14 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     if (!builder.replaysUnchanged) return false;
     // The restart's smallest scale for the last value written is the current one when no smaller scale
     // encodes it (the current scale does: the block holds it).
+    const scale = this.#scaleIndex;
+    // The block's last value encoded at this scale tells, mostly, that no smaller scale encodes it.
+    if (scale !== kMemoryAsInteger && !mayEncodeAtSmallerScale(this.#blockEndLo, this.#blockEndHi)) {
+      return true;
+    }
     const last = this.#lastValueInPrevBlock;
     const v = shared.pending;
-    for (let i = 0; i < this.#scaleIndex; i++) if (encodeDouble(last, i, v)) return false;
+    for (let i = 0; i < scale; i++) if (encodeDouble(last, i, v)) return false;
     return true;
   }
 

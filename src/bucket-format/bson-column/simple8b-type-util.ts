@@ -153,6 +153,26 @@ export function decodeDouble(lo: number, hi: number, scaleIndex: number): number
   return int64ToNumber(lo, hi) / (kScaleMultipliers[scaleIndex] ?? 1);
 }
 
+/**
+ * Whether a double encoded as the int64 `(hi:lo)` at a scale with a multiplier (indices 0 to 4) may also be
+ * encoded at a smaller scale: `false` says it is not, without trying them (a double's scale restarts ask
+ * this after every block).
+ *
+ * A smaller scale encodes the value `v` only as an integer `k` with `k / m_i === v`; then `v * m` (the
+ * current multiplier `m` is `m_i` times a power of ten) lies within `|k * m / m_i| * 2^-52` of the integer
+ * `k * m / m_i`, which below 2^31 in magnitude rounds to it: the encoded value is that integer, a multiple
+ * of ten. Larger values are not decided here.
+ *
+ * @param lo - low half of the encoded value (int32 or uint32 form).
+ * @param hi - high half.
+ * @returns `false` when no smaller scale encodes the value; `true` when one may.
+ */
+export function mayEncodeAtSmallerScale(lo: number, hi: number): boolean {
+  const value = lo | 0;
+  // Outside the int32 range (the high half is not the low half's sign), not decided.
+  return (hi | 0) !== value >> 31 || value % 10 === 0;
+}
+
 /** Result slot of {@link scaleAndEncodeDouble}; reused, read it before the next call. */
 export interface ScaledDouble extends Int64Halves {
   /** The scale index used. */
