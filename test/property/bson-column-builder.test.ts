@@ -310,14 +310,32 @@ const numberSeries = fc
         weight: 1,
         arbitrary: fc.constantFrom(0, -0, 0.5, -0.5, 1.5e-9, -2.5e-5).map((value) => ({ values: [value] })),
       },
+      {
+        // A run of one step at one scale (blocks of equal deltas: RLE), of a value repeated (a zero step),
+        // or of a step whose values are now and then integers (an int32 in a run of doubles).
+        weight: 2,
+        arbitrary: fc
+          .tuple(
+            fc.integer({ min: 1, max: 300 }),
+            fc.constantFrom(0, 1, -1, 3, 7, 50, 100),
+            fc.constantFrom(10, 100, 1e4),
+          )
+          .map(([length, step, d]) => ({ length, step, d })),
+      },
     ),
     { maxLength: 400 },
   )
   .map((entries) => {
-    // A step of the walk, shown at its scale, or values of their own.
+    // A step of the walk, shown at its scale, a run of steps, or values of their own.
     let walk = 5000;
     return entries.flatMap((e) => {
       if ('values' in e) return e.values;
+      if ('length' in e) {
+        return Array.from({ length: e.length }, () => {
+          walk += e.step;
+          return walk / e.d;
+        });
+      }
       walk += e.step;
       return [walk / e.d];
     });

@@ -48,8 +48,17 @@ const value64: fc.Arbitrary<bigint> = fc.oneof(
   fc.constantFrom((1n << 64n) - 1n, (1n << 64n) - 2n, 1n << 63n),
 );
 
+/** Values below 2^32, as the encoder's runs of small double deltas give `appendFitting`. */
+const value32: fc.Arbitrary<number> = fc.oneof(
+  fc.nat({ max: 15 }),
+  fc.nat({ max: 1 << 20 }),
+  fc.tuple(fc.integer({ min: 1, max: 1 << 10 }), fc.nat({ max: 21 })).map(([v, s]) => (v << s) >>> 0),
+  fc.constantFrom(0, 2, 0xffffffff, 0x80000000, 2 ** 31 - 1),
+);
+
 type Op =
   | { readonly kind: 'append'; readonly value: bigint; readonly times: number }
+  | { readonly kind: 'fitting'; readonly values: ReadonlyArray<number> }
   | { readonly kind: 'skip'; readonly times: number }
   | { readonly kind: 'flush' }
   | { readonly kind: 'literal' };
@@ -67,9 +76,29 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({ kind: fc.constant('skip' as const), times: fc.constantFrom(1, 2, 150) }),
   },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('fitting' as const),
+      // Runs of one value too: blocks of equal values, where RLE may start.
+      values: fc.oneof(
+        fc.array(value32, { maxLength: 40 }),
+        fc.tuple(value32, fc.integer({ min: 1, max: 200 })).map(([v, n]) => new Array<number>(n).fill(v)),
+      ),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'flush' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'literal' as const }) },
 );
+
+/** Append `values` (below 2^32) by appendFitting, and each value it stops at by append. */
+function appendByFitting(b: Simple8bBuilder64, values: ReadonlyArray<number>): void {
+  const int32s = Int32Array.from(values, (v) => v | 0);
+  for (let at = 0; at < int32s.length; ) {
+    at = b.appendFitting(int32s, at, int32s.length);
+    if (at < int32s.length) expect(b.append((int32s[at++] as number) >>> 0, 0)).toBe(true);
+  }
+}
 
 describe('Simple8bBuilder64 writes what the bigint Simple8bBuilder writes', () => {
   it('same blocks, entries, delta sums, return values and state for any sequence of operations', () => {
@@ -101,6 +130,11 @@ describe('Simple8bBuilder64 writes what the bigint Simple8bBuilder writes', () =
             fast.flush();
             reference.resetAfterLiteral();
             fast.resetAfterLiteral();
+          } else if (o.kind === 'fitting') {
+            // The values one by one into the reference; into the fast builder by appendFitting, and each
+            // value it stops at by append.
+            for (const v of o.values) expect(reference.append(BigInt(v))).toBe(true);
+            appendByFitting(fast, o.values);
           } else {
             for (let i = 0; i < o.times; i++) {
               if (o.kind === 'skip') {
@@ -138,7 +172,8 @@ describe('Simple8bBuilder64 writes what the bigint Simple8bBuilder writes', () =
       else if (o.kind === 'literal') {
         b.flush();
         b.resetAfterLiteral();
-      } else {
+      } else if (o.kind === 'fitting') appendByFitting(b, o.values);
+      else {
         for (let i = 0; i < o.times; i++) {
           if (o.kind === 'skip') b.skip();
           else b.append(lo(o.value), hi(o.value));

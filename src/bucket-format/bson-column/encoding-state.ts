@@ -69,6 +69,14 @@ function wordsOf(values: Float64Array): Int32Array {
 const kSmallScaled = 0x40000000;
 
 /**
+ * Per value of a run (`EncodingState.#appendSmallRun`): its zigzagged delta and its encoded value. A run
+ * stops at a block to write, so most take a few values; longer runs are cut into pieces of this size.
+ */
+const kRunScratch = 64;
+const runDeltas = new Int32Array(kRunScratch);
+const runEncoded = new Int32Array(kRunScratch);
+
+/**
  * Scratch results of the halves helpers, shared by every state: a column builder lives as long as its
  * open bucket, so per-state scratch objects multiply the catalog's heap. Each is used by one method only
  * and read into locals before any call that could re-enter a state (the double restart recurses through
@@ -640,11 +648,98 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    */
   appendNumbers(values: Float64Array, count: number): void {
     const words = wordsOf(values);
-    for (let i = 0; i < count; i++) {
+    let i = 0;
+    while (i < count) {
+      const n = this.#smallRun(values, words, i, count);
+      // Values [i, i + n) have their deltas in runDeltas[0, n): each joins the pending block in one loop
+      // (appendFitting), or, when it would write a block or meet RLE, goes the general way (which gives
+      // it the same delta); the deltas after it hold while that left the scale and last encoded value
+      // as the run has them (a scale restart after the block may change both).
+      const scale = this.#scaleIndex;
+      let j = 0;
+      while (j < n) {
+        const taken = this.#b64.appendFitting(runDeltas, j, n);
+        if (taken > j) {
+          j = taken;
+          this.#tookRun(words, i + j - 1, runEncoded[j - 1] as number);
+          if (j === n) break;
+        }
+        this.#appendDoubleAt(values, words, i + j);
+        const encoded = runEncoded[j] as number;
+        j++;
+        if (
+          this.#scaleIndex !== scale ||
+          this.#prevEncodedLo !== encoded ||
+          this.#prevEncodedHi !== encoded >> 31
+        )
+          break;
+      }
+      i += j;
+      if (n > 0 || i === count) continue;
+      // A value no run takes, the general way: an int32, a literal, a scale to change.
       const x = values[i] as number;
       if (isInt32Number(x)) this.appendInt32(x);
       else this.#appendDoubleAt(values, words, i);
+      i++;
     }
+  }
+
+  /**
+   * The doubles from `values[from]` on that {@link #appendSmallDouble} (or a repeat of the previous value)
+   * would append at the current scale: their zigzagged deltas into `runDeltas` and encoded values into
+   * `runEncoded`, in one loop with the state in locals.
+   *
+   * @returns how many (0 when the state is not a small double stream).
+   */
+  #smallRun(values: Float64Array, words: Int32Array, from: number, count: number): number {
+    const scale = this.#scaleIndex;
+    let previous = this.#prevEncodedLo;
+    if (
+      this.#prevType !== BsonType.double ||
+      scale === kMemoryAsInteger ||
+      previous < -kSmallScaled ||
+      previous >= kSmallScaled ||
+      this.#prevEncodedHi !== previous >> 31
+    )
+      return 0;
+    const m = kScaleMultipliers[scale] as number;
+    let prevLo = this.#prevLo;
+    let prevHi = this.#prevHi;
+    const end = Math.min(count, from + kRunScratch);
+    let n = 0;
+    for (let i = from; i < end; i++, n++) {
+      const value = values[i] as number;
+      // An int32 is appended as one (a type change).
+      if (isInt32Number(value)) break;
+      const lo = words[2 * i] as number;
+      const hi = words[2 * i + 1] as number;
+      if (lo === prevLo && hi === prevHi) {
+        // A repeated value: a zero delta (its encoded value is the previous one).
+        runDeltas[n] = 0;
+        runEncoded[n] = previous;
+        continue;
+      }
+      const y = value * m;
+      if (!(y > -kSmallScaled && y < kSmallScaled)) break;
+      const r = y < 0 ? -Math.round(-y) : Math.round(y);
+      if (r / m !== value || (value === 0 && 1 / value < 0)) break;
+      const encoded = r | 0;
+      const delta = (encoded - previous) | 0;
+      runDeltas[n] = (delta << 1) ^ (delta >> 31);
+      runEncoded[n] = encoded;
+      previous = encoded;
+      prevLo = lo;
+      prevHi = hi;
+    }
+    return n;
+  }
+
+  /** After appendFitting took a run up to value `last`: the state the general path would have left. */
+  #tookRun(words: Int32Array, last: number, encoded: number): void {
+    this.#prevLo = words[2 * last] as number;
+    this.#prevHi = words[2 * last + 1] as number;
+    this.#prevEncodedLo = encoded;
+    this.#prevEncodedHi = encoded >> 31;
   }
 
   /**

@@ -803,6 +803,60 @@ export class Simple8bBuilder64 {
   }
 
   /**
+   * Append `values[from, to)` (each below 2^32, as int32) for as long as each goes where
+   * {@link Simple8bBuilder64.append} would put it without writing a block or touching RLE: stops before
+   * the first value that would write a block, start an RLE run, or meet an open one (the caller appends
+   * that one by `append`). One loop with the state in locals, for the encoder's runs of small deltas: most
+   * values of a run only join the pending block.
+   *
+   * @param values - the values, `>>> 0` read.
+   * @param from - first index.
+   * @param to - end index.
+   * @returns the index of the first value not appended.
+   */
+  appendFitting(values: Int32Array, from: number, to: number): number {
+    if (this.#rleCount > 0) return from;
+    const pending = this.#pending;
+    // An RLE run may start only on an empty block, on the value the decoder repeats.
+    const rleOpen =
+      this.#rleHi === 0 && this.#rleLo === this.lastWrittenLo && this.#rleHi === this.lastWrittenHi;
+    const rleLo = this.#rleLo;
+    let count = this.#count;
+    let max = this.#maxWidths;
+    let possible = this.#possible;
+    let lastValidType = this.#lastValidType;
+    let i = from;
+    for (; i < to; i++) {
+      const lo = (values[i] as number) >>> 0;
+      if (count === 0 && rleOpen && lo === rleLo) break;
+      // #fits, on locals: the first still possible type whose widths hold the block with this value.
+      const widths = maxWidths(max, valueWidths(lo, 0));
+      const limits = kWidthLimits[count + 1] ?? 0;
+      let t = 0;
+      while (t < kTypes) {
+        if ((possible & (1 << t)) !== 0) {
+          if (widthOf(widths, t) <= widthOf(limits, t)) break;
+          possible &= ~(1 << t);
+        }
+        t++;
+      }
+      // None: `append` writes a block first (its own #fits rules the same types out again).
+      if (t === kTypes) break;
+      lastValidType = t;
+      pending[2 * count] = lo | 0;
+      pending[2 * count + 1] = 0;
+      count++;
+      max = widths;
+    }
+    this.#count = count;
+    this.#maxWidths = max;
+    this.#fittingMaxWidths = max;
+    this.#possible = possible;
+    this.#lastValidType = lastValidType;
+    return i;
+  }
+
+  /**
    * Append `(hi:lo)`, or a missing value when both halves are all ones, `n` times: {@link Simple8bBuilder64.append} or
    * {@link Simple8bBuilder64.skip} each time, except that once an RLE run of that value is open the rest only add to its
    * count (a reopened column replays its RLE blocks, up to 1920 entries each).
