@@ -87,9 +87,10 @@ export interface Bucket {
   fieldNamesShared: boolean;
   /**
    * Column names staged in batches but not committed yet; made when the first one is staged (most buckets
-   * never have one after their first commit, and an empty set costs ~150 bytes per open bucket).
+   * never have one after their first commit, and an empty set costs ~150 bytes per open bucket). Never
+   * changed: replaced by a new set, so that new buckets staging the same names share one.
    */
-  uncommittedFieldNames: Set<string> | undefined;
+  uncommittedFieldNames: ReadonlySet<string> | undefined;
   /**
    * Batches not yet prepared (staging, or claimed and still accepting measurements), at most one per opId
    * they are staged under (0: shared by unordered writers). An array, not a map by opId: a bucket has
@@ -154,8 +155,8 @@ export type BucketInit = Pick<
   readonly schemaShared?: boolean;
   /** Measurements already in the stored document (a reopened bucket), 0 for a new one. */
   readonly committedMeasurements: number;
-  /** Columns of the stored document. */
-  readonly fieldNames: Iterable<string>;
+  /** Columns of the stored document (distinct names). */
+  readonly fieldNames: ReadonlyArray<string>;
 };
 
 /**
@@ -165,7 +166,8 @@ export type BucketInit = Pick<
  * @returns the bucket.
  */
 export function makeOpenBucket(init: BucketInit): Bucket {
-  const names = new Set(init.fieldNames);
+  // A new bucket has no columns: no set made to be dropped.
+  const empty = init.fieldNames.length === 0;
   return {
     id: init.id,
     key: init.key,
@@ -183,8 +185,8 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     sortedByTime: init.sortedByTime ?? true,
     numMeasurements: init.committedMeasurements,
     numCommittedMeasurements: init.committedMeasurements,
-    fieldNames: names.size === 0 ? kNoFieldNames : names,
-    fieldNamesShared: names.size === 0,
+    fieldNames: empty ? kNoFieldNames : new Set(init.fieldNames),
+    fieldNamesShared: empty,
     uncommittedFieldNames: undefined,
     openBatches: kNoOpenBatches,
     preparedBatch: undefined,

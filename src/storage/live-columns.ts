@@ -18,7 +18,7 @@ import type { ColumnPreview, ColumnTails, DeferredColumns } from '../bucket-form
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
 import { bufferView, cloneBsonValue, copyBytes } from '../util/bson-value.js';
-import { defineField, getOwnField } from '../util/safe-record.js';
+import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import type { StoredBucket } from './storage.js';
 
 /**
@@ -240,9 +240,19 @@ function skeletonOf(doc: StoredBucket): StoredBucket {
   const skeleton = withControlAndData(doc, kSkeletonControl, () => kNoData, kSame);
   // The catalog's control (its four fields in their order) is then one object shared by every skeleton,
   // as the empty data is: frozen, so that a write reaching one by mistake fails rather than changes all.
-  const control = skeleton.control as Record<string, unknown>;
-  if (Object.keys(control).join() === kSkeletonControlFields) skeleton.control = kSkeletonControl;
+  if (hasSkeletonFields(skeleton.control as Record<string, unknown>)) skeleton.control = kSkeletonControl;
   return skeleton;
+}
+
+/** Whether `control`'s own fields are exactly {@link kSkeletonControl}'s, in its order (no array made). */
+function hasSkeletonFields(control: Record<string, unknown>): boolean {
+  let i = 0;
+  for (const key in control) {
+    if (!hasOwnField(control, key)) continue;
+    if (key !== kSkeletonControlFields[i]) return false;
+    i++;
+  }
+  return i === kSkeletonControlFields.length;
 }
 
 /** What {@link skeletonOf} leaves of a document's control values (shared by the catalog's skeletons). */
@@ -252,7 +262,7 @@ const kSkeletonControl = Object.freeze({
   max: null,
   count: null,
 });
-const kSkeletonControlFields = Object.keys(kSkeletonControl).join();
+const kSkeletonControlFields: ReadonlyArray<string> = Object.keys(kSkeletonControl);
 const kNoData: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** The value itself: a stored document's fields, shared by the next document the storage keeps. */

@@ -45,6 +45,50 @@ describe.each([true, false])('committed columns (compressed: %s)', (compressed) 
     expect(catalog.serverStatus().memoryUsage).toBe(before);
   });
 
+  it('new buckets staging the same names share one uncommitted set, which no later staging or commit changes', async () => {
+    // Arrange: series a and b stage the same fields (in another order), c others.
+    const catalog = newTestCatalog({ parameters: { timeseriesAlwaysUseCompressedBuckets: compressed } });
+    const stageOf = (meta: string, fields: Record<string, unknown>, at = T0) =>
+      stage(catalog, catalog.newOpId(), {
+        measurement: { time: new Date(at), m: meta, ...fields },
+        timeMs: at,
+        metadata: makeBucketMetadata(meta),
+      });
+    const a = await stageOf('a', { v: 1, w: 2 });
+    const b = await stageOf('b', { w: 3, v: 4 });
+    const c = await stageOf('c', { v: 5, x: 6 });
+    const shared = a.bucket.uncommittedFieldNames;
+    // Act: a stages a field more (another writer's batch), then b's first batch commits.
+    await stageOf('a', { v: 1, w: 2, z: 3 }, T0 + 1000);
+    catalog.claimWriteBatchCommitRights(b);
+    await catalog.prepareCommit(b);
+    await catalog.finish(b);
+    // Assert
+    expect(b.bucket.uncommittedFieldNames).toBeUndefined();
+    expect(shared).toEqual(new Set(['time', 'v', 'w']));
+    expect(a.bucket.uncommittedFieldNames).toEqual(new Set(['time', 'v', 'w', 'z']));
+    expect(c.bucket.uncommittedFieldNames).toEqual(new Set(['time', 'v', 'x']));
+    expect(c.bucket.uncommittedFieldNames).not.toBe(shared);
+  });
+
+  it('two new buckets staging the same names hold the same set', async () => {
+    // Arrange
+    const catalog = newTestCatalog({ parameters: { timeseriesAlwaysUseCompressedBuckets: compressed } });
+    // Act
+    const a = await stage(catalog, catalog.newOpId(), {
+      ...item(T0, { v: 1 }),
+      metadata: makeBucketMetadata('a'),
+    });
+    const b = await stage(catalog, catalog.newOpId(), {
+      measurement: { time: new Date(T0), m: 'b', v: 2 },
+      timeMs: T0,
+      metadata: makeBucketMetadata('b'),
+    });
+    // Assert
+    expect(b.bucket).not.toBe(a.bucket);
+    expect(b.bucket.uncommittedFieldNames).toBe(a.bucket.uncommittedFieldNames);
+  });
+
   it("a new bucket's first commit shares the collection's names when its columns are the same", async () => {
     // Arrange: four series: two alike, one with another field, one with a field more.
     const catalog = newTestCatalog({ parameters: { timeseriesAlwaysUseCompressedBuckets: compressed } });

@@ -251,6 +251,30 @@ describe('LiveColumns', () => {
     expect([a.meta, b.meta]).toEqual([0, 1]);
   });
 
+  it('keeps the control of a document whose control fields are not the four, in order, as its own', () => {
+    // Arrange: first documents whose control has a field more, or its fields in another order.
+    const live = new LiveColumns();
+    const controls = [
+      { version: 2, min: { v: 1 }, max: { v: 1 }, count: 1, extra: 'kept' },
+      { version: 2, min: { v: 1 }, max: { v: 1 } },
+      { min: { v: 1 }, version: 2, max: { v: 1 }, count: 1 },
+    ];
+    // Act
+    const skeletons = controls.map((control) => {
+      const map = new MeasurementMap('t', 'deferred');
+      map.insertOne({ t: new Date(0), v: 1 }, undefined);
+      const id = new ObjectId();
+      return live.adopt(id.toHexString(), { _id: id, control, data: {} }, map);
+    });
+    // Assert: each keeps its own control fields, in its order (the values the live bucket holds aside).
+    expect(skeletons.map((d) => Object.keys(d.control as object))).toEqual([
+      ['version', 'min', 'max', 'count', 'extra'],
+      ['version', 'min', 'max'],
+      ['min', 'version', 'max', 'count'],
+    ]);
+    expect((skeletons[0]!.control as { extra: unknown }).extra).toBe('kept');
+  });
+
   it("a reader's previewed document owns its bytes: later previews do not change it", () => {
     // Arrange: two unread buckets of a few measurements each (their columns are previewed when read).
     const live = new LiveColumns();
