@@ -518,6 +518,9 @@ function packBlock(
   let offset = selector === 7 || selector === 8 ? 8 : 4;
   let wordLo = selector | (nibble << 4);
   let wordHi = 0;
+  if (type === ExtensionType.base && packBase32(pending, from, entries, width, offset, wordLo, trackSum)) {
+    return entries;
+  }
   let sumLo = 0;
   let sumHi = 0;
   for (let i = from; i < from + entries; i++, offset += width) {
@@ -566,6 +569,42 @@ function packBlock(
   packed.sumLo = sumLo;
   packed.sumHi = sumHi;
   return entries;
+}
+
+/**
+ * {@link packBlock} of a base-type block whose values are all below 2^32 (no skip: a skip's high half is
+ * all ones), the usual block of a stream of small deltas: the slots need no shifting, and the delta sum
+ * (each value unzigzags to an int32, at most 60 of them) is exact in a double. Fills {@link packed} (the
+ * sum only when `trackSum` is set, else 0) and returns `true`; `false`, having filled nothing, when a value
+ * is not below 2^32.
+ */
+function packBase32(
+  pending: ReadonlyArray<number>,
+  from: number,
+  entries: number,
+  width: number,
+  offset: number,
+  wordLo: number,
+  trackSum: boolean,
+): boolean {
+  let lo = wordLo;
+  let hi = 0;
+  let sum = 0;
+  for (let i = from; i < from + entries; i++, offset += width) {
+    if ((pending[2 * i + 1] ?? 0) !== 0) return false;
+    const slo = pending[2 * i] ?? 0;
+    // The value unzigzagged, as an int32.
+    sum += (slo >>> 1) ^ -(slo & 1);
+    if (offset < 32) {
+      lo |= slo << offset;
+      hi |= offset === 0 ? 0 : slo >>> (32 - offset);
+    } else hi |= slo << (offset - 32);
+  }
+  packed.lo = lo >>> 0;
+  packed.hi = hi >>> 0;
+  packed.sumLo = trackSum ? sum >>> 0 : 0;
+  packed.sumHi = trackSum ? Math.floor(sum / 4294967296) >>> 0 : 0;
+  return true;
 }
 
 /**
