@@ -94,7 +94,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 /** Append `values` (below 2^32) by appendFitting, and each value it stops at by append. */
 function appendByFitting(b: Simple8bBuilder64, values: ReadonlyArray<number>): void {
   const int32s = Int32Array.from(values, (v) => v | 0);
-  for (let at = 0; at < int32s.length; ) {
+  for (let at = 0; at < int32s.length;) {
     at = b.appendFitting(int32s, at, int32s.length);
     if (at < int32s.length) expect(b.append((int32s[at++] as number) >>> 0, 0)).toBe(true);
   }

@@ -50,7 +50,7 @@ describe('BSONColumn: a double stream after a block is written (derived by hand 
   const literal = '01 00 0000000000000440';
   const thirtyPlusOne = 'a2aaaaaaaaaaaaaa';
 
-  it('drops to the smallest scale of the block\'s last value: a new ×10 control for 2.9, 3.1, 3.3', () => {
+  it("drops to the smallest scale of the block's last value: a new ×10 control for 2.9, 3.1, 3.3", () => {
     // Act
     const hex = toHex(BSONColumn.encode([...head, 2.9, 3.1, 3.3]));
     // Assert: 0xb0 (×100, one block), then 0xa0 (×10, one block): three 20-bit slots (selector 12) of
