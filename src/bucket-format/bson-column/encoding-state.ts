@@ -14,12 +14,12 @@ import type { ScaledDouble } from './simple8b-type-util.js';
 import {
   decodeDouble,
   encodeDouble,
-  mayEncodeAtSmallerScale,
   encodeObjectId,
   encodeString,
   highHalf,
   kMemoryAsInteger,
   kScaleMultipliers,
+  mayEncodeAtSmallerScale,
   readUint128LE,
   scaleAndEncodeDouble,
   unzigzag64,
@@ -69,8 +69,8 @@ function wordsOf(values: Float64Array): Int32Array {
 const kSmallScaled = 0x40000000;
 
 /**
- * Per value of a run (`EncodingState.#appendSmallRun`): its zigzagged delta and its encoded value. A run
- * stops at a block to write, so most take a few values; longer runs are cut into pieces of this size.
+ * Per value of a run (`EncodingState.#smallRun`): its zigzagged delta and its encoded value. Longer runs
+ * are taken in pieces of this size.
  */
 const kRunScratch = 64;
 const runDeltas = new Int32Array(kRunScratch);

@@ -573,10 +573,10 @@ function packBlock(
 
 /**
  * {@link packBlock} of a base-type block whose values are all below 2^32 (no skip: a skip's high half is
- * all ones), the usual block of a stream of small deltas: the slots need no shifting, and the delta sum
- * (each value unzigzags to an int32, at most 60 of them) is exact in a double. Fills {@link packed} (the
- * sum only when `trackSum` is set, else 0) and returns `true`; `false`, having filled nothing, when a value
- * is not below 2^32.
+ * all ones), the usual block of a stream of small deltas: no slot is shifted for trailing zeros, and the
+ * delta sum (each value unzigzags to an int32, at most 60 of them) is exact in a double. Fills
+ * {@link packed} (the sum only when `trackSum` is set, else 0) and returns `true`; `false`, having filled
+ * nothing, when a value is not below 2^32.
  */
 function packBase32(
   pending: ReadonlyArray<number>,
@@ -596,8 +596,9 @@ function packBase32(
     // The value unzigzagged, as an int32.
     sum += (slo >>> 1) ^ -(slo & 1);
     if (offset < 32) {
+      // offset is at least 4 (the selector's bits come first).
       lo |= slo << offset;
-      hi |= offset === 0 ? 0 : slo >>> (32 - offset);
+      hi |= slo >>> (32 - offset);
     } else hi |= slo << (offset - 32);
   }
   packed.lo = lo >>> 0;
