@@ -672,9 +672,7 @@ function withUncommitted(
 ): ReadonlySet<string> {
   if (current === undefined) {
     const last = coll.lastNewFieldNames;
-    if (last !== undefined && last.size === added.length && added.every((name) => last.has(name))) {
-      return last;
-    }
+    if (last !== undefined && isUnionOf(last, kNoNames, added)) return last;
     const names = new Set(added);
     coll.lastNewFieldNames = names;
     return names;
@@ -949,6 +947,9 @@ export function addCommittedColumns(
   bucket.fieldNamesShared = true;
   coll.lastFieldNames = names;
 }
+
+/** No names (the committed names of a bucket without columns, for {@link isUnionOf}). */
+const kNoNames: ReadonlySet<string> = new Set();
 
 /** Whether `set` holds exactly the names of `names` and `added` (distinct names). */
 function isUnionOf(

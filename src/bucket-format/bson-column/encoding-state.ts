@@ -68,6 +68,23 @@ function wordsOf(values: Float64Array): Int32Array {
 /** Scaled doubles below this in magnitude take {@link EncodingState}'s int32 path (deltas below 2^31). */
 const kSmallScaled = 0x40000000;
 
+/** What {@link encodeSmall} returns for a value the int32 path does not take (its values are at most 2^30). */
+const kNotSmall = 0x7fffffff;
+
+/**
+ * `value` encoded at the scale multiplier `m` as `encodeDouble` encodes it (llround, exact at this scale,
+ * not -0, which no scale holds), when that lies below 2^30 in magnitude: the int32 path's values.
+ *
+ * @returns the encoded int32, or {@link kNotSmall}.
+ */
+function encodeSmall(value: number, m: number): number {
+  const y = value * m;
+  if (!(y > -kSmallScaled && y < kSmallScaled)) return kNotSmall;
+  const r = y < 0 ? -Math.round(-y) : Math.round(y);
+  if (r / m !== value || (value === 0 && 1 / value < 0)) return kNotSmall;
+  return r | 0;
+}
+
 /**
  * Per value of a run (`EncodingState.#smallRun`): its zigzagged delta and its encoded value. Longer runs
  * are taken in pieces of this size.
@@ -692,17 +709,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * @returns how many (0 when the state is not a small double stream).
    */
   #smallRun(values: Float64Array, words: Int32Array, from: number, count: number): number {
-    const scale = this.#scaleIndex;
+    if (this.#prevType !== BsonType.double || !this.#smallStream()) return 0;
     let previous = this.#prevEncodedLo;
-    if (
-      this.#prevType !== BsonType.double ||
-      scale === kMemoryAsInteger ||
-      previous < -kSmallScaled ||
-      previous >= kSmallScaled ||
-      this.#prevEncodedHi !== previous >> 31
-    )
-      return 0;
-    const m = kScaleMultipliers[scale] as number;
+    const m = kScaleMultipliers[this.#scaleIndex] as number;
     let prevLo = this.#prevLo;
     let prevHi = this.#prevHi;
     const end = Math.min(count, from + kRunScratch);
@@ -719,11 +728,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
         runEncoded[n] = previous;
         continue;
       }
-      const y = value * m;
-      if (!(y > -kSmallScaled && y < kSmallScaled)) break;
-      const r = y < 0 ? -Math.round(-y) : Math.round(y);
-      if (r / m !== value || (value === 0 && 1 / value < 0)) break;
-      const encoded = r | 0;
+      const encoded = encodeSmall(value, m);
+      if (encoded === kNotSmall) break;
       const delta = (encoded - previous) | 0;
       runDeltas[n] = (delta << 1) ^ (delta >> 31);
       runEncoded[n] = encoded;
@@ -1188,24 +1194,10 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * changed nothing, when the case does not apply.
    */
   #appendSmallDouble(values: Float64Array, i: number): boolean {
-    const value = values[i] as number;
-    const scale = this.#scaleIndex;
-    const previous = this.#prevEncodedLo;
-    if (
-      scale === kMemoryAsInteger ||
-      previous < -kSmallScaled ||
-      previous >= kSmallScaled ||
-      this.#prevEncodedHi !== previous >> 31
-    )
-      return false;
-    const m = kScaleMultipliers[scale] as number;
-    const y = value * m;
-    if (!(y > -kSmallScaled && y < kSmallScaled)) return false;
-    // As encodeDouble: llround, exact at this scale, and not -0 (which no scale holds).
-    const r = y < 0 ? -Math.round(-y) : Math.round(y);
-    if (r / m !== value || (value === 0 && 1 / value < 0)) return false;
-    const encoded = r | 0;
-    const delta = (encoded - previous) | 0;
+    if (!this.#smallStream()) return false;
+    const encoded = encodeSmall(values[i] as number, kScaleMultipliers[this.#scaleIndex] as number);
+    if (encoded === kNotSmall) return false;
+    const delta = (encoded - this.#prevEncodedLo) | 0;
     const builder = this.#b64;
     const before = builder.blocksWritten;
     // Below 2^32: a width every type holds, so the append cannot fail.
@@ -1215,6 +1207,20 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       this.#prevEncodedHi = encoded >> 31;
     } else this.#restartScaleAfterBlock();
     return true;
+  }
+
+  /**
+   * Whether the stream's next double may take the int32 path: a scale with a multiplier, and the previous
+   * encoded value below 2^30 in magnitude (so any delta to a value of the path fits 31 bits).
+   */
+  #smallStream(): boolean {
+    const previous = this.#prevEncodedLo;
+    return (
+      this.#scaleIndex !== kMemoryAsInteger &&
+      previous >= -kSmallScaled &&
+      previous < kSmallScaled &&
+      this.#prevEncodedHi === previous >> 31
+    );
   }
 
   /**
