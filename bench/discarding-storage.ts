@@ -6,7 +6,7 @@
  * measurements wait (and throws them away), so the catalog keeps what it keeps over `MemoryStorage`.
  */
 import { MemoryStorage } from '../src/index.js';
-import { deferredColumnsOf } from '../src/bucket-format/compressed-bucket.js';
+import { deferredFirstCommitOf } from '../src/bucket-format/compressed-bucket.js';
 import type { BucketWrite, BucketWriteOutcome, StoredBucket, StorageUpdateResult } from '../src/index.js';
 
 /** A `MemoryStorage` whose bucket writes succeed without storing anything. */
@@ -22,7 +22,7 @@ export class DiscardingStorage extends MemoryStorage {
   override commitWrites(_ns: string, writes: ReadonlyArray<BucketWrite>): Promise<BucketWriteOutcome[]> {
     for (const write of writes) {
       if (write.kind === 'insert') {
-        const deferred = deferredColumnsOf(write.document);
+        const deferred = deferredFirstCommitOf(write.document)?.columns;
         const count = Number((write.document.control as { count?: unknown }).count);
         if (deferred?.shouldDrain() === true) deferred.takeTails(count, discard);
       } else if (write.commit.format === 'compressed') {

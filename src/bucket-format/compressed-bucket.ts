@@ -46,36 +46,77 @@ export interface CompressedBucketInput {
  * @returns the document.
  */
 export function makeCompressedBucketDocument(input: CompressedBucketInput): Record<string, unknown> {
+  return bucketDocument(input, input.min, input.max, input.data);
+}
+
+/** A version-2 document of `input`'s id, meta and count, with these `control.min`, `control.max` and `data`. */
+function bucketDocument(
+  input: Omit<CompressedBucketInput, 'min' | 'max' | 'data'>,
+  min: Readonly<Record<string, unknown>> | null,
+  max: Readonly<Record<string, unknown>> | null,
+  data: Record<string, Binary>,
+): Record<string, unknown> {
   const doc: Record<string, unknown> = {
     _id: input.id,
     control: {
       version: kCompressedSortedVersion,
-      min: input.min,
-      max: input.max,
+      min,
+      max,
       // A JS integer: js-bson writes it as the int32 the server writes.
       count: input.count,
     },
   };
   if (input.hasMeta) doc.meta = input.normalizedMeta;
-  doc.data = input.data;
+  doc.data = data;
   return doc;
 }
 
 /**
- * Where a first commit's document carries its {@link DeferredColumns} for a storage that takes them (its
- * `data` is then empty until the storage fills it): a symbol, so that it is never a field of the document,
- * and the storage removes it when it stores the document.
+ * What a first commit's document carries for a storage that takes the columns when it needs them
+ * ({@link DeferredColumns}): the columns' source, and `control.min`/`control.max` as the commit's
+ * snapshot, which the storage keeps (and builds documents of only when the bucket is read).
+ */
+export interface DeferredFirstCommit {
+  /** Where the columns are. */
+  readonly columns: DeferredColumns;
+  /** `control.min` and `control.max` (possibly a view of the catalog's slots: copied by the storage). */
+  readonly minMax: MinMaxSnapshot;
+}
+
+/**
+ * Where a first commit's document carries its {@link DeferredFirstCommit}: a symbol, so that it is never a
+ * field of the document, and the storage removes it when it stores the document.
  */
 export const kDeferredColumns: unique symbol = Symbol('tsbuckets.deferredColumns');
 
 /**
- * The deferred columns a first commit's document carries, if any.
+ * A first commit's document for a storage that takes deferred columns: the fields of
+ * {@link makeCompressedBucketDocument}'s, in its order, but `control.min` and `control.max` `null` and
+ * `data` empty; the values are in `first`, which the document carries ({@link kDeferredColumns}). Nobody
+ * but that storage reads it: building the two documents of a bucket's first commit, only for the storage
+ * to keep its snapshot instead, was most of what a new bucket kept alive through a long insert call.
+ *
+ * @param input - id, meta and count.
+ * @param first - the columns and the min/max.
+ * @returns the document.
+ */
+export function makeDeferredBucketDocument(
+  input: Omit<CompressedBucketInput, 'min' | 'max' | 'data'>,
+  first: DeferredFirstCommit,
+): Record<string, unknown> {
+  const doc = bucketDocument(input, null, null, {});
+  (doc as { [kDeferredColumns]?: DeferredFirstCommit })[kDeferredColumns] = first;
+  return doc;
+}
+
+/**
+ * The deferred columns and min/max a first commit's document carries, if any.
  *
  * @param doc - a bucket document to insert.
- * @returns the columns, or `undefined`.
+ * @returns what it carries, or `undefined`.
  */
-export function deferredColumnsOf(doc: object): DeferredColumns | undefined {
-  return (doc as { [kDeferredColumns]?: DeferredColumns })[kDeferredColumns];
+export function deferredFirstCommitOf(doc: object): DeferredFirstCommit | undefined {
+  return (doc as { [kDeferredColumns]?: DeferredFirstCommit })[kDeferredColumns];
 }
 
 /**

@@ -15,12 +15,12 @@ import type { ObjectId } from 'bson';
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import {
   kCompressedUnsortedVersion,
-  kDeferredColumns,
   makeCompressedBucketDocument,
+  makeDeferredBucketDocument,
 } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { kNoTails } from '../bucket-format/column-tails.js';
-import type { ColumnDiff, DeferredColumns } from '../bucket-format/column-tails.js';
+import type { ColumnDiff } from '../bucket-format/column-tails.js';
 import {
   forgetSlotsSnapshot,
   snapshotMinMax,
@@ -91,34 +91,39 @@ export function prepareCompressedWrite(
   // columns through the map (MeasurementMap.sizeBound), not per batch.
   const deferred = map.deferred;
   // A snapshot, not documents: a storage that keeps it until the bucket is read builds them only then. A
-  // storage taking deferred columns copies what it keeps (MinMaxSnapshot.kept): a later commit hands it a
-  // view of the slots, no copy.
-  const minMax = deferred && n > 0 ? viewMinMax(bucket.minMax) : snapshotMinMax(bucket.minMax);
+  // storage taking deferred columns copies what it keeps (MinMaxSnapshot.kept): it is handed a view of
+  // the slots, no copy.
+  const minMax = deferred ? viewMinMax(bucket.minMax) : snapshotMinMax(bucket.minMax);
   const bucketId = bucket.id.oid;
   const sizeBefore = map.compressedSize;
   if (n === 0) {
-    let data: Record<string, Binary> = {};
-    if (deferred) batch.createdColumns = map.takeNewColumns() ?? batch.createdColumns;
-    else {
-      const { diffs } = map.intermediate();
-      batch.compressedSizeDelta = map.compressedSize - sizeBefore;
-      const created: string[] = [];
-      for (const diff of diffs) if (diff.created) created.push(diff.field);
-      batch.createdColumns = created;
-      data = columnsOf(diffs);
-    }
-    const document = makeCompressedBucketDocument({
+    const input = {
       id: bucketId,
       hasMeta: bucket.hasMeta,
       // Each document gets its own copy: the normalised value is shared by the series' buckets. A copy,
       // not a second normalisation: the value is normalised already (its fields sorted).
       normalizedMeta: cloneBsonValue(bucket.normalizedMeta),
+      count: map.count,
+    };
+    if (deferred) {
+      batch.createdColumns = map.takeNewColumns() ?? batch.createdColumns;
+      return {
+        kind: 'insert',
+        bucketId,
+        document: makeDeferredBucketDocument(input, { columns: map, minMax }),
+      };
+    }
+    const { diffs } = map.intermediate();
+    batch.compressedSizeDelta = map.compressedSize - sizeBefore;
+    const created: string[] = [];
+    for (const diff of diffs) if (diff.created) created.push(diff.field);
+    batch.createdColumns = created;
+    const document = makeCompressedBucketDocument({
+      ...input,
       min: minMax.min,
       max: minMax.max,
-      count: map.count,
-      data,
+      data: columnsOf(diffs),
     });
-    if (deferred) (document as { [kDeferredColumns]?: DeferredColumns })[kDeferredColumns] = map;
     forgetSlotsSnapshot(bucket.minMax);
     return { kind: 'insert', bucketId, document };
   }

@@ -15,7 +15,7 @@
 import { Binary } from 'bson';
 
 import type { ColumnPreview, ColumnTails, DeferredColumns } from '../bucket-format/column-tails.js';
-import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import type { CompressedBucketCommit, DeferredFirstCommit } from '../bucket-format/compressed-bucket.js';
 import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
 import { bufferView, cloneBsonValue, copyBytes } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
@@ -179,24 +179,21 @@ export class LiveColumns {
   }
 
   /**
-   * Keep a first commit's document whose columns its source holds (its `data` is empty): the document is
-   * built when read.
+   * Keep a first commit's document whose columns and min/max come aside (its `data` is empty, its
+   * `control.min` and `control.max` are `null`): the document is built when read.
    *
    * @param key - the bucket's key in the namespace's documents.
    * @param doc - the stored document (version 2, `control.count` set).
-   * @param source - where the columns are.
+   * @param first - where the columns are, and the min/max.
    * @returns what the namespace keeps as the bucket's document until it is read: `doc` without the
    *   values the live bucket holds (see {@link skeletonOf}).
    */
-  adopt(key: string, doc: StoredBucket, source: DeferredColumns): StoredBucket {
+  adopt(key: string, doc: StoredBucket, first: DeferredFirstCommit): StoredBucket {
     const control = doc.control as Record<string, unknown>;
-    this.#buckets.set(key, {
+    const live: LiveBucket = {
       count: Number(control.count),
       version: control.version,
-      minMax: MinMaxSnapshot.ofDocuments(
-        control.min as Readonly<Record<string, unknown>>,
-        control.max as Readonly<Record<string, unknown>>,
-      ),
+      minMax: MinMaxSnapshot.kept(first.minMax, undefined),
       // No columns until the storage first takes some (a bucket read only through previews never does):
       // shared empty arrays until then (withColumnArrays).
       names: kNoNames,
@@ -205,10 +202,11 @@ export class LiveColumns {
       caps: kNoNumbers,
       lengths: kNoNumbers,
       shared: false,
-      source,
-    });
+      source: first.columns,
+    };
+    this.#buckets.set(key, live);
     this.#dirty.add(key);
-    if (source.shouldDrain()) take(this.#buckets.get(key) as LiveBucket);
+    if (first.columns.shouldDrain()) take(live);
     return skeletonOf(doc);
   }
 

@@ -6,7 +6,7 @@ import { update as applyUpdate } from 'mingo/updater';
 import type { PipelineStage } from 'mingo/updater';
 
 import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/bucket-document.js';
-import { deferredColumnsOf, kDeferredColumns } from '../bucket-format/compressed-bucket.js';
+import { deferredFirstCommitOf, kDeferredColumns } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
 import { defineField, hasOwnField } from '../util/safe-record.js';
@@ -130,15 +130,15 @@ export class MemoryStorage implements Storage {
     if (entry.docs.has(key)) throw duplicateKey(ns, key);
     // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
     indexMeta(entry, key, doc);
-    const deferred = deferredColumnsOf(doc);
-    if (deferred === undefined) {
+    const first = deferredFirstCommitOf(doc);
+    if (first === undefined) {
       entry.live.forget(key);
       entry.docs.set(key, doc);
       return;
     }
     // A first commit whose columns the catalog's encoders hold: kept (as a skeleton), filled in when read.
     Reflect.deleteProperty(doc, kDeferredColumns);
-    entry.docs.set(key, entry.live.adopt(key, doc, deferred));
+    entry.docs.set(key, entry.live.adopt(key, doc, first));
   }
 
   /**

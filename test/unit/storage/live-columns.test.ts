@@ -25,6 +25,15 @@ function firstDocument(map: MeasurementMap, id: ObjectId): StoredBucket {
   return { _id: id, control: { version: 2, min: {}, max: {}, count: map.count }, data };
 }
 
+/** What a deferred first commit carries aside: its columns' source and its min/max. */
+function deferredFirst(
+  map: MeasurementMap,
+  min: Record<string, unknown> = {},
+  max: Record<string, unknown> = {},
+): { columns: MeasurementMap; minMax: MinMaxSnapshot } {
+  return { columns: map, minMax: MinMaxSnapshot.ofDocuments(min, max) };
+}
+
 function commitOf(map: MeasurementMap, id: ObjectId, before: number, n: number): CompressedBucketCommit {
   return {
     format: 'compressed',
@@ -199,9 +208,13 @@ describe('LiveColumns', () => {
     const keys = maps.map((map, b) => {
       for (let i = 0; i < 3; i++) map.insertOne({ t: new Date(i * 1000), v: 10 * b + i }, undefined);
       const id = new ObjectId();
-      const doc: StoredBucket = { _id: id, control: { version: 2, min: {}, max: {}, count: 3 }, data: {} };
+      const doc: StoredBucket = {
+        _id: id,
+        control: { version: 2, min: null, max: null, count: 3 },
+        data: {},
+      };
       docs.set(id.toHexString(), doc);
-      live.adopt(id.toHexString(), doc, map);
+      live.adopt(id.toHexString(), doc, deferredFirst(map, { t: new Date(0), v: 10 * b }, { v: 10 * b + 2 }));
       return id.toHexString();
     });
     const decoded = (key: string, field: string): unknown[] => {
@@ -214,6 +227,12 @@ describe('LiveColumns', () => {
     // without an encoder; the second bucket was not read.
     expect(decoded(keys[0]!, 't')).toEqual([new Date(0), new Date(1000), new Date(2000)]);
     expect(decoded(keys[0]!, 'v')).toEqual([0, 1, 2]);
+    expect(docs.get(keys[0]!)!.control).toEqual({
+      version: 2,
+      min: { t: new Date(0), v: 0 },
+      max: { v: 2 },
+      count: 3,
+    });
     expect([maps[0]!.keptCount, maps[0]!.encodedColumns]).toEqual([3, 0]);
     expect((docs.get(keys[1]!) as { data: object }).data).toEqual({});
     // A full materialization previews the other one the same way.
@@ -234,12 +253,12 @@ describe('LiveColumns', () => {
       const id = new ObjectId();
       const doc = {
         _id: id,
-        control: { version: 2, min: { v: b }, max: { v: b }, count: 1 },
+        control: { version: 2, min: null, max: null, count: 1 },
         meta: b,
         data: {},
       };
       // Act
-      return live.adopt(id.toHexString(), doc, map);
+      return live.adopt(id.toHexString(), doc, deferredFirst(map, { v: b }, { v: b }));
     });
     // Assert: the fields in order, nothing of the first commit's control values kept, one shared control.
     const [a, b] = skeletons as [StoredBucket, StoredBucket];
@@ -255,16 +274,16 @@ describe('LiveColumns', () => {
     // Arrange: first documents whose control has a field more, or its fields in another order.
     const live = new LiveColumns();
     const controls = [
-      { version: 2, min: { v: 1 }, max: { v: 1 }, count: 1, extra: 'kept' },
-      { version: 2, min: { v: 1 }, max: { v: 1 } },
-      { min: { v: 1 }, version: 2, max: { v: 1 }, count: 1 },
+      { version: 2, min: null, max: null, count: 1, extra: 'kept' },
+      { version: 2, min: null, max: null },
+      { min: null, version: 2, max: null, count: 1 },
     ];
     // Act
     const skeletons = controls.map((control) => {
       const map = new MeasurementMap('t', 'deferred');
       map.insertOne({ t: new Date(0), v: 1 }, undefined);
       const id = new ObjectId();
-      return live.adopt(id.toHexString(), { _id: id, control, data: {} }, map);
+      return live.adopt(id.toHexString(), { _id: id, control, data: {} }, deferredFirst(map));
     });
     // Assert: each keeps its own control fields, in its order (the values the live bucket holds aside).
     expect(skeletons.map((d) => Object.keys(d.control as object))).toEqual([
@@ -283,8 +302,12 @@ describe('LiveColumns', () => {
       const map = new MeasurementMap('t', 'deferred');
       for (let i = 0; i < 3; i++) map.insertOne({ t: new Date(i * 1000), v: 10 * b + i }, undefined);
       const id = new ObjectId();
-      docs.set(id.toHexString(), { _id: id, control: { version: 2, min: {}, max: {}, count: 3 }, data: {} });
-      live.adopt(id.toHexString(), docs.get(id.toHexString())!, map);
+      docs.set(id.toHexString(), {
+        _id: id,
+        control: { version: 2, min: null, max: null, count: 3 },
+        data: {},
+      });
+      live.adopt(id.toHexString(), docs.get(id.toHexString())!, deferredFirst(map));
       return id.toHexString();
     });
     const values = (doc: StoredBucket | undefined): unknown[] => {
