@@ -230,16 +230,18 @@ export class LiveColumns {
  * A first commit's document as the namespace keeps it while its bucket is live and unread: its fields in
  * their order, but `control.version`, `min`, `max` and `count` as `null` and an empty `data`. Every read
  * rebuilds the document from the live bucket first (`materialize`), which takes only the field names
- * from it: keeping the first commit's `control.min` and `control.max` (objects, numbers, dates: about 700
- * bytes of heap for ten fields) until the bucket is first read would keep values that the next commit
- * already replaced.
+ * from it. Made in place: the storage owns the documents it is given.
  */
 function skeletonOf(doc: StoredBucket): StoredBucket {
-  const skeleton = withControlAndData(doc, kSkeletonControl, () => kNoData, kSame);
+  const control = doc.control as Record<string, unknown>;
   // The catalog's control (its four fields in their order) is then one object shared by every skeleton,
   // as the empty data is: frozen, so that a write reaching one by mistake fails rather than changes all.
-  if (hasSkeletonFields(skeleton.control as Record<string, unknown>)) skeleton.control = kSkeletonControl;
-  return skeleton;
+  if (hasSkeletonFields(control)) doc.control = kSkeletonControl;
+  else {
+    for (const name of kSkeletonControlFields) if (hasOwnField(control, name)) control[name] = null;
+  }
+  if (hasOwnField(doc, 'data')) doc.data = kNoData;
+  return doc;
 }
 
 /** Whether `control`'s own fields are exactly {@link kSkeletonControl}'s, in its order (no array made). */

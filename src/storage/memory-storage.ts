@@ -129,7 +129,7 @@ export class MemoryStorage implements Storage {
     const entry = this.#ns(ns);
     if (entry.docs.has(key)) throw duplicateKey(ns, key);
     // Indexed first: a document whose meta cannot be indexed is not stored (all or nothing).
-    indexMeta(entry, key, doc);
+    indexNewMeta(entry, key, doc);
     const first = deferredFirstCommitOf(doc);
     if (first === undefined) {
       entry.live.forget(key);
@@ -695,6 +695,19 @@ function stringsOnly(value: Record<string, unknown>): boolean {
 function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
   const keys = metaIndexKeys(doc);
   unindexMeta(entry, hex);
+  postMeta(entry, hex, keys);
+}
+
+/**
+ * File a new document (`hex` not in the namespace) in the meta index: nothing to take out first (a
+ * document leaves the index when it leaves the namespace).
+ */
+function indexNewMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
+  postMeta(entry, hex, metaIndexKeys(doc));
+}
+
+/** File `hex` under each of `keys`, and remember them for taking it out. */
+function postMeta(entry: MemoryNamespace, hex: string, keys: MetaKeys): void {
   if (typeof keys === 'string') post(entry.byMeta, keys, hex);
   else for (const key of keys) post(entry.byMeta, key, hex);
   entry.metaKeyOf.set(hex, keys);
