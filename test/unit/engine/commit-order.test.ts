@@ -13,13 +13,14 @@ function batchOf(bytes: Uint8Array): WriteBatch {
 
 describe('bucketIdOrder', () => {
   it('orders batches as their bucket ids compare as hex strings (byte order)', () => {
-    // Ids drawn from few byte values, so that ties on the first six bytes are common.
+    // Ids drawn from few byte values, so that ties on the first six bytes are common. Calls of up to 150
+    // batches, one after another: past the sort's first scratch (64) and back below it.
     const id = fc
       .uint8Array({ minLength: 12, maxLength: 12 })
       .map((b) => b.map((x) => (x % 3 === 0 ? 0 : x)));
     fc.assert(
       fc.property(
-        fc.uniqueArray(id, { maxLength: 40, selector: (b) => Buffer.from(b).toString('hex') }),
+        fc.uniqueArray(id, { maxLength: 150, size: 'max', selector: (b) => Buffer.from(b).toString('hex') }),
         (ids) => {
           // Arrange
           const batches = ids.map(batchOf);
@@ -55,5 +56,13 @@ describe('bucketIdOrder', () => {
       'ffffffffffff000000000000',
       'ffffffffffff000000000001',
     ]);
+  });
+
+  it('orders no batch and one batch without sorting', () => {
+    // Arrange
+    const one = [batchOf(Buffer.from('0123456789abcdef01234567', 'hex'))];
+    // Act and assert
+    expect(bucketIdOrder([])).toEqual([]);
+    expect(bucketIdOrder(one)).toEqual([0]);
   });
 });
