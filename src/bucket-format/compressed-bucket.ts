@@ -80,7 +80,7 @@ function bucketDocument(
 export interface DeferredFirstCommit {
   /** Where the columns are. */
   readonly columns: DeferredColumns;
-  /** `control.min` and `control.max` (possibly a view of the catalog's slots: copied by the storage). */
+  /** `control.min` and `control.max`, which the storage keeps (`MinMaxSnapshot.kept`: a view is copied). */
   readonly minMax: MinMaxSnapshot;
 }
 
