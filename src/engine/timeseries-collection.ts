@@ -176,6 +176,16 @@ export interface CollectionContext {
 }
 
 /**
+ * What each insert call's list of items (and of their positions) is copied from. Not a literal: V8 tracks
+ * the arrays an array literal makes and, once a young collection finds nearly all of them alive (one that
+ * falls inside a call does), allocates that literal's arrays in the old generation from then on
+ * ("allocation-site pretenuring"). There they died after their call, and the measurement copies they
+ * pointed to survived young collections until a full one: calls of 100 measurements (100 series) cost
+ * 3.0 µs of CPU per measurement instead of 2.2. A copy of an array is not tracked.
+ */
+const kNoItems: ReadonlyArray<never> = [];
+
+/**
  * A time-series collection of a {@link BucketEngine}. Obtain one with `engine.createCollection()` or
  * `engine.collection()`.
  *
@@ -312,8 +322,8 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     const ordered = checkInsertArguments(docs, options).ordered !== false;
     const { timeField, metaField } = this.#options;
     const writeErrors: WriteError[] = [];
-    const items: InsertItem[] = [];
-    const indexOf: number[] = [];
+    const items: InsertItem[] = kNoItems.slice();
+    const indexOf: number[] = kNoItems.slice();
     // One normalisation (a BSON serialisation) per distinct scalar meta value in the call; object metas
     // are looked up in the engine's cache, by the caller's object or its contents.
     const metaCache = new Map<unknown, BucketMetadata>();
