@@ -919,9 +919,10 @@ export function keyFor(ns: string, metadata: BucketMetadata): BucketKey {
 }
 
 /**
- * Add the columns a commit created to the bucket's field names: a shared set is copied first, and the
- * result is shared with the collection's last set when equal (the buckets of a collection mostly have
- * the same columns; a set of eleven names costs about 400 bytes).
+ * Add the columns a commit created to the bucket's field names, and take them out of its uncommitted
+ * names: a shared set is copied first, and the result is shared with the collection's last set when
+ * equal (the buckets of a collection mostly have the same columns; a set of eleven names costs about 400
+ * bytes).
  *
  * @param coll - the bucket's collection.
  * @param bucket - the bucket.
@@ -933,6 +934,7 @@ export function addCommittedColumns(
   created: ReadonlyArray<string>,
 ): void {
   if (created.length === 0) return;
+  bucket.uncommittedFieldNames = withoutCommitted(bucket.uncommittedFieldNames, created);
   const last = coll.lastFieldNames;
   // Compared before anything is built: a bucket whose names become the last set's takes that set.
   if (last !== undefined && isUnionOf(last, bucket.fieldNames, created)) {
@@ -946,6 +948,21 @@ export function addCommittedColumns(
   bucket.fieldNames = names;
   bucket.fieldNamesShared = true;
   coll.lastFieldNames = names;
+}
+
+/**
+ * A bucket's uncommitted names without the columns a commit created, as a new set (the set may be shared:
+ * see {@link withUncommitted}), or `undefined` when none is left: every new bucket stages its fields as
+ * uncommitted, and a set its first commit empties is dropped, not kept for the bucket's life.
+ */
+function withoutCommitted(
+  current: ReadonlySet<string> | undefined,
+  created: ReadonlyArray<string>,
+): ReadonlySet<string> | undefined {
+  if (current === undefined || isUnionOf(current, kNoNames, created)) return undefined;
+  const left = new Set<string>();
+  for (const name of current) if (!created.includes(name)) left.add(name);
+  return left.size === 0 ? undefined : left;
 }
 
 /** No names (the committed names of a bucket without columns, for {@link isUnionOf}). */

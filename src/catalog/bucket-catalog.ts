@@ -607,18 +607,6 @@ export class BucketCatalog {
       bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
     const created = batch.createdColumns;
     addCommittedColumns(coll, bucket, created);
-    // Every new bucket stages its fields as uncommitted; a set its commit empties is dropped, not kept for
-    // life. The set may be shared (see withUncommitted): what is left is a new one.
-    const uncommitted = bucket.uncommittedFieldNames;
-    if (uncommitted !== undefined && created.length > 0) {
-      if (uncommitted.size === created.length && created.every((name) => uncommitted.has(name))) {
-        bucket.uncommittedFieldNames = undefined;
-      } else {
-        const left = new Set<string>();
-        for (const name of uncommitted) if (!created.includes(name)) left.add(name);
-        bucket.uncommittedFieldNames = left.size === 0 ? undefined : left;
-      }
-    }
     updateBucketMemoryUsage(this.#state, bucket);
     coll.stats.countCommit(inserted, batch.openedDueToMetadata, n, n - stagedBy(batch, batch.claimedBy));
     batch.result.resolve(
