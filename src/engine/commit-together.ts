@@ -23,6 +23,15 @@ export interface SettleContext {
 /** A batch prepared for writing, with its write. */
 type Prepared = Exclude<PreparedCommit, { kind: 'aborted' }>;
 
+/**
+ * A prepared commit as the storage write it describes: the same object, not a copy per batch. A write is
+ * `kind` with the document or the commit; the prepared commit's `bucketId` beside them is not read. A
+ * bucket document is a record of fields (its interface only lacks the index signature).
+ */
+function asWrite(step: Prepared): BucketWrite {
+  return step as BucketWrite;
+}
+
 /** Whether a batch's published result is a failure that stops an ordered call (not a cleared bucket). */
 export function failedForGood(batch: WriteBatch): boolean {
   const result = batch.result;
@@ -91,11 +100,7 @@ export async function commitTogether(
     const step = prepared[i];
     if (step === undefined) continue;
     sent.push(i);
-    writes.push(
-      step.kind === 'insert'
-        ? { kind: 'insert', document: step.document as unknown as Record<string, unknown> }
-        : { kind: 'update', commit: step.commit },
-    );
+    writes.push(asWrite(step));
   }
   if (writes.length === 0) return;
   let outcomes: ReadonlyArray<BucketWriteOutcome>;
