@@ -668,22 +668,38 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     let i = 0;
     while (i < count) {
       const n = this.#smallRun(values, words, i, count);
-      // Values [i, i + n) have their deltas in runDeltas[0, n): each joins the pending block in one loop
-      // (appendFitting), or, when it would write a block or meet RLE, goes the general way (which gives
-      // it the same delta); the deltas after it hold while that left the scale and last encoded value
-      // as the run has them (a scale restart after the block may change both).
+      // Values [i, i + n) have their deltas in runDeltas[0, n): they join the builder in one loop
+      // (appendFitting) up to the first that writes a block, which then gets what #appendSmallDouble gives
+      // a value after a block (a repeat gets nothing, as #appendDoubleAt gives it); a value that would meet
+      // RLE goes the general way (which gives it the same delta). The deltas after either hold while the
+      // scale and last encoded value are as the run has them (a scale restart may change both).
       const scale = this.#scaleIndex;
       let j = 0;
       while (j < n) {
-        const taken = this.#b64.appendFitting(runDeltas, j, n);
+        const builder = this.#b64;
+        const blocks = builder.blocksWritten;
+        const taken = builder.appendFitting(runDeltas, j, n);
+        let encoded: number;
         if (taken > j) {
           j = taken;
-          this.#tookRun(words, i + j - 1, runEncoded[j - 1] as number);
-          if (j === n) break;
+          const last = i + j - 1;
+          encoded = runEncoded[j - 1] as number;
+          if (
+            builder.blocksWritten === blocks ||
+            runDeltas[j - 1] === 0 ||
+            this.#restartChangesNothing(builder)
+          ) {
+            this.#tookRun(words, last, encoded);
+            continue;
+          }
+          this.#prevLo = words[2 * last] as number;
+          this.#prevHi = words[2 * last + 1] as number;
+          this.#restartScaleAfterBlock();
+        } else {
+          this.#appendDoubleAt(values, words, i + j);
+          encoded = runEncoded[j] as number;
+          j++;
         }
-        this.#appendDoubleAt(values, words, i + j);
-        const encoded = runEncoded[j] as number;
-        j++;
         if (
           this.#scaleIndex !== scale ||
           this.#prevEncodedLo !== encoded ||
@@ -740,7 +756,10 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     return n;
   }
 
-  /** After appendFitting took a run up to value `last`: the state the general path would have left. */
+  /**
+   * After appendFitting took a run up to value `last` (with no scale restart after a block): the state the
+   * general path would have left.
+   */
   #tookRun(words: Int32Array, last: number, encoded: number): void {
     this.#prevLo = words[2 * last] as number;
     this.#prevHi = words[2 * last + 1] as number;

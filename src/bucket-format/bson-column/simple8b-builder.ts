@@ -843,11 +843,13 @@ export class Simple8bBuilder64 {
   }
 
   /**
-   * Append `values[from, to)` (each below 2^32, as int32) for as long as each goes where
-   * {@link Simple8bBuilder64.append} would put it without writing a block or touching RLE: stops before
-   * the first value that would write a block, start an RLE run, or meet an open one (the caller appends
-   * that one by `append`). One loop with the state in locals, for the encoder's runs of small deltas: most
-   * values of a run only join the pending block.
+   * Append `values[from, to)` (each below 2^32, as int32) as {@link Simple8bBuilder64.append} would, up to
+   * and including the first value that writes a block: the caller learns of each block (its
+   * `blocksWritten` moves) before the values after it go in. Stops before a value that would start an RLE
+   * run or meet an open one (the caller appends that one by `append`). One loop with the state in locals,
+   * for the encoder's runs of small deltas: most values only join the pending block, and the one that
+   * writes a block is appended here too, without going back through `append` to find again what the loop
+   * knows (its widths, that it fits no open block).
    *
    * @param values - the values, `>>> 0` read.
    * @param from - first index.
@@ -870,7 +872,8 @@ export class Simple8bBuilder64 {
       const lo = (values[i] as number) >>> 0;
       if (count === 0 && rleOpen && lo === rleLo) break;
       // #fits, on locals: the first still possible type whose widths hold the block with this value.
-      const widths = maxWidths(max, valueWidths(lo, 0));
+      const own = valueWidths(lo, 0);
+      const widths = maxWidths(max, own);
       const limits = kWidthLimits[count + 1] ?? 0;
       let t = 0;
       while (t < kTypes) {
@@ -880,8 +883,16 @@ export class Simple8bBuilder64 {
         }
         t++;
       }
-      // None: `append` writes a block first (its own #fits rules the same types out again).
-      if (t === kTypes) break;
+      if (t === kTypes) {
+        // None (every type is ruled out, as #fits rules them out): the rest of `#appendValue`.
+        this.#count = count;
+        this.#maxWidths = max;
+        this.#fittingMaxWidths = max;
+        this.#possible = possible;
+        this.#lastValidType = lastValidType;
+        this.#appendAfterBlocks(lo, 0, own, true);
+        return i + 1;
+      }
       lastValidType = t;
       pending[2 * count] = lo | 0;
       pending[2 * count + 1] = 0;
@@ -894,6 +905,24 @@ export class Simple8bBuilder64 {
     this.#possible = possible;
     this.#lastValidType = lastValidType;
     return i;
+  }
+
+  /**
+   * Append `(hi:lo)`, of `widths`, which fits no open block (no RLE run is open): write blocks until it
+   * fits, then, when `tryRle` allows, start an RLE run on it if the decoder would repeat it, else make it
+   * pending.
+   */
+  #appendAfterBlocks(lo: number, hi: number, widths: number, tryRle: boolean): void {
+    do this.#writeBlock(this.#lastValidType);
+    while (!this.#fits(widths));
+    if (tryRle && this.#count === 0 && lo === this.#rleLo && hi === this.#rleHi) {
+      this.#rleCount = 1;
+      return;
+    }
+    const p = this.#count++;
+    this.#pending[2 * p] = lo | 0;
+    this.#pending[2 * p + 1] = hi | 0;
+    this.#maxWidths = this.#fittingMaxWidths;
   }
 
   /**
@@ -1036,12 +1065,8 @@ export class Simple8bBuilder64 {
     const widths = isMissing(lo, hi) ? 0 : valueWidths(lo, hi);
     if (widths < 0) return false;
     if (!this.#fits(widths)) {
-      do this.#writeBlock(this.#lastValidType);
-      while (!this.#fits(widths));
-      if (tryRle && this.#count === 0 && lo === this.#rleLo && hi === this.#rleHi) {
-        this.#rleCount = 1;
-        return true;
-      }
+      this.#appendAfterBlocks(lo, hi, widths, tryRle);
+      return true;
     }
     const p = this.#count++;
     this.#pending[2 * p] = lo | 0;
