@@ -12,7 +12,7 @@ import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
-import { flatShapeOf, kNoFlatShape, matchesKnownShape } from './flat-shape.js';
+import { flatShapeOf, kNoFlatShape, matchesKnownShape, widenedFlatShape } from './flat-shape.js';
 import type { FlatShape } from './flat-shape.js';
 import { createSchema, sameSchema, startsFlatSchema, updateSchema } from '../bucket-format/schema.js';
 import type { Schema, SchemaUpdateOptions } from '../bucket-format/schema.js';
@@ -420,7 +420,7 @@ export function determineRolloverReason(
   }
   if (bucket.numMeasurements >= params.timeseriesBucketMaxCount) return 'count';
   const { metaField } = options;
-  // A compressed bucket that accepted this flat shape already: no new field, no schema change, no size.
+  // A compressed bucket that accepted these flat fields already: no new field, no schema change, no size.
   const known = bucket.measurementMap !== undefined && matchesKnownShape(bucket.knownShape, item, metaField);
   const change = known ? kNoChange : calculateBucketFieldsAndSizeChange(bucket, item.measurement, metaField);
   const limit = Math.min(params.timeseriesBucketMaxSize, kLargeMeasurementsMaxBucketSize);
@@ -443,12 +443,17 @@ export function determineRolloverReason(
   if (updateBucketSchema(bucket, item.measurement, skipOptions(metaField)) === 'incompatible') {
     return 'schemaChange';
   }
-  // One try per bucket: a bucket whose measurements change shape (sparse fields, strings) would otherwise
-  // build a shape for every measurement that no later one matches.
-  if (bucket.measurementMap !== undefined && bucket.knownShape === undefined) {
-    const shape = flatShapeOf(item.measurement, metaField, coll.lastShape);
-    if (shape !== undefined) coll.lastShape = shape;
-    bucket.knownShape = shape ?? kNoFlatShape;
+  // A shape from the first measurement checked, widened by later ones with fields it lacks (optional
+  // fields); a bucket whose first checked measurement is not flat (a string) keeps none, rather than
+  // trying again with every measurement.
+  const shape = bucket.knownShape;
+  if (bucket.measurementMap !== undefined && shape !== kNoFlatShape) {
+    const next =
+      shape === undefined
+        ? flatShapeOf(item.measurement, metaField, coll.lastShape)
+        : widenedFlatShape(shape, item.measurement, metaField, coll.lastShape);
+    if (next !== undefined) coll.lastShape = next;
+    bucket.knownShape = next ?? kNoFlatShape;
   }
   return change;
 }

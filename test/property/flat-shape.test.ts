@@ -4,7 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { createSchema, updateSchema } from '../../src/bucket-format/schema.js';
 import type { Schema, SchemaEntry } from '../../src/bucket-format/schema.js';
 import { calculateBucketFieldsAndSizeChange } from '../../src/catalog/bucket.js';
-import { flatShapeOf, kNoFlatShape, matchesFlatShape } from '../../src/catalog/flat-shape.js';
+import {
+  fitsFlatShape,
+  flatShapeOf,
+  kNoFlatShape,
+  matchesFlatShape,
+  widenedFlatShape,
+} from '../../src/catalog/flat-shape.js';
 import type { FlatShape } from '../../src/catalog/flat-shape.js';
 import { measurementArb, templatedStreamArb } from './measurement-arbitraries.js';
 
@@ -45,9 +51,11 @@ function newBucket(): BucketModel {
 }
 
 describe('flat shapes', () => {
-  it('a measurement matching the known shape adds no field, estimates nothing and leaves the schema as it is', () => {
-    // How often the shortcut was taken, over all runs: the property must exercise it.
+  it('a measurement fitting the known shape adds no field, estimates nothing and leaves the schema as it is', () => {
+    // How often the shortcut was taken, over all runs, and how often by a measurement with fewer fields
+    // than the shape (a shape widened, or fields left out): the property must exercise both.
     let matched = 0;
+    let partial = 0;
     fc.assert(
       fc.property(fc.oneof(stream, fc.array(measurement, { minLength: 1, maxLength: 30 })), (ms) => {
         let bucket = newBucket();
@@ -60,8 +68,9 @@ describe('flat shapes', () => {
             // Any map: the bucket is compressed.
             measurementMap: {} as never,
           };
-          if (matchesFlatShape(bucket.shape, m, 'm')) {
+          if (fitsFlatShape(bucket.shape, m, 'm')) {
             matched++;
+            if (!matchesFlatShape(bucket.shape, m, 'm')) partial++;
             const change = calculateBucketFieldsAndSizeChange(sizing, m, 'm');
             expect(change.sizeToBeAdded).toBe(0);
             expect(change.uncommittedEstimate).toBe(0);
@@ -78,8 +87,15 @@ describe('flat shapes', () => {
               for (const name of Object.keys(m)) if (name !== 'm') bucket.fieldNames.add(name);
             } else {
               for (const name of change.newFieldNames) bucket.fieldNames.add(name);
-              bucket.shape = flatShapeOf(m, 'm', lastShape);
-              if (bucket.shape !== undefined) lastShape = bucket.shape;
+              // As the catalog records and widens a bucket's shape.
+              if (bucket.shape !== kNoFlatShape) {
+                const next =
+                  bucket.shape === undefined
+                    ? flatShapeOf(m, 'm', lastShape)
+                    : widenedFlatShape(bucket.shape, m, 'm', lastShape);
+                if (next !== undefined) lastShape = next;
+                bucket.shape = next ?? kNoFlatShape;
+              }
             }
           }
           bucket.numMeasurements++;
@@ -88,6 +104,7 @@ describe('flat shapes', () => {
       { numRuns: 500 },
     );
     expect(matched).toBeGreaterThan(200);
+    expect(partial).toBeGreaterThan(20);
   });
 
   it('is shared when equal, and refused for values that are not numbers, dates or booleans', () => {
@@ -103,5 +120,26 @@ describe('flat shapes', () => {
     expect(matchesFlatShape(first, { ts: new Date(1), a: 1, b: true }, 'other')).toBe(false);
     // The shape of a bucket that has none matches nothing, not even a measurement without fields.
     expect(matchesFlatShape(kNoFlatShape, {}, undefined)).toBe(false);
+    expect(fitsFlatShape(kNoFlatShape, {}, undefined)).toBe(false);
+  });
+
+  it('fits measurements with some of its fields in any order, and widens by the fields a flat one adds', () => {
+    const shape = flatShapeOf({ ts: new Date(0), m: 'x', a: 1, b: true }, 'm', undefined) as FlatShape;
+    // Fewer fields, or another order: each name is the shape's, of its kind.
+    expect(fitsFlatShape(shape, { ts: new Date(1), a: 2 }, 'm')).toBe(true);
+    expect(fitsFlatShape(shape, { b: false, ts: new Date(1) }, 'm')).toBe(true);
+    // A name the shape lacks, a kind it does not have for the name, another metaField: no.
+    expect(fitsFlatShape(shape, { ts: new Date(1), c: 2 }, 'm')).toBe(false);
+    expect(fitsFlatShape(shape, { ts: new Date(1), a: true }, 'm')).toBe(false);
+    expect(fitsFlatShape(shape, { ts: new Date(1), a: 2 }, 'other')).toBe(false);
+    // Widened: the shape's names, then those the measurement adds; shared when the last shape has them.
+    const wide = widenedFlatShape(shape, { ts: new Date(2), c: 3, a: 4 }, 'm', shape);
+    expect(wide).toEqual({ names: ['ts', 'a', 'b', 'c'], kinds: [2, 1, 3, 1], metaField: 'm' });
+    expect(widenedFlatShape(shape, { c: 5, ts: new Date(3) }, 'm', wide)).toBe(wide);
+    expect(fitsFlatShape(wide, { c: 1, b: true, ts: new Date(4) }, 'm')).toBe(true);
+    // Nothing to add, a value that is not flat, a kind that differs: the shape as it was.
+    expect(widenedFlatShape(shape, { ts: new Date(2), a: 4 }, 'm', undefined)).toBe(shape);
+    expect(widenedFlatShape(shape, { ts: new Date(2), c: 'text' }, 'm', undefined)).toBe(shape);
+    expect(widenedFlatShape(shape, { ts: new Date(2), a: true, c: 1 }, 'm', undefined)).toBe(shape);
   });
 });

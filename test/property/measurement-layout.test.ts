@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-import { flatShapeOf, matchesFlatShape, matchesKnownShape } from '../../src/catalog/flat-shape.js';
+import { fitsFlatShape, flatShapeOf, matchesKnownShape } from '../../src/catalog/flat-shape.js';
 import type { FlatShape } from '../../src/catalog/flat-shape.js';
 import { copyMeasurement, makeWalk } from '../../src/util/bson-validation.js';
 import type { MeasurementLayout } from '../../src/util/bson-validation.js';
@@ -115,7 +115,7 @@ describe('measurement layouts', () => {
           }
           const item = { measurement: copy, layout: walk.layout };
           if (item.layout !== undefined && shape?.layout === item.layout) shortcuts++;
-          expect(matchesKnownShape(shape, item, 'm')).toBe(matchesFlatShape(shape, copy, 'm'));
+          expect(matchesKnownShape(shape, item, 'm')).toBe(fitsFlatShape(shape, copy, 'm'));
           shape ??= flatShapeOf(copy, 'm', undefined);
         }
       }),
