@@ -365,6 +365,10 @@ describe('BSONColumnBuilder.appendNumbers and appendDatesMs', () => {
   it('give the bytes of appending each value, whatever the column held before (objects too)', () => {
     const run = fc.oneof(
       numberSeries.map((values) => ({ dates: false, values })),
+      // Int32s: small steps, and jumps across the whole range (deltas beyond what zigzags in 32 bits).
+      fc
+        .array(fc.oneof(fc.integer({ min: -3, max: 3 }), fc.integer()), { maxLength: 60 })
+        .map((steps) => ({ dates: false, values: steps.map((x, i) => (i % 4 === 0 ? x : 1000 + x)) })),
       fc
         .array(fc.integer({ min: -8.64e15, max: 8.64e15 }), { maxLength: 60 })
         .map((values) => ({ dates: true, values })),

@@ -85,9 +85,13 @@ function encodeSmall(value: number, m: number): number {
   return r | 0;
 }
 
+/** The int32 range: an int32 run's deltas within it zigzag below 2^32. */
+const kMinInt32 = -0x80000000;
+const kMaxInt32 = 0x7fffffff;
+
 /**
- * Per value of a run (`EncodingState.#smallRun`): its zigzagged delta and its encoded value. Longer runs
- * are taken in pieces of this size.
+ * Per value of a run (`EncodingState.#smallRun`, `#appendInt32Run`): its zigzagged delta and its encoded
+ * value (an int32's is itself). Longer runs are taken in pieces of this size.
  */
 const kRunScratch = 64;
 const runDeltas = new Int32Array(kRunScratch);
@@ -667,6 +671,13 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     const words = wordsOf(values);
     let i = 0;
     while (i < count) {
+      if (this.#prevType === BsonType.int32) {
+        const taken = this.#appendInt32Run(values, i, count);
+        if (taken > 0) {
+          i += taken;
+          continue;
+        }
+      }
       const n = this.#smallRun(values, words, i, count);
       // Values [i, i + n) have their deltas in runDeltas[0, n): they join the builder in one loop
       // (appendFitting) up to the first that writes a block, which then gets what #appendSmallDouble gives
@@ -752,6 +763,40 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       previous = encoded;
       prevLo = lo;
       prevHi = hi;
+    }
+    return n;
+  }
+
+  /**
+   * The int32s from `values[from]` on whose delta to the one before zigzags below 2^32, appended to an
+   * int32 stream as {@link EncodingState.appendInt32} appends each: their deltas go to the builder in one
+   * loop (appendFitting), and a value that would meet RLE goes the general way.
+   *
+   * @returns how many were appended (0 when the first is not such an int32).
+   */
+  #appendInt32Run(values: Float64Array, from: number, count: number): number {
+    let previous = this.#prevLo;
+    const end = Math.min(count, from + kRunScratch);
+    let n = 0;
+    for (let i = from; i < end; i++, n++) {
+      const x = values[i] as number;
+      if (!isInt32Number(x)) break;
+      const delta = x - previous;
+      if (delta < kMinInt32 || delta > kMaxInt32) break;
+      runDeltas[n] = (delta << 1) ^ (delta >> 31);
+      runEncoded[n] = x;
+      previous = x;
+    }
+    let j = 0;
+    while (j < n) {
+      const taken = this.#b64.appendFitting(runDeltas, j, n);
+      if (taken > j) {
+        j = taken;
+        this.#prevLo = runEncoded[j - 1] as number;
+        continue;
+      }
+      this.appendInt32(values[from + j] as number);
+      j++;
     }
     return n;
   }
