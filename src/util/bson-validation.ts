@@ -106,6 +106,14 @@ export interface Walk {
   layoutWritten: boolean;
   /** The top-level field count of the measurement walked last; -1 when its layout is not tracked. */
   fields: number;
+  /**
+   * The copy made of the last date the walk met, and its time (`NaN` before the first): the next date of
+   * the same time gets the same copy. The copies are the engine's own, which it never changes (readers
+   * get copies of what is stored), and the measurements of one call mostly share their time (a bulk
+   * loader sends one tick of every series): one copy, not one per measurement, lives until the commit.
+   */
+  lastDate: Date | undefined;
+  lastDateMs: number;
 }
 
 /**
@@ -220,6 +228,8 @@ export function makeWalk(): Walk {
     layout: undefined,
     layoutWritten: false,
     fields: -1,
+    lastDate: undefined,
+    lastDateMs: Number.NaN,
   };
 }
 
@@ -460,7 +470,11 @@ function copyObject(v: object, walk: Walk, depth: number, name: string): unknown
     if (Number.isNaN(t))
       throw new TimeseriesError('BadValue', `'${name}' is an invalid Date`, { field: name });
     walk.size += 8;
-    return new Date(t);
+    if (t === walk.lastDateMs) return walk.lastDate;
+    const copy = new Date(t);
+    walk.lastDate = copy;
+    walk.lastDateMs = t;
+    return copy;
   }
   const tag = (v as { _bsontype?: unknown })._bsontype;
   if (tag !== undefined) return copyBsonClass(v, tag, walk, depth, name);

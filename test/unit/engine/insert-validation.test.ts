@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, BulkWriteError } from '../../../src/index.js';
 
-async function setup(parameters: Record<string, number> = {}) {
+async function setup(parameters: Record<string, number | boolean> = {}) {
   const engine = new BucketEngine({ parameters });
   const coll = await engine.createCollection('c', { timeseries: { timeField: 't', metaField: 'm' } });
   return { engine, coll };
@@ -133,6 +133,38 @@ describe('insert validation', () => {
       { t: t(0), m: { site: 'n' }, nested: { x: 1 } },
     ]);
   });
+
+  it.each([true, false])(
+    'dates of one time in one call stay what they were, whatever the caller or a reader changes (compressed: %s)',
+    async (compressed) => {
+      // Arrange: two series at one time (a bulk loader's tick), and a nested date of the same time.
+      const { coll } = await setup({ timeseriesAlwaysUseCompressedBuckets: compressed });
+      const first = t(5);
+      const second = t(5);
+      const nested = { at: t(5) };
+      const pending = coll.insertMany(
+        [
+          { t: first, m: 'a', v: 1 },
+          { t: second, m: 'b', v: 2, nested },
+        ],
+        { ordered: false },
+      );
+      // Act: the caller changes its dates before the call returns, a reader changes what it read.
+      first.setTime(0);
+      nested.at.setTime(0);
+      await pending;
+      const [read] = await coll.find({ m: 'a' }).toArray();
+      (read?.t as Date).setTime(1);
+      second.setTime(2);
+      // Assert
+      const rows = await coll.find({}, { projection: { _id: 0 } }).toArray();
+      rows.sort((x, y) => String(x.m).localeCompare(String(y.m)));
+      expect(rows).toEqual([
+        { t: t(5), m: 'a', v: 1 },
+        { t: t(5), m: 'b', v: 2, nested: { at: t(5) } },
+      ]);
+    },
+  );
 
   it('an undefined field is stored as null, a type change like MongoDB', async () => {
     const { coll } = await setup();
