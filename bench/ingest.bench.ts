@@ -261,6 +261,32 @@ export async function runIngestBench(quick: boolean): Promise<void> {
     });
   }
 
+  // 2b. Call size: the same measurements in larger calls (the default format only).
+  heading('call size: TSBS cpu-only, 1 000 series, 100 000 measurements in calls of 1 000 to 20 000');
+  const sizedDocs = tsbsCpuOnly(1000, quick ? 40_000 : 100_000);
+  const sizedFormat = formats[0]!;
+  for (const size of [1_000, 5_000, 10_000, 20_000]) {
+    const calls = callsOf(sizedDocs, size);
+    const [ours, bson] = await compare(
+      [
+        {
+          name: sizedFormat.name,
+          run: async () => {
+            await ingest(sizedFormat, calls, 'tags');
+            return sizedDocs.length;
+          },
+        },
+        serializeEach(sizedDocs),
+      ],
+      quick ? 1 : 3,
+    );
+    const nsPer = (ours!.medianMs * 1e6) / sizedDocs.length;
+    record({ chart: 'callSize', series: sizedFormat.name, x: size, y: nsPer, unit: 'ns per measurement' });
+    console.log(
+      `  calls of ${String(size).padStart(6)}: ${sizedFormat.name} ${nsPer.toFixed(0)} ns (${ratio(ours!.perSecond / bson!.perSecond)} serialize)`,
+    );
+  }
+
   // 3. vs the classic bucket pattern.
   heading('vs the classic $inc/$push bucket pattern (TSBS, 100 hosts)');
   const classicDocs = tsbsCpuOnly(100, quick ? 5_000 : 20_000);
