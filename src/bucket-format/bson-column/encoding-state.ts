@@ -85,10 +85,6 @@ function encodeSmall(value: number, m: number): number {
   return r | 0;
 }
 
-/** The int32 range: an int32 run's deltas within it zigzag below 2^32. */
-const kMinInt32 = -0x80000000;
-const kMaxInt32 = 0x7fffffff;
-
 /**
  * Per value of a run (`EncodingState.#smallRun`, `#appendInt32Run`): its zigzagged delta and its encoded
  * value (an int32's is itself). Longer runs are taken in pieces of this size.
@@ -782,7 +778,8 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
       const x = values[i] as number;
       if (!isInt32Number(x)) break;
       const delta = x - previous;
-      if (delta < kMinInt32 || delta > kMaxInt32) break;
+      // A delta that is itself an int32 zigzags below 2^32.
+      if ((delta | 0) !== delta) break;
       runDeltas[n] = (delta << 1) ^ (delta >> 31);
       runEncoded[n] = x;
       previous = x;
