@@ -126,8 +126,8 @@ export interface BucketMetadataCacheOptions {
  */
 export class BucketMetadataCache {
   readonly #cache: LRUCache<ScalarMeta, BucketMetadata>;
-  readonly #objects = new WeakMap<object, BucketMetadata>();
-  readonly #contents: LRUCache<number, BucketMetadata>;
+  readonly #objects = new WeakMap<object, KnownMeta>();
+  readonly #contents: LRUCache<number, KnownMeta>;
 
   /**
    * @param options - entry and byte limits.
@@ -141,10 +141,10 @@ export class BucketMetadataCache {
     });
     // The normalised meta is about as large as its key (one latin1 char per BSON byte), and the
     // hash is a number.
-    this.#contents = new LRUCache<number, BucketMetadata>({
+    this.#contents = new LRUCache<number, KnownMeta>({
       max: options.max ?? 10_000,
       maxSize: options.maxSize ?? 16 * 1024 * 1024,
-      sizeCalculation: (metadata) => 64 + 4 * metadata.key.length,
+      sizeCalculation: (known) => 64 + 4 * known.metadata.key.length,
     });
   }
 
@@ -167,17 +167,18 @@ export class BucketMetadataCache {
       if (!isPlainObject(meta)) return makeBucketMetadata(meta);
       const key = typeof identity === 'object' && identity !== null ? identity : meta;
       const cached = this.#objects.get(key);
-      if (cached !== undefined && sameSimpleValue(meta, cached.normalizedMeta)) return cached;
+      if (cached !== undefined && holds(meta, cached)) return cached.metadata;
       // A fresh object with the contents of a known meta (or a known object changed back and forth).
       const hash = contentHash(meta);
       if (hash >= 0) {
         const known = this.#contents.get(hash);
-        if (known !== undefined && sameSimpleValue(meta, known.normalizedMeta)) return known;
+        if (known !== undefined && holds(meta, known)) return known.metadata;
       }
       const metadata = makeBucketMetadata(meta);
       if (hash >= 0) {
-        this.#objects.set(key, metadata);
-        this.#contents.set(hash, metadata);
+        const known = knownMeta(metadata, meta);
+        this.#objects.set(key, known);
+        this.#contents.set(hash, known);
       }
       return metadata;
     }
@@ -200,12 +201,85 @@ export class BucketMetadataCache {
    */
   known(meta: object): BucketMetadata | undefined {
     const cached = this.#objects.get(meta);
-    if (cached !== undefined && sameSimpleValue(meta, cached.normalizedMeta)) return cached;
+    if (cached !== undefined && holds(meta, cached)) return cached.metadata;
     const hash = isPlainObject(meta) ? contentHash(meta) : -1;
     if (hash < 0) return undefined;
     const known = this.#contents.get(hash);
-    return known !== undefined && sameSimpleValue(meta, known.normalizedMeta) ? known : undefined;
+    return known !== undefined && holds(meta, known) ? known.metadata : undefined;
   }
+}
+
+/**
+ * A meta object's series as the cache keeps it: with, when every field of the object it was made from is
+ * a scalar (a string, number, boolean or null: tags, mostly), those fields as they came (names and values
+ * in the object's order, `undefined` ones left out), so that an object holding the same fields in the
+ * same order (the same object sent again, or one built alike) is recognised by comparing each field with
+ * the one at its position, instead of looking each name up in the normalised meta (whose fields are
+ * sorted, so mostly in another order).
+ */
+interface KnownMeta {
+  readonly metadata: BucketMetadata;
+  /** The fields' names in the object's order, or `undefined` when a value is not a scalar. */
+  readonly names: ReadonlyArray<string> | undefined;
+  /** The fields' values, at the same positions. */
+  readonly values: ReadonlyArray<unknown>;
+}
+
+/**
+ * The names of the last entry made: the next entry with the same names shares them (an ingester's meta
+ * objects mostly have the same fields, and an entry is kept per series).
+ */
+let lastNames: ReadonlyArray<string> = [];
+const kNoValues: ReadonlyArray<unknown> = Object.freeze([]);
+
+/** Where {@link knownMeta} collects an object's fields (reused; the entry keeps copies of its length). */
+const scratchNames: string[] = [];
+const scratchValues: unknown[] = [];
+
+/** The entry of `metadata`, made from `meta` (a validated meta object): see {@link KnownMeta}. */
+function knownMeta(metadata: BucketMetadata, meta: Record<string, unknown>): KnownMeta {
+  scratchNames.length = 0;
+  scratchValues.length = 0;
+  for (const name in meta) {
+    if (!hasOwnField(meta, name)) continue;
+    const value = meta[name];
+    if (value === undefined) continue;
+    if (typeof value === 'object' && value !== null) return { metadata, names: undefined, values: kNoValues };
+    scratchNames.push(name);
+    scratchValues.push(value);
+  }
+  const n = scratchNames.length;
+  if (n !== lastNames.length || scratchNames.some((name, i) => name !== lastNames[i])) {
+    lastNames = scratchNames.slice();
+  }
+  return { metadata, names: lastNames, values: scratchValues.slice() };
+}
+
+/**
+ * Whether `meta` (a meta object as given) normalises to the entry's normalised meta: it has the fields the
+ * entry was made from, in their order (each value the same by `Object.is`, as {@link sameSimpleValue}
+ * compares numbers), or failing that, the same fields in any order.
+ */
+function holds(meta: object, known: KnownMeta): boolean {
+  const names = known.names;
+  if (names !== undefined) {
+    const fields = meta as Record<string, unknown>;
+    const values = known.values;
+    let i = 0;
+    let same = true;
+    for (const name in fields) {
+      if (!hasOwnField(fields, name)) continue;
+      const value = fields[name];
+      if (value === undefined) continue;
+      if (names[i] !== name || !Object.is(value, values[i])) {
+        same = false;
+        break;
+      }
+      i++;
+    }
+    if (same && i === names.length) return true;
+  }
+  return sameSimpleValue(meta, known.metadata.normalizedMeta);
 }
 
 /** Scratch for the bits of a double in {@link contentHash} (one per module: hashing allocates nothing). */

@@ -225,6 +225,36 @@ describe('BucketMetadataCache', () => {
       { numRuns: 300 },
     );
   });
+  it('knows a meta object of scalars field by field in its order, and not once a field changes', () => {
+    const cache = new BucketMetadataCache();
+    const tags: Record<string, unknown> = { host: 'h1', zone: 0, up: true, rack: null };
+    const first = cache.get(tags);
+    expect(cache.known(tags)).toBe(first);
+    // The same fields in another order, or with a field holding undefined (dropped): the same series.
+    expect(cache.known({ zone: 0, host: 'h1', rack: null, up: true })).toBe(first);
+    tags.extra = undefined;
+    expect(cache.known(tags)).toBe(first);
+    Reflect.deleteProperty(tags, 'extra');
+    // -0 is a double and 0 an int32: another series, which the cache does not know.
+    tags.zone = -0;
+    expect(cache.known(tags)).toBeUndefined();
+    expect(cache.get(tags).key).toBe(makeBucketMetadata({ host: 'h1', zone: -0, up: true, rack: null }).key);
+    expect(cache.get(tags).key).not.toBe(first.key);
+    tags.zone = 0;
+    tags.up = false;
+    expect(cache.known(tags)).toBeUndefined();
+    tags.up = true;
+    tags.more = 'x';
+    expect(cache.known(tags)).toBeUndefined();
+    Reflect.deleteProperty(tags, 'more');
+    Reflect.deleteProperty(tags, 'rack');
+    expect(cache.known(tags)).toBeUndefined();
+    // NaN is the same value as NaN.
+    const nan = { v: NaN };
+    const nanSeries = cache.get(nan);
+    expect(cache.known(nan)).toBe(nanSeries);
+  });
+
   it('knows a meta object without copying it only when its validated copy is the normalised meta', () => {
     // Values the copy rewrites or refuses, next to plain ones: a known object that now holds one of them
     // must be copied (or refused) again.
