@@ -9,7 +9,8 @@ import type { ObjectId } from 'bson';
 
 import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
-import { MeasurementMap } from '../bucket-format/measurement-map.js';
+import { drainThresholdFor, MeasurementMap } from '../bucket-format/measurement-map.js';
+import type { DrainPolicy } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
 import { flatShapeOf, kNoFlatShape, matchesKnownShape, widenedFlatShape } from './flat-shape.js';
@@ -132,6 +133,8 @@ export interface CatalogState {
   readonly reopening: 'enabled' | 'disabled';
   /** Whether compressed buckets defer their encoding to the storage (`MeasurementMap`'s deferred mode). */
   readonly deferredColumns: boolean;
+  /** When deferred maps ask to be drained: set from the number of buckets as buckets are allocated. */
+  readonly drain: DrainPolicy;
 }
 
 /** One measurement to stage, with what the caller already derived from it. */
@@ -605,7 +608,7 @@ function allocateBucket(
     // whose format no longer matches; here the parameter is fixed for the catalog's life).
     measurementMap:
       state.parameters.timeseriesAlwaysUseCompressedBuckets === true
-        ? new MeasurementMap(options.timeField, state.deferredColumns ? 'deferred' : 'eager')
+        ? new MeasurementMap(options.timeField, state.deferredColumns ? 'deferred' : 'eager', state.drain)
         : undefined,
     committedMeasurements: 0,
     fieldNames: [],
@@ -624,6 +627,7 @@ function allocateBucket(
   lock.stripe.openBucketsById.set(bucket.id.hex, bucket);
   addOpenBucket(lock, bucket);
   coll.stats.addActiveBuckets(1);
+  if (state.drain.adaptive) state.drain.threshold = drainThresholdFor(state.globalStats.numActiveBuckets);
   bucket.memoryUsage = bucketMemoryUsage(bucket);
   state.memoryUsage += bucket.memoryUsage;
   bucket.pendingOpenedDueToMetadata = why === 'metadata';

@@ -14,6 +14,7 @@ import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.
 import type { BucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { defaultBucketIdGenerator } from '../bucket-format/bucket-oid.js';
 import { takeDocuments, takeUpdates, updateMinMax } from '../bucket-format/min-max.js';
+import { kDeferredDrainThreshold } from '../bucket-format/measurement-map.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import { invariant } from '../util/invariant.js';
 import {
@@ -267,6 +268,7 @@ export class BucketCatalog {
       onBucketClosed: options.onBucketClosed,
       reopening: options.reopening ?? 'enabled',
       deferredColumns: options.deferredColumns === true,
+      drain: { threshold: kDeferredDrainThreshold, adaptive: true },
     };
   }
 
@@ -441,6 +443,7 @@ export class BucketCatalog {
       size,
       compressed ? 'compressed' : 'uncompressed',
       this.#state.deferredColumns ? 'deferred' : 'eager',
+      this.#state.drain,
     );
     if (result.kind === 'ok') return result.bucket;
     coll.stats.inc('numBucketReopeningsFailed');

@@ -74,10 +74,13 @@ const kDeferredPerFieldBytes = 16;
 /** Bytes per field of each further measurement a deferred bucket keeps. */
 const kKeptValueBytes = 30;
 
-/** Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room). */
+/**
+ * Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room), per
+ * 16 measurements of room.
+ */
 const kRunRoomBytes = 1900;
 
-/** Bytes per field of that room. */
+/** Bytes per field of that room, per 16 measurements of room. */
 const kRunRoomPerFieldBytes = 20;
 
 /** Bytes a compressed bucket with typed min/max slots does not hold (the tree's root children). */
@@ -109,7 +112,7 @@ export function bucketMemoryUsage(bucket: Bucket): number {
     (map.encodedColumns - map.parkedColumns) * kPerColumnBuilderBytes +
     (parked === 0 ? 0 : kParkedArrayBytes + parked * kParkedNumberBytes) +
     (kept === 0 ? 0 : fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes)) +
-    (map.hasRunRoom ? kRunRoomBytes + fields * kRunRoomPerFieldBytes : 0)
+    ((kRunRoomBytes + fields * kRunRoomPerFieldBytes) * map.runRoom) / 16
   );
 }
 

@@ -24,6 +24,7 @@ import type { ObjectId } from 'bson';
 import { compressBucket, decompressBucketSized } from '../bucket-format/bucket-compression.js';
 import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
+import type { DrainPolicy } from '../bucket-format/measurement-map.js';
 import { minMaxFromDocuments } from '../bucket-format/min-max.js';
 import { schemaFromDocuments } from '../bucket-format/schema.js';
 import type { StoredBucket } from '../storage/storage.js';
@@ -284,6 +285,7 @@ export type RehydrateResult =
  * @param size - its BSON size, when already known.
  * @param format - which format the catalog writes: the document must be in it.
  * @param mode - a compressed bucket's encoding: deferred when the storage takes the columns itself.
+ * @param drain - deferred, when the map asks to be drained (the catalog's policy).
  * @returns the bucket, or why it cannot be reopened.
  */
 export function rehydrateBucket(
@@ -293,6 +295,7 @@ export function rehydrateBucket(
   size?: number,
   format: 'uncompressed' | 'compressed' = 'uncompressed',
   mode: 'eager' | 'deferred' = 'eager',
+  drain?: DrainPolicy,
 ): RehydrateResult {
   const options = collection.options;
   const id = doc._id;
@@ -334,6 +337,7 @@ export function rehydrateBucket(
         count,
         lastTimeMs,
         mode,
+        drain,
       );
     } catch {
       return { kind: 'failed', reason: 'malformed compressed column' };

@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 import type { CounterName } from '../../catalog/execution-stats.js';
+import { kDeferredDrainThreshold } from '../../bucket-format/measurement-map.js';
 import { BucketEngine } from '../../engine/bucket-engine.js';
 import { BulkWriteError } from '../../errors.js';
 import { bsonColumnDecoder, bucketMeasurementCount } from '../../reader/bucket-unpacker.js';
@@ -85,6 +86,11 @@ export function queryStarts(profile: SampleProfile, widthMs: number): number[] {
 export async function replayCandidate(input: ReplayInput, candidate: Candidate): Promise<CandidateResult> {
   const { timeField, metaField } = input;
   const engine = new BucketEngine({ ttlMonitor: 'disabled' });
+  // The memory per series reported is what a catalog of many series holds: a sample's few series would
+  // otherwise keep the longer runs of a catalog of few buckets unencoded (see DrainPolicy).
+  const drain = engine.catalog.state.drain;
+  drain.adaptive = false;
+  drain.threshold = kDeferredDrainThreshold;
   try {
     const coll = await engine.createCollection('sample', {
       timeseries: {
