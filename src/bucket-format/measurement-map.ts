@@ -713,24 +713,28 @@ export class MeasurementMap implements DeferredColumns {
     const builders = this.#builders;
     const n = builders.length;
     if (n === 0) return;
-    for (let i = 0; i < n; i++) if (!(builders[i] as BSONColumnBuilder).parkable) return;
-    let record = this.#parked;
-    let at = 0;
-    for (let i = 0; i < n; i++) at = (builders[i] as BSONColumnBuilder).parkInto(parkScratch, at);
+    let length = 0;
+    for (let i = 0; i < n; i++) {
+      const builder = builders[i] as BSONColumnBuilder;
+      if (!builder.parkable) return;
+      length += builder.parkedLength;
+    }
     // The bucket's own array: reused while the record fits in it and is not much smaller, else made to
     // measure. A record may grow with its open Simple-8b blocks (a TSBS bucket's from about 420 numbers at
     // its first park to 560 by its fourth): one that outgrew its array is given a quarter more room,
     // which its later parks fill (made to measure each time, two parks in three of a bulk load made a
     // new array; half again as much room held 10 B more per measurement at the end of a bulk load).
-    if (record === undefined || record.length < at || record.length > 2 * at) {
-      const room = record !== undefined && record.length < at ? at + (at >> 2) : at;
+    let record = this.#parked;
+    if (record === undefined || record.length < length || record.length > 2 * length) {
+      const room = record !== undefined && record.length < length ? length + (length >> 2) : length;
       // Padded rather than sized with `new Array`: a slice of the scratch keeps its unboxed doubles.
       while (parkScratch.length < room) parkScratch.push(0);
       record = parkScratch.slice(0, room);
       this.#parked = record;
-    } else {
-      for (let i = 0; i < at; i++) record[i] = parkScratch[i] as number;
     }
+    let at = 0;
+    for (let i = 0; i < n; i++) at = (builders[i] as BSONColumnBuilder).parkInto(record, at);
+    invariant(at === length, 2406, 'parked encoders miscounted');
     this.#parkedLength = at;
     this.#parkedCount = n;
     // Not reset: unparking overwrites every field (the next bucket's run takes them first).
@@ -993,8 +997,12 @@ const kMaxIdleBuilders = 1024;
  */
 const parkedBuilders: BSONColumnBuilder[] = [];
 const kMaxParkedBuilders = 32;
-/** Where {@link MeasurementMap} records its encoders before copying them to the bucket's array (reused). */
-const parkScratch: number[] = [];
+/**
+ * What {@link MeasurementMap} slices a bucket's array of parked encoders from (grown as needed). Its first
+ * element is not an integer, so that the array, and every slice of it, holds unboxed doubles from the
+ * start (an array of small integers changes its storage at its first double).
+ */
+const parkScratch: number[] = [0.5];
 
 /** Reset `builders` into {@link idleBuilders} (as many as it has room for) and empty the list. */
 function giveBack(builders: BSONColumnBuilder[]): void {

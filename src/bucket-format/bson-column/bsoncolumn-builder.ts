@@ -397,6 +397,11 @@ export class BSONColumnBuilder {
     );
   }
 
+  /** How many numbers {@link BSONColumnBuilder.parkInto} writes (only when {@link BSONColumnBuilder.parkable}). */
+  get parkedLength(): number {
+    return 4 + this.#regular.parkedLength + this.#out.parkedLength;
+  }
+
   /**
    * Record this builder's whole state into `record` from index `at`: a few dozen numbers and its kept
    * bytes (the open control block), six to a number. A builder is several objects and a buffer; an open

@@ -189,6 +189,11 @@ export class ByteWriter {
     this.length = left;
   }
 
+  /** How many numbers {@link ByteWriter.parkInto} writes. */
+  get parkedLength(): number {
+    return 1 + Math.ceil(this.length / kBytesPerNumber);
+  }
+
   /**
    * Record the bytes written into `record` from index `at`: their count, then six bytes to a number (an
    * integer below 2^48, exact in a double). See `BSONColumnBuilder.parkInto`.

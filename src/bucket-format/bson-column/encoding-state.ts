@@ -374,6 +374,11 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     );
   }
 
+  /** How many numbers {@link EncodingState.parkInto} writes. */
+  get parkedLength(): number {
+    return 16 + this.#b64.parkedLength;
+  }
+
   /**
    * Record this state (its 64-bit builder's too, not its output) into `record` from index `at`, for
    * {@link EncodingState.unparkFrom}. Only when {@link EncodingState.parkable}.

@@ -719,6 +719,11 @@ export class Simple8bBuilder64 {
     this.#rleHi = other.#rleHi;
   }
 
+  /** How many numbers {@link Simple8bBuilder64.parkInto} writes. */
+  get parkedLength(): number {
+    return 12 + 2 * this.#count;
+  }
+
   /**
    * Record this builder's state (everything but its sink) into `record` from index `at`, for
    * {@link Simple8bBuilder64.unparkFrom} (see `BSONColumnBuilder.parkInto`). Not while a remainder is being
