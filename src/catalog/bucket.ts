@@ -305,7 +305,13 @@ const kLargeMeasurementThreshold = 32;
  * @returns the batch, or `undefined`.
  */
 export function openBatchFor(bucket: Bucket, opId: number): WriteBatch | undefined {
-  for (const batch of bucket.openBatches) if (batch.opId === opId) return batch;
+  // Indexed, not for-of: the list is often the shared frozen empty one, and V8 then iterated every list
+  // the generic way (an iterator and a result object per step).
+  const batches = bucket.openBatches;
+  for (let i = 0; i < batches.length; i++) {
+    const batch = batches[i] as WriteBatch;
+    if (batch.opId === opId) return batch;
+  }
   return undefined;
 }
 
