@@ -13,7 +13,13 @@ import { drainThresholdFor, MeasurementMap } from '../bucket-format/measurement-
 import type { DrainPolicy } from '../bucket-format/measurement-map.js';
 import { createMinMax, updateMinMax } from '../bucket-format/min-max.js';
 import { invariant } from '../util/invariant.js';
-import { flatShapeOf, kNoFlatShape, matchesKnownShape, widenedFlatShape } from './flat-shape.js';
+import {
+  firstFlatShape,
+  flatShapeOf,
+  kNoFlatShape,
+  matchesKnownShape,
+  widenedFlatShape,
+} from './flat-shape.js';
 import type { FlatShape } from './flat-shape.js';
 import { createSchema, sameSchema, startsFlatSchema, updateSchema } from '../bucket-format/schema.js';
 import type { Schema, SchemaUpdateOptions } from '../bucket-format/schema.js';
@@ -446,9 +452,9 @@ export function determineRolloverReason(
   if (updateBucketSchema(bucket, item.measurement, skipOptions(metaField)) === 'incompatible') {
     return 'schemaChange';
   }
-  // A shape from the first measurement checked, widened by later ones with fields it lacks (optional
-  // fields); a bucket whose first checked measurement is not flat (a string) keeps none, rather than
-  // trying again with every measurement.
+  // A shape from the bucket's first measurement (allocateBucket; a reopened bucket's from the first one
+  // checked here), widened by later ones with fields it lacks (optional fields); a bucket whose first
+  // measurement is not flat (a string) keeps none, rather than trying again with every measurement.
   const shape = bucket.knownShape;
   if (bucket.measurementMap !== undefined && shape !== kNoFlatShape) {
     const next =
@@ -623,6 +629,11 @@ function allocateBucket(
         `Measurement too large: the bucket document would exceed ${kBSONObjMaxUserSize} bytes`,
       ),
     };
+  }
+  if (bucket.measurementMap !== undefined) {
+    const shape = firstFlatShape(item, options.metaField, coll.lastShape);
+    if (shape !== undefined) coll.lastShape = shape;
+    bucket.knownShape = shape ?? kNoFlatShape;
   }
   lock.stripe.openBucketsById.set(bucket.id.hex, bucket);
   addOpenBucket(lock, bucket);

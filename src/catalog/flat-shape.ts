@@ -13,8 +13,9 @@
  * - numbers, dates and booleans are at most 8 bytes, below the 8.0 large-measurement threshold, so a
  *   compressed bucket estimates nothing for them: the size change is zero.
  *
- * A bucket records a shape from the first measurement the full checks accept after its first, and widens
- * it with the fields of each later flat measurement the full checks accept ({@link widenedFlatShape}), so
+ * A bucket records a shape from its first measurement ({@link firstFlatShape}: its schema and staged
+ * names are that measurement's), and widens it with the fields of each later flat measurement the full
+ * checks accept ({@link widenedFlatShape}), so
  * that measurements with optional fields (each a few of a sensor's readings) come to take the shortcut
  * once the bucket has seen each field. Each widening adds a field, so a bucket widens its shape at most
  * once per field; a bucket whose measurements are not flat (a string) keeps {@link kNoFlatShape}.
@@ -173,6 +174,26 @@ export function flatShapeOf(
     kinds.push(kind);
   }
   return { names, kinds, metaField, layout: undefined };
+}
+
+/**
+ * The shape of a new bucket's first measurement ({@link flatShapeOf}), remembering the measurement's
+ * layout when its validation walk gave it one: the bucket's later measurements of that layout fit without
+ * their fields being read (nor, for one held as a row of its call, built).
+ *
+ * @param item - the bucket's first measurement and its layout.
+ * @param metaField - the collection's metaField (left out).
+ * @param previous - a shape to share when equal (the collection's last one).
+ * @returns the shape, or `undefined` when a value is not a number, date or boolean.
+ */
+export function firstFlatShape(
+  item: { readonly measurement: Measurement; readonly layout?: MeasurementLayout | undefined },
+  metaField: string | undefined,
+  previous: FlatShape | undefined,
+): FlatShape | undefined {
+  const shape = flatShapeOf(item.measurement, metaField, previous);
+  if (shape !== undefined && item.layout instanceof MeasurementLayout) shape.layout = item.layout;
+  return shape;
 }
 
 /**

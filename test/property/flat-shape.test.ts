@@ -81,10 +81,14 @@ describe('flat shapes', () => {
           } else {
             const change = calculateBucketFieldsAndSizeChange(sizing, m, 'm');
             if (updateSchema(bucket.schema, m, { skipField: 'm' }) === 'incompatible') {
-              // A new bucket takes the measurement, as the catalog does on a schema change.
+              // A new bucket takes the measurement, as the catalog does on a schema change, and records
+              // its shape from it (allocateBucket).
               bucket = newBucket();
               updateSchema(bucket.schema, m, { skipField: 'm' });
               for (const name of Object.keys(m)) if (name !== 'm') bucket.fieldNames.add(name);
+              const first = flatShapeOf(m, 'm', lastShape);
+              if (first !== undefined) lastShape = first;
+              bucket.shape = first ?? kNoFlatShape;
             } else {
               for (const name of change.newFieldNames) bucket.fieldNames.add(name);
               // As the catalog records and widens a bucket's shape.
