@@ -370,10 +370,8 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       let metadata = cacheable ? metaCache.get(meta) : knownMeta;
       if (metadata === undefined) {
         try {
-          metadata = this.#ctx.metadata.get(
-            meta,
-            hasMeta ? (doc as Record<string, unknown>)[metaField] : meta,
-          );
+          // Found by the caller's object as the walk read it (not read again: a getter runs once).
+          metadata = this.#ctx.metadata.get(meta, hasMeta ? walk.givenMeta : meta);
         } catch (cause) {
           const error = TimeseriesError.isTimeseriesError(cause)
             ? cause

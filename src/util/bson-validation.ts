@@ -114,6 +114,12 @@ export interface Walk {
    */
   lastDate: Date | undefined;
   lastDateMs: number;
+  /**
+   * The value the measurement walked last gave in {@link Walk.knownField}, as the caller gave it (before
+   * it was copied or replaced): its identity finds a meta object's series, without reading the caller's
+   * field a second time (a getter runs once).
+   */
+  givenMeta: unknown;
 }
 
 /**
@@ -174,6 +180,7 @@ export function copyMeasurement(doc: unknown, walk: Walk = makeWalk()): Record<s
   const token = layoutToken;
   walk.layoutWritten = false;
   walk.layout = undefined;
+  walk.givenMeta = undefined;
   const out = copyDocument(doc, walk, 1);
   if (walk.size > kBSONObjMaxUserSize) checkSize(out);
   walk.layout = settleLayout(token, walk);
@@ -230,6 +237,7 @@ export function makeWalk(): Walk {
     fields: -1,
     lastDate: undefined,
     lastDateMs: Number.NaN,
+    givenMeta: undefined,
   };
 }
 
@@ -341,10 +349,10 @@ function copyDocument(doc: Record<string, unknown>, walk: Walk, depth: number): 
       throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
     }
     let stored: unknown;
+    const given = depth === 1 && key === walk.knownField;
+    if (given) walk.givenMeta = value;
     const known =
-      depth === 1 && key === walk.knownField && typeof value === 'object' && value !== null
-        ? walk.knownValue?.(value, walk)
-        : undefined;
+      given && typeof value === 'object' && value !== null ? walk.knownValue?.(value, walk) : undefined;
     if (known !== undefined) {
       defineField(out, key, known);
       stored = known;
@@ -388,6 +396,7 @@ function renameFields(fields: Record<string, unknown>, walk: Walk, depth: number
       throw new TimeseriesError('BadValue', `Unrecognized or invalid _bsontype: ${describe(value)}`);
     }
     size += 2 + 3 * name.length;
+    if (depth === 1 && name === walk.knownField) walk.givenMeta = value;
     defineField(out, name, copyValue(value, walk, depth, name));
   }
   walk.size += size;

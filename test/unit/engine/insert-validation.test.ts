@@ -166,6 +166,33 @@ describe('insert validation', () => {
     },
   );
 
+  it('reads each field of a measurement once, its meta too', async () => {
+    // Arrange: a meta object the engine has not met, and a number, behind getters that count their reads
+    // (and answer something BSON refuses from the second read on).
+    const engine = new BucketEngine();
+    const coll = await engine.createCollection('g', { timeseries: { timeField: 't', metaField: 'm' } });
+    const reads = { m: 0, v: 0 };
+    const meta = { sensor: 'a' };
+    const doc = {
+      t: new Date(0),
+      get m() {
+        return reads.m++ === 0 ? meta : Symbol('read twice');
+      },
+      get v() {
+        return reads.v++ === 0 ? 1.5 : Symbol('read twice');
+      },
+    };
+    // Act
+    const result = await coll.insertMany([doc]);
+    // Assert
+    expect(result.insertedCount).toBe(1);
+    expect(reads).toEqual({ m: 1, v: 1 });
+    expect(await coll.find({}, { projection: { _id: 0 } }).toArray()).toEqual([
+      { t: new Date(0), m: { sensor: 'a' }, v: 1.5 },
+    ]);
+    await engine.close();
+  });
+
   it('an undefined field is stored as null, a type change like MongoDB', async () => {
     const { coll } = await setup();
     await coll.insertMany([
