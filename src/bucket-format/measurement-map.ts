@@ -75,6 +75,9 @@ const kValueBound = 10;
 /** What a column new to the bucket adds besides its values: its terminating byte, and one to spare. */
 const kNewColumnBound = 2;
 
+/** The kind of a date in a row given to {@link MeasurementMap.insertRow} (`valueKind`'s). */
+const kRowDate = 2;
+
 /**
  * Upper bound of the bytes `value` adds to its column (see {@link kValueBound}); `Infinity` for values
  * whose encoding is not bounded this simply (objects and arrays, encoded interleaved; binaries, regular
@@ -407,6 +410,76 @@ export class MeasurementMap implements DeferredColumns {
     kept[3 * k + 2] = bound;
     if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded++;
     else this.#keptBound += bound;
+    this.#count = index + 1;
+  }
+
+  /**
+   * {@link MeasurementMap.insertOne} of a deferred map's measurement given as a row of numbers (see
+   * `PackedRows`): the fields `names` (in the measurement's order) of kinds `kinds` (1 a number, 2 a date),
+   * but the one at `metaAt`, have their values in `values` from `at` (a date as its time), in that order.
+   *
+   * @param names - the measurement's field names.
+   * @param kinds - their values' kinds.
+   * @param metaAt - the metaField's position among `names` (-1: none); not in the row.
+   * @param values - the rows.
+   * @param at - where this measurement's row starts.
+   * @param timeMs - its time, epoch ms.
+   */
+  insertRow(
+    names: ReadonlyArray<string>,
+    kinds: ReadonlyArray<number>,
+    metaAt: number,
+    values: Float64Array,
+    at: number,
+    timeMs: number,
+  ): void {
+    invariant(!this.#sealed && this.#deferred, 2407, 'a row appended to a closed or eager map');
+    this.#lastTimeMs = timeMs;
+    const index = this.#count;
+    const columns = this.#names;
+    let bound = 0;
+    if (columns.length === 0) {
+      this.#addName(this.#timeField);
+      bound += kNewColumnBound;
+    }
+    let guess = 0;
+    let seen = 0;
+    const start = this.#packedLength;
+    let end = start;
+    // Whether the entries so far are in column order (see #kept): the time first, then numbers.
+    let inOrder = true;
+    let v = at;
+    for (let i = 0; i < names.length; i++) {
+      if (i === metaAt) continue;
+      const field = names[i] as string;
+      let column = columns[guess] === field ? guess++ : -1;
+      if (column < 0) {
+        const found = this.#columnOf(field);
+        if (found === undefined) {
+          column = this.#addName(field);
+          // Its skips for the measurements before it.
+          bound += kNewColumnBound + kValueBound * index;
+        } else column = found;
+      }
+      const date = kinds[i] === kRowDate;
+      if (inOrder && (column !== end - start || (column === 0) !== date)) {
+        this.#writeColumns(start, end);
+        inOrder = false;
+      }
+      if (!inOrder) this.#packedColumns[end] = date ? ~column : column;
+      this.#packedValues[end++] = values[v++] as number;
+      bound += kValueBound;
+      seen++;
+    }
+    // A skip in every column the measurement lacks.
+    bound += kValueBound * (columns.length - seen);
+    const kept = this.#kept;
+    const k = this.#keptCount++;
+    this.#packedLength = end;
+    kept[3 * k] = start;
+    kept[3 * k + 1] = inOrder ? ~end : end;
+    kept[3 * k + 2] = bound;
+    this.#keptBound += bound;
     this.#count = index + 1;
   }
 

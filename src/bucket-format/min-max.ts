@@ -281,17 +281,18 @@ export function updateMinMax(
 
 /**
  * {@link updateMinMax} for the measurement a compressed bucket's map has just kept: folded from the
- * values the map packed when the slots take them all, otherwise from the measurement.
+ * values the map packed when the slots take them all, otherwise from the measurement (read from `source`
+ * only then: a measurement staged as a row of its call is built when asked for).
  *
  * @param mm - the MinMax.
- * @param map - the bucket's measurement map, whose last kept measurement is `measurement`.
- * @param measurement - the measurement.
+ * @param map - the bucket's measurement map, whose last kept measurement is `source`'s.
+ * @param source - holds the measurement.
  * @param options - `skipField`: top-level field to ignore (the metaField).
  */
 export function updateMinMaxFromKept(
   mm: MinMax,
   map: MeasurementMap,
-  measurement: Readonly<Record<string, unknown>>,
+  source: { readonly measurement: Readonly<Record<string, unknown>> },
   options: MinMaxUpdateOptions,
 ): void {
   const slots = mm.slots;
@@ -302,7 +303,7 @@ export function updateMinMaxFromKept(
       return;
     }
   } else if (enterSlotsFromKept(mm, map)) return;
-  updateMinMax(mm, measurement, options);
+  updateMinMax(mm, source.measurement, options);
 }
 
 /**

@@ -70,7 +70,7 @@ import {
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
 import { makeStripe, withStripe, withStripeSync } from './stripe.js';
 import type { Stripe, StripeLock } from './stripe.js';
-import { claimWriteBatchCommitRights as claim, kLongCall, stagedBy } from './write-batch.js';
+import { claimWriteBatchCommitRights as claim, stagedBy } from './write-batch.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
 
 export type {
@@ -80,7 +80,7 @@ export type {
   StageResult,
 } from './bucket-catalog-internal.js';
 export { insertItem } from './bucket-catalog-internal.js';
-export { kLongCall } from './write-batch.js';
+export { kLongCall } from './bucket-catalog-internal.js';
 export type { ReopeningSource } from './reopening.js';
 export type { CommitInfo, WriteBatch } from './write-batch.js';
 
@@ -340,7 +340,7 @@ export class BucketCatalog {
       items,
       positions,
       out,
-      op: { batchKey: effectiveOpId, writer: opId, longLived: items.length >= kLongCall },
+      op: { batchKey: effectiveOpId, writer: opId },
       source,
     };
     // The run being staged (one object, rewritten series after series; copied only for a pause).
@@ -527,7 +527,8 @@ export class BucketCatalog {
     // A compressed bucket folds each measurement as its map keeps it.
     if (bucket.measurementMap !== undefined)
       return prepareCompressedWrite(bucket, batch, coll.options, coll.stats, skip);
-    for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
+    const measurements = batch.measurements;
+    for (const m of measurements) updateMinMax(bucket.minMax, m, skip);
     if (batch.numPreviouslyCommittedMeasurements === 0) {
       // The first commit writes whole documents: built once, not also as per-field updates.
       const { min, max } = takeDocuments(bucket.minMax);
@@ -540,7 +541,7 @@ export class BucketCatalog {
         normalizedMeta: cloneBsonValue(bucket.normalizedMeta),
         min,
         max,
-        measurements: batch.measurements,
+        measurements,
         metaField: skip.skipField,
       });
       batch.createdColumns = Object.keys(document.data);
@@ -549,7 +550,7 @@ export class BucketCatalog {
     const changes = takeUpdates(bucket.minMax);
     const n = batch.numPreviouslyCommittedMeasurements;
     const update = makeBucketUpdate({
-      measurements: batch.measurements,
+      measurements,
       numPreviouslyCommittedMeasurements: n,
       existingColumns: bucket.fieldNames,
       minUpdates: changes.min,
@@ -600,7 +601,7 @@ export class BucketCatalog {
       'finish of unprepared batch',
     );
     const coll = bucket.collection;
-    const n = batch.measurements.length;
+    const n = batch.items.length;
     const inserted = batch.numPreviouslyCommittedMeasurements === 0;
     batch.state = 'finished';
     bucket.preparedBatch = undefined;

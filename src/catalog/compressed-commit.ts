@@ -12,7 +12,6 @@
 import { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
-import type { Measurement } from '../bucket-format/bucket-document.js';
 import {
   kCompressedUnsortedVersion,
   makeCompressedBucketDocument,
@@ -31,7 +30,9 @@ import {
 import type { MinMaxUpdateOptions } from '../bucket-format/min-max.js';
 import { defineField } from '../util/safe-record.js';
 import type { Bucket } from './bucket.js';
-import type { BucketingOptions } from './bucket-catalog-internal.js';
+import type { BucketingOptions, InsertItem } from './bucket-catalog-internal.js';
+import { PackedItem } from './packed-item.js';
+import type { MeasurementMap } from '../bucket-format/measurement-map.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import type { ExecutionStatsController } from './execution-stats.js';
 import type { WriteBatch } from './write-batch.js';
@@ -63,29 +64,30 @@ export function prepareCompressedWrite(
 ): CompressedWrite {
   const map = bucket.measurementMap;
   if (map === undefined) throw new TypeError('prepareCompressedWrite on a version-1 bucket');
-  const { timeField, metaField } = options;
-  const measurements = sortedByTime(batch.measurements, timeField);
+  const { metaField } = options;
+  const items = sortedByTime(batch.items);
   const n = batch.numPreviouslyCommittedMeasurements;
   let unsorted = false;
   if (n > 0 && bucket.sortedByTime) {
     const last = map.timeOfLastMeasurement();
     // Strictly earlier: an equal time keeps the bucket sorted.
-    if (timeOf(measurements[0] as Measurement, timeField) < last) {
+    if ((items[0] as InsertItem).timeMs < last) {
       unsorted = true;
       bucket.sortedByTime = false;
       stats.inc('numCompressedBucketsConvertedToUnsorted');
     }
   }
-  if (measurements === batch.measurements) {
+  if (items === batch.items) {
     // Each measurement folded from the values the map has just packed: no second walk of its fields.
-    for (const m of measurements) {
-      map.insertOne(m, metaField);
-      updateMinMaxFromKept(bucket.minMax, map, m, skip);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as InsertItem;
+      keep(map, item, metaField);
+      updateMinMaxFromKept(bucket.minMax, map, item, skip);
     }
   } else {
     // Sorted by time: folded in staging order first (the order decides which of 0 and -0 is kept).
-    for (const m of batch.measurements) updateMinMax(bucket.minMax, m, skip);
-    for (const m of measurements) map.insertOne(m, metaField);
+    for (const item of batch.items) updateMinMax(bucket.minMax, item.measurement, skip);
+    for (const item of items) keep(map, item, metaField);
   }
   // Deferred (a storage that takes the columns itself): no bytes now, and the bucket's size counts the
   // columns through the map (MeasurementMap.sizeBound), not per batch.
@@ -143,7 +145,7 @@ export function prepareCompressedWrite(
     bucketId,
     bucketIdHex: bucket.id.hex,
     numPreviouslyCommittedMeasurements: n,
-    count: n + measurements.length,
+    count: n + items.length,
     version: unsorted ? kCompressedUnsortedVersion : undefined,
     minMax,
     tails,
@@ -160,22 +162,29 @@ function columnsOf(diffs: ReadonlyArray<ColumnDiff>): Record<string, Binary> {
   return data;
 }
 
-function timeOf(m: Measurement, timeField: string): number {
-  return (m[timeField] as Date).getTime();
+/**
+ * Append a staged measurement to the bucket's map: one staged as a row of its call from the row (no
+ * measurement built), when the map keeps measurements for later (deferred).
+ */
+function keep(map: MeasurementMap, item: InsertItem, metaField: string | undefined): void {
+  if (item instanceof PackedItem && map.deferred) {
+    map.insertRow(
+      item.layout.names,
+      item.layout.kinds,
+      item.plan.metaAt,
+      item.rows.values,
+      item.row,
+      item.timeMs,
+    );
+  } else map.insertOne(item.measurement, metaField);
 }
 
-/** The measurements in time order (stable); the array itself when it is in order already (the usual case). */
-function sortedByTime(
-  measurements: ReadonlyArray<Measurement>,
-  timeField: string,
-): ReadonlyArray<Measurement> {
-  for (let i = 1; i < measurements.length; i++) {
-    if (
-      timeOf(measurements[i] as Measurement, timeField) <
-      timeOf(measurements[i - 1] as Measurement, timeField)
-    ) {
-      return [...measurements].sort((a, b) => timeOf(a, timeField) - timeOf(b, timeField));
+/** The items in time order (stable); the array itself when it is in order already (the usual case). */
+function sortedByTime(items: ReadonlyArray<InsertItem>): ReadonlyArray<InsertItem> {
+  for (let i = 1; i < items.length; i++) {
+    if ((items[i] as InsertItem).timeMs < (items[i - 1] as InsertItem).timeMs) {
+      return [...items].sort((a, b) => a.timeMs - b.timeMs);
     }
   }
-  return measurements;
+  return items;
 }

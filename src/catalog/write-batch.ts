@@ -20,6 +20,7 @@ import type { Measurement } from '../bucket-format/bucket-document.js';
 import { Deferred } from '../util/deferred.js';
 import type { Bucket } from './bucket.js';
 import type { ExecutionStatsController } from './execution-stats.js';
+import type { InsertItem } from './bucket-catalog-internal.js';
 
 /** What a committed batch reports to its waiters. */
 export interface CommitInfo {
@@ -40,7 +41,12 @@ export interface WriteBatch {
   readonly opId: number;
   /** Stats of the collection and the catalog. */
   readonly stats: ExecutionStatsController;
-  /** Staged measurements, in staging order. */
+  /** Staged items, in staging order. */
+  readonly items: InsertItem[];
+  /**
+   * Staged measurements, in staging order: the items' measurements, as a new array (an item packed as a
+   * row of its call builds its measurement when asked; see `catalog/packed-item.ts`).
+   */
   readonly measurements: Measurement[];
   /**
    * Columns this batch's write creates in the stored document, set at prepareCommit (not at staging:
@@ -84,26 +90,15 @@ export interface WriteBatch {
 /** The columns of a batch that created none (shared: a batch per commit, most create nothing). */
 const kNoColumns: ReadonlyArray<string> = Object.freeze([]);
 
-// Why batches are made two ways. V8 tracks the objects of each object or array literal and, when nearly
-// all of them are alive at a young-generation collection, allocates that literal's objects in the old
-// generation from then on ("allocation-site pretenuring"); objects made by a constructor are not tracked.
-// - A call of a few thousand measurements commits within a few young collections: made by a literal, its
-//   batches were tenured by the first collection that fell inside a call, then died in the old
-//   generation, and the measurements a dead batch pointed to survived young collections and were
-//   promoted too (about half of what such a call allocated). Its batches are made by the `Batch` class.
-// - A call of many thousands (a first call of 20 000 new series) outlives many young collections: its
-//   batches survive them whatever they are made by, and copying them twice cost more (1.2x the time per
-//   measurement) than making them in the old generation. Its batches are made by a literal of their own
-//   ({@link longLivedBatch}), which V8 tenures because they are.
+/** What each batch's item array is copied from (an array of objects, one element). */
+const kOneItem: ReadonlyArray<InsertItem | undefined> = [undefined];
 
-/**
- * Measurements in a call from which its batches and items are made to live long (see above): measured
- * between calls of 5 000 (0.83x the time per measurement as classes), 10 000 (0.98x) and 20 000 (1.2x).
- */
-export const kLongCall = 8192;
-
-/** What each batch's measurements array is copied from (an array of objects, one element). */
-const kOneMeasurement: ReadonlyArray<Measurement | undefined> = [undefined];
+/** The measurements of `items`, in their order. */
+function measurementsOf(items: ReadonlyArray<InsertItem>): Measurement[] {
+  const out = new Array<Measurement>(items.length);
+  for (let i = 0; i < items.length; i++) out[i] = (items[i] as InsertItem).measurement;
+  return out;
+}
 
 /** The staging result shared by the measurements of one batch. */
 class Staged {
@@ -113,7 +108,7 @@ class Staged {
 
 /** A batch (see {@link WriteBatch}); made by {@link makeWriteBatch}. */
 class Batch implements WriteBatch {
-  readonly measurements: Measurement[];
+  readonly items: InsertItem[];
   createdColumns: ReadonlyArray<string> = kNoColumns;
   openedDueToMetadata = false;
   uncommittedEstimate = 0;
@@ -133,67 +128,48 @@ class Batch implements WriteBatch {
     readonly bucket: Bucket,
     readonly opId: number,
     readonly stats: ExecutionStatsController,
-    first: Measurement,
+    first: InsertItem,
   ) {
-    // Not a literal either (see above), nor `Array.of` (a generic builtin, 100 ns a call): a copy of a
-    // one-element array. Made with its element, the array is a fraction of the size of one grown by a
-    // first push, and most batches hold one measurement.
-    const measurements = kOneMeasurement.slice() as Measurement[];
-    measurements[0] = first;
-    this.measurements = measurements;
+    // Not a literal either (see makeWriteBatch), nor `Array.of` (a generic builtin, 100 ns a call): a
+    // copy of a one-element array. Made with its element, the array is a fraction of the size of one grown
+    // by a first push, and most batches hold one measurement.
+    const items = kOneItem.slice() as InsertItem[];
+    items[0] = first;
+    this.items = items;
+  }
+
+  /** {@inheritDoc WriteBatch.measurements} */
+  get measurements(): Measurement[] {
+    return measurementsOf(this.items);
   }
 }
 
 /**
  * A new batch holding its first measurement.
  *
+ * Batches are made by a class, not a literal: V8 tracks the objects of each object or array literal and,
+ * when nearly all of them are alive at a young-generation collection, allocates that literal's objects in
+ * the old generation from then on ("allocation-site pretenuring"). A call of a few thousand measurements
+ * commits within a few young collections: made by a literal, its batches were tenured by the first
+ * collection that fell inside a call, then died in the old generation, and the measurements a dead batch
+ * pointed to survived young collections and were promoted too. (Calls of many thousands once had their
+ * batches made by a literal, which V8 tenured: while each measurement was a copy, copying their batches
+ * through the young generation cost 1.2x the time; with measurements held as rows of their call, the
+ * class is as fast for them, and a literal's `measurements` getter cost 20% at 100 000 series.)
+ *
  * @param bucket - the bucket.
  * @param opId - 0 to share with other unordered writers, else the caller's id.
  * @param stats - the stats controller of the bucket's collection.
- * @param first - the batch's first measurement.
- * @param longLived - whether the batch is staged by a call of many measurements ({@link kLongCall}),
- *   which keeps it alive across young-generation collections.
+ * @param first - the batch's first item.
  * @returns the batch.
  */
 export function makeWriteBatch(
   bucket: Bucket,
   opId: number,
   stats: ExecutionStatsController,
-  first: Measurement,
-  longLived: boolean,
+  first: InsertItem,
 ): WriteBatch {
-  return longLived ? longLivedBatch(bucket, opId, stats, first) : new Batch(bucket, opId, stats, first);
-}
-
-/** A batch of a call of many measurements, by a literal used for nothing else (see above). */
-function longLivedBatch(
-  bucket: Bucket,
-  opId: number,
-  stats: ExecutionStatsController,
-  first: Measurement,
-): WriteBatch {
-  const batch: Omit<WriteBatch, 'staged'> & { staged: WriteBatch['staged'] | undefined } = {
-    bucket,
-    opId,
-    stats,
-    measurements: [first],
-    createdColumns: kNoColumns,
-    openedDueToMetadata: false,
-    uncommittedEstimate: 0,
-    compressedSizeDelta: 0,
-    numPreviouslyCommittedMeasurements: 0,
-    commitRights: false,
-    claimedBy: -1,
-    firstWriter: -1,
-    firstWriterCount: 0,
-    otherWriters: undefined,
-    roundMark: 0,
-    state: 'staging',
-    result: new Deferred<CommitInfo>(),
-    staged: undefined,
-  };
-  batch.staged = { kind: 'staged', batch: batch as WriteBatch };
-  return batch as WriteBatch;
+  return new Batch(bucket, opId, stats, first);
 }
 
 /**

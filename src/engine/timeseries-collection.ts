@@ -9,6 +9,7 @@ import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
 import type { BucketMetadata, BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { ExecutionStatsSnapshot } from '../catalog/execution-stats.js';
+import { PackedItem } from '../catalog/packed-item.js';
 import { BulkWriteError, TimeseriesError } from '../errors.js';
 import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
@@ -16,7 +17,9 @@ import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { holdsNoBucketsOf } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
-import { copyMeasurement, makeWalk } from '../util/bson-validation.js';
+import { copyMeasurement, makeWalk, packOrCopy } from '../util/bson-validation.js';
+import type { MeasurementLayout, RowPlan, Walk } from '../util/bson-validation.js';
+import { PackedRows } from '../util/packed-rows.js';
 import { checkNoScript, checkPipeline } from '../util/query-validation.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import {
@@ -315,6 +318,30 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     return this.#call(() => this.#insertMany(docs, options));
   }
 
+  /**
+   * The item of a measurement {@link packOrCopy} packed: its series is the known meta object's (found by the
+   * walk), or the scalar meta's, or the series without meta.
+   */
+  #packedItem(
+    rows: PackedRows,
+    walk: Walk,
+    knownMeta: BucketMetadata | undefined,
+    metaCache: Map<unknown, BucketMetadata>,
+  ): PackedItem {
+    const layout = walk.layout as MeasurementLayout;
+    const plan = layout.rowPlan(this.#options.metaField, this.#options.timeField) as RowPlan;
+    let metadata = knownMeta;
+    if (typeof walk.rowMeta !== 'object' || plan.metaAt < 0) {
+      const meta = plan.metaAt < 0 ? undefined : walk.rowMeta;
+      metadata = Object.is(meta, -0) ? undefined : metaCache.get(meta);
+      if (metadata === undefined) {
+        metadata = this.#ctx.metadata.get(meta);
+        if (!Object.is(meta, -0)) metaCache.set(meta, metadata);
+      }
+    }
+    return new PackedItem(rows, walk.row, walk.rowTimeMs, metadata as BucketMetadata, layout, plan);
+  }
+
   async #insertMany(
     docs: ReadonlyArray<Readonly<TSchema>>,
     options: InsertManyOptions = {},
@@ -343,14 +370,32 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
         return knownMeta.normalizedMeta;
       };
     }
+    // A compressed bucket that defers its encoding packs a measurement of numbers and dates from a row of
+    // numbers: the call then holds such measurements as rows, not copies (util/packed-rows.ts). Not when
+    // the commit reads whole measurements anyway (rollups fold them).
+    const state = this.#ctx.catalog.state;
+    const rows =
+      state.deferredColumns &&
+      state.parameters.timeseriesAlwaysUseCompressedBuckets === true &&
+      this.#rollups.empty
+        ? new PackedRows(docs.length)
+        : undefined;
     for (let i = 0; i < docs.length; i++) {
       const doc: unknown = docs[i];
-      // Every measurement is validated and copied in one walk before anything is staged, in both modes:
-      // what is stored is exactly what was validated, and a refused measurement stages nothing.
+      // Every measurement is validated (and copied, or packed) in one walk before anything is staged, in
+      // both modes: what is stored is exactly what was validated, and a refused measurement stages nothing.
       let measurement: Record<string, unknown>;
       knownMeta = undefined;
       try {
-        measurement = copyMeasurement(doc, walk);
+        const copy =
+          rows === undefined ? copyMeasurement(doc, walk) : packOrCopy(doc, walk, rows, metaField, timeField);
+        if (copy === undefined) {
+          const packed = this.#packedItem(rows as PackedRows, walk, knownMeta, metaCache);
+          items.push(packed);
+          indexOf.push(i);
+          continue;
+        }
+        measurement = copy;
       } catch (error) {
         writeErrors.push(toWriteError(i, error));
         if (ordered) break;
@@ -414,8 +459,10 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       const index = indexOf[j] as number;
       if (outcome.kind === 'inserted') {
         insertedCount++;
-        // The id as stored (the validated copy), not read again from the caller's document.
-        const id = getOwnField((items[j] as InsertItem).measurement, '_id');
+        // The id as stored (the validated copy), not read again from the caller's document; a packed
+        // measurement has none (its layout's row plan excludes one).
+        const item = items[j] as InsertItem;
+        const id = item instanceof PackedItem ? undefined : getOwnField(item.measurement, '_id');
         if (id !== undefined) insertedIds[index] = id as InferIdType<TSchema>;
       } else writeErrors.push(toWriteError(index, outcome.error));
     });

@@ -39,6 +39,7 @@ import { Binary, BSONRegExp, Long } from 'bson';
 import { TimeseriesError } from '../errors.js';
 import { bsonValueSize, indexNameLength, kBSONObjMaxUserSize } from './bson-value.js';
 import { defineField, hasOwnField } from './safe-record.js';
+import type { PackedRows } from './packed-rows.js';
 
 /**
  * How many levels of nesting a stored document may have, the top-level document being level 1
@@ -115,6 +116,13 @@ export interface Walk {
   lastDate: Date | undefined;
   lastDateMs: number;
   /**
+   * After {@link packOrCopy} packed a measurement: where its row starts, its time (epoch ms) and its
+   * metaField's value as stored (`undefined` without one).
+   */
+  row: number;
+  rowTimeMs: number;
+  rowMeta: unknown;
+  /**
    * The value the measurement walked last gave in {@link Walk.knownField}, as the caller gave it (before
    * it was copied or replaced): its identity finds a meta object's series, without reading the caller's
    * field a second time (a getter runs once).
@@ -132,19 +140,77 @@ export class MeasurementLayout {
   static #made = 0;
   /** Tokens in the order they were made (1, 2, ...): what tells them apart in a message or a test. */
   readonly serial: number;
+  /** The top-level field names of the layout's measurements, in their order. */
+  readonly names: ReadonlyArray<string>;
+  /** The {@link valueKind} of each one's value. */
+  readonly kinds: ReadonlyArray<number>;
+  /** The last {@link MeasurementLayout.rowPlan} asked for, and the fields it was asked for. */
+  #plan: RowPlan | undefined;
+  #planMetaField: string | undefined;
+  #planTimeField: string | undefined;
 
-  private constructor(serial: number) {
+  private constructor(serial: number, names: ReadonlyArray<string>, kinds: ReadonlyArray<number>) {
     this.serial = serial;
+    this.names = names;
+    this.kinds = kinds;
   }
 
   /**
    * A new token. Made only by the walk: a caller cannot make one that another measurement would match.
    *
+   * @param names - the layout's field names, in order.
+   * @param kinds - their values' kinds.
    * @returns a token no measurement has yet.
    */
-  static make(): MeasurementLayout {
-    return new MeasurementLayout(++MeasurementLayout.#made);
+  static make(names: ReadonlyArray<string>, kinds: ReadonlyArray<number>): MeasurementLayout {
+    return new MeasurementLayout(++MeasurementLayout.#made, names, kinds);
   }
+
+  /**
+   * How a measurement of this layout is held as a row (see {@link packOrCopy}), or `undefined` when it
+   * cannot be: a field other than the metaField is not a number or a date, the time field is not a date,
+   * or there is an `_id` (whose value the insert returns).
+   *
+   * @param metaField - the collection's metaField (its value is not in the row).
+   * @param timeField - the collection's time field.
+   * @returns the plan, or `undefined`.
+   */
+  rowPlan(metaField: string | undefined, timeField: string): RowPlan | undefined {
+    if (this.#planTimeField !== timeField || this.#planMetaField !== metaField) {
+      this.#plan = planRow(this.names, this.kinds, metaField, timeField);
+      this.#planMetaField = metaField;
+      this.#planTimeField = timeField;
+    }
+    return this.#plan;
+  }
+}
+
+/** How the measurements of a layout are held as rows (see {@link MeasurementLayout.rowPlan}). */
+export interface RowPlan {
+  /** The position of the metaField among the layout's names (-1: none). */
+  readonly metaAt: number;
+  /** The position of the time in the row (the row leaves the meta out). */
+  readonly timeAt: number;
+  /** Values per row: every field but the meta. */
+  readonly width: number;
+}
+
+function planRow(
+  names: ReadonlyArray<string>,
+  kinds: ReadonlyArray<number>,
+  metaField: string | undefined,
+  timeField: string,
+): RowPlan | undefined {
+  const metaAt = metaField === undefined ? -1 : names.indexOf(metaField);
+  const timeIndex = names.indexOf(timeField);
+  if (timeIndex < 0 || kinds[timeIndex] !== kDateKind) return undefined;
+  for (let i = 0; i < names.length; i++) {
+    if (i === metaAt) continue;
+    const kind = kinds[i];
+    if (names[i] === '_id' || (kind !== kNumberKind && kind !== kDateKind)) return undefined;
+  }
+  const timeAt = metaAt >= 0 && metaAt < timeIndex ? timeIndex - 1 : timeIndex;
+  return { metaAt, timeAt, width: names.length - (metaAt >= 0 ? 1 : 0) };
 }
 
 /**
@@ -188,6 +254,140 @@ export function copyMeasurement(doc: unknown, walk: Walk = makeWalk()): Record<s
 }
 
 /**
+ * Validate a measurement into `rows` when the measurements walked before it repeat a layout held as rows
+ * ({@link MeasurementLayout.rowPlan}: numbers and dates, and the meta) and it has that layout, else as
+ * {@link copyMeasurement} does. Packed, no copy is made: each field is read once (in the order a copy
+ * reads them), checked to be of the layout's name and kind, and its value written to the row (a date as
+ * its time); the meta is stored as a known meta object ({@link Walk.knownValue}), a well-formed string or
+ * a number. A measurement that turns out not to fit (another name, kind or count, an invalid date, a meta
+ * not known) is copied from what was read and what follows, each field still read once, exactly as
+ * {@link copyMeasurement} would copy it.
+ *
+ * @param doc - a measurement as given by the caller.
+ * @param walk - the call's walk; after a packed measurement, {@link Walk.row}, {@link Walk.rowTimeMs} and
+ *   {@link Walk.rowMeta} describe it and {@link Walk.layout} is its layout.
+ * @param rows - the call's rows.
+ * @param metaField - the collection's metaField.
+ * @param timeField - the collection's time field.
+ * @returns `undefined` when packed, else the copy.
+ * @throws {@link TimeseriesError} as {@link copyMeasurement}.
+ */
+export function packOrCopy(
+  doc: unknown,
+  walk: Walk,
+  rows: PackedRows,
+  metaField: string | undefined,
+  timeField: string,
+): Record<string, unknown> | undefined {
+  const layout = layoutToken;
+  // Tried only while the call's measurements repeat a layout (the one before had the layout of the one
+  // before it): a measurement that turns out not to fit is read once and copied, which costs more than
+  // copying it at once, and measurements whose fields come and go (optional fields) rarely repeat one.
+  const plan = walk.layout === layout ? layout?.rowPlan(metaField, timeField) : undefined;
+  if (layout === undefined || plan === undefined || !isDocument(doc)) return copyMeasurement(doc, walk);
+  const { names, kinds } = layout;
+  const n = names.length;
+  const { metaAt } = plan;
+  const values = rows.reserve(plan.width);
+  const start = rows.length;
+  // The meta's bytes (the rest is a few numbers): a measurement that could be near the 16 MiB limit is
+  // copied, and measured there.
+  walk.size = 0;
+  let end = start;
+  let i = 0;
+  let meta: unknown = undefined;
+  let stored: unknown = undefined;
+  // Set at the first field that does not fit the layout: the rest is copied into it, and it is copied.
+  let rest: Record<string, unknown> | undefined;
+  for (const key in doc) {
+    if (!hasOwnField(doc, key)) continue;
+    if (rest !== undefined) {
+      defineField(rest, key, doc[key]);
+      continue;
+    }
+    if (i >= n || key !== names[i]) {
+      rest = readSoFar(names, kinds, metaAt, values, start, i, meta);
+      defineField(rest, key, doc[key]);
+      continue;
+    }
+    const value = doc[key];
+    let fits: boolean;
+    if (i === metaAt) {
+      meta = value;
+      walk.givenMeta = value;
+      stored = storedMeta(value, walk);
+      fits = stored !== undefined;
+    } else if (kinds[i] === kNumberKind) {
+      fits = typeof value === 'number';
+      if (fits) values[end++] = value as number;
+    } else {
+      const t = value instanceof Date ? value.getTime() : Number.NaN;
+      fits = t === t;
+      if (fits) values[end++] = t;
+    }
+    if (!fits) {
+      rest = readSoFar(names, kinds, metaAt, values, start, i, meta);
+      defineField(rest, key, value);
+      continue;
+    }
+    i++;
+  }
+  if (rest === undefined && (i !== n || walk.size > kPackedMetaBytes)) {
+    rest = readSoFar(names, kinds, metaAt, values, start, i, meta);
+  }
+  if (rest !== undefined) return copyMeasurement(rest, walk);
+  rows.length = end;
+  walk.row = start;
+  walk.rowTimeMs = values[start + plan.timeAt] as number;
+  walk.rowMeta = stored;
+  walk.layout = layout;
+  return undefined;
+}
+
+/**
+ * The meta as a packed measurement stores it: a known meta object's normalised value, a well-formed string,
+ * a number; `undefined` for any other (copied instead).
+ */
+function storedMeta(value: unknown, walk: Walk): unknown {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string') {
+    walk.size += 3 * value.length;
+    return (value as unknown as WellFormedString).isWellFormed() ? value : undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  return walk.knownValue?.(value, walk);
+}
+
+/** Most bytes a packed measurement's meta may take (by the walk's bound); a larger one is copied. */
+const kPackedMetaBytes = 1 << 20;
+
+/**
+ * A plain object holding the first `count` fields {@link packOrCopy} read, as the caller gave them (a
+ * date as a date of the same time, the meta as read), for the copy to start from.
+ */
+function readSoFar(
+  names: ReadonlyArray<string>,
+  kinds: ReadonlyArray<number>,
+  metaAt: number,
+  values: Float64Array,
+  start: number,
+  count: number,
+  meta: unknown,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  let v = start;
+  for (let i = 0; i < count; i++) {
+    const name = names[i] as string;
+    if (i === metaAt) defineField(out, name, meta);
+    else {
+      const x = values[v++] as number;
+      defineField(out, name, kinds[i] === kDateKind ? new Date(x) : x);
+    }
+  }
+  return out;
+}
+
+/**
  * The layout of the measurement just walked. The positional caches ({@link topLevelNames},
  * {@link topLevelKinds}, {@link layoutCount}) never change while {@link layoutToken} stays the same
  * object: every write clears the token first, so a walk that matched every cached position, with the
@@ -200,7 +400,10 @@ function settleLayout(token: MeasurementLayout | undefined, walk: Walk): Measure
   if (!walk.layoutWritten && token !== undefined && layoutToken === token && fields === layoutCount) {
     return token;
   }
-  layoutToken = fields < 0 ? undefined : MeasurementLayout.make();
+  layoutToken =
+    fields < 0
+      ? undefined
+      : MeasurementLayout.make(topLevelNames.slice(0, fields), topLevelKinds.slice(0, fields));
   layoutCount = fields;
   return undefined;
 }
@@ -237,6 +440,9 @@ export function makeWalk(): Walk {
     fields: -1,
     lastDate: undefined,
     lastDateMs: Number.NaN,
+    row: -1,
+    rowTimeMs: Number.NaN,
+    rowMeta: undefined,
     givenMeta: undefined,
   };
 }
@@ -275,8 +481,9 @@ let layoutCount = -1;
 /** What the caches hold now, as a token; `undefined` while no walk has vouched for them since a write. */
 let layoutToken: MeasurementLayout | undefined;
 
-/** The {@link valueKind} of a number. */
+/** The {@link valueKind} of a number, and of a date. */
 const kNumberKind = 1;
+const kDateKind = 2;
 
 /**
  * A value's kind, as layouts and the catalog's flat shapes compare values: number (any width), date,
@@ -288,7 +495,7 @@ const kNumberKind = 1;
 export function valueKind(v: unknown): number {
   if (typeof v === 'number') return kNumberKind;
   if (typeof v === 'boolean') return 3;
-  return v instanceof Date ? 2 : 0;
+  return v instanceof Date ? kDateKind : 0;
 }
 
 /** Record that a measurement has `name` with a value of `kind` at top-level `position` (caches written). */
