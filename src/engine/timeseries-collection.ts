@@ -371,13 +371,11 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       };
     }
     // A compressed bucket that defers its encoding packs a measurement of numbers and dates from a row of
-    // numbers: the call then holds such measurements as rows, not copies (util/packed-rows.ts). Not when
-    // the commit reads whole measurements anyway (rollups fold them).
+    // numbers: the call then holds such measurements as rows, not copies (util/packed-rows.ts); rollups
+    // fold them from their rows too.
     const state = this.#ctx.catalog.state;
     const rows =
-      state.deferredColumns &&
-      state.parameters.timeseriesAlwaysUseCompressedBuckets === true &&
-      this.#rollups.empty
+      state.deferredColumns && state.parameters.timeseriesAlwaysUseCompressedBuckets === true
         ? new PackedRows(docs.length)
         : undefined;
     for (let i = 0; i < docs.length; i++) {

@@ -98,6 +98,30 @@ export function foldMeasurement(
   }
 }
 
+/**
+ * {@link foldMeasurement} for a measurement held as a row of numbers: field `i` of the rollup is at
+ * `row + positions[i]` of `values`, or absent when its position is -1.
+ *
+ * @param acc - the slot's accumulator.
+ * @param values - the rows.
+ * @param row - where the measurement's row starts.
+ * @param positions - each field's offset in the row (-1: none).
+ * @param timeMs - the measurement's time.
+ */
+export function foldRow(
+  acc: SlotAcc,
+  values: Float64Array,
+  row: number,
+  positions: Int32Array,
+  timeMs: number,
+): void {
+  acc.count++;
+  for (let i = 0; i < positions.length; i++) {
+    const at = positions[i] as number;
+    if (at >= 0) addValue(acc.fields[i] as FieldAcc, values[row + at] as number, timeMs);
+  }
+}
+
 function addValue(f: FieldAcc, v: number, t: number): void {
   if (f.count === 0) {
     f.count = 1;

@@ -7,9 +7,11 @@
  *
  * @packageDocumentation
  */
-import type { Measurement } from '../bucket-format/bucket-document.js';
+import type { InsertItem } from '../catalog/bucket-catalog-internal.js';
+import { PackedItem } from '../catalog/packed-item.js';
 import type { WriteBatch } from '../catalog/write-batch.js';
-import { foldMeasurement, makeSlotAcc, resetSlotAcc } from './accumulator.js';
+import type { RowPlan } from '../util/bson-validation.js';
+import { foldMeasurement, foldRow, makeSlotAcc, resetSlotAcc } from './accumulator.js';
 import type { SlotAcc } from './accumulator.js';
 import type { GroupCache, RollupGroup } from './group.js';
 import { unitSlot, unitSlotEnd } from './rollup-writer.js';
@@ -43,13 +45,11 @@ export interface RoundFold {
  *
  * @param rollups - the rollups.
  * @param batches - the round's written batches.
- * @param timeField - the collection's time field.
  * @returns per rollup (same positions), its part of the round.
  */
 export function foldRound(
   rollups: ReadonlyArray<FoldedRollup>,
   batches: ReadonlyArray<WriteBatch>,
-  timeField: string,
 ): RoundFold[] {
   const folds: RoundFold[] = [];
   const indexOf: Array<Map<RollupGroup, number>> = [];
@@ -58,8 +58,8 @@ export function foldRound(
     indexOf.push(new Map());
   }
   for (const batch of batches) {
-    const { measurements, bucket } = batch;
-    const times = batchTimes(measurements, timeField);
+    const { items, bucket } = batch;
+    const times = batchTimes(items);
     for (let k = 0; k < rollups.length; k++) {
       const r = rollups[k] as FoldedRollup;
       const fold = folds[k] as RoundFold;
@@ -72,7 +72,7 @@ export function foldRound(
         fold.groups.push(group);
         fold.accs.push([]);
       }
-      foldBatch(fold.accs[at] as SlotAcc[], r.spec, measurements, times, r.pool);
+      foldBatch(fold.accs[at] as SlotAcc[], r.spec, items, times, r.pool);
     }
   }
   return folds;
@@ -81,38 +81,36 @@ export function foldRound(
 /**
  * The times of a batch's measurements, epoch ms, in a buffer reused by the next call.
  *
- * @param measurements - the batch's measurements.
- * @param timeField - the collection's time field (a `Date` in every staged measurement).
- * @returns the times (the first `measurements.length` entries); valid until the next call.
+ * @param items - the batch's items.
+ * @returns the times (the first `items.length` entries); valid until the next call.
  */
-function batchTimes(measurements: ReadonlyArray<Measurement>, timeField: string): Float64Array {
-  if (scratchTimes.length < measurements.length) scratchTimes = new Float64Array(measurements.length * 2);
-  for (let i = 0; i < measurements.length; i++) {
-    scratchTimes[i] = ((measurements[i] as Readonly<Record<string, unknown>>)[timeField] as Date).getTime();
-  }
+function batchTimes(items: ReadonlyArray<InsertItem>): Float64Array {
+  if (scratchTimes.length < items.length) scratchTimes = new Float64Array(items.length * 2);
+  for (let i = 0; i < items.length; i++) scratchTimes[i] = (items[i] as InsertItem).timeMs;
   return scratchTimes;
 }
 
 /**
  * Fold a batch into one accumulator per touched slot, adding to those already in `accs` (the other
- * batches of the same group in one commit round).
+ * batches of the same group in one commit round). A measurement held as a row of its call is folded from
+ * its row, without building it.
  *
  * @param accs - the group's accumulators so far, in order of first touch; grown.
  * @param spec - the rollup.
- * @param measurements - the batch's measurements.
+ * @param items - the batch's items.
  * @param times - their times (from `batchTimes`).
  * @param pool - accumulators to reuse (the rollup's, see {@link releaseSlotAccs}); taken from.
  */
 function foldBatch(
   accs: SlotAcc[],
   spec: ResolvedRollupSpec,
-  measurements: ReadonlyArray<Measurement>,
+  items: ReadonlyArray<InsertItem>,
   times: Float64Array,
   pool: SlotAcc[],
 ): void {
   let last: SlotAcc | undefined;
   let lastEnd = -Infinity;
-  for (let i = 0; i < measurements.length; i++) {
+  for (let i = 0; i < items.length; i++) {
     const t = times[i] as number;
     if (last === undefined || t < last.start || t >= lastEnd) {
       const slot = unitSlot(spec, t);
@@ -128,9 +126,44 @@ function foldBatch(
       }
       lastEnd = unitSlotEnd(spec, slot);
     }
-    foldMeasurement(last, measurements[i] as Readonly<Record<string, unknown>>, t, spec.fields);
+    const item = items[i] as InsertItem;
+    if (item instanceof PackedItem) {
+      foldRow(last, item.rows.values, item.row, rowPositions(item, spec), t);
+    } else foldMeasurement(last, item.measurement, t, spec.fields);
   }
 }
+
+/** The last answer of {@link rowPositions}, and what it was asked for (a round asks again and again). */
+let lastPlan: RowPlan | undefined;
+let lastSpec: ResolvedRollupSpec | undefined;
+let lastPositions: Int32Array = new Int32Array(0);
+
+/**
+ * Where each of the rollup's fields is in the rows of `item`'s layout: its offset in the row, or -1 when
+ * the layout has no such field or holds a date there (a date folds as nothing, as `foldMeasurement`
+ * folds it).
+ */
+function rowPositions(item: PackedItem, spec: ResolvedRollupSpec): Int32Array {
+  if (item.plan === lastPlan && spec === lastSpec) return lastPositions;
+  const { names, kinds } = item.layout;
+  const { metaAt } = item.plan;
+  const positions = new Int32Array(spec.fields.length).fill(-1);
+  spec.fields.forEach((field, f) => {
+    let v = 0;
+    for (let i = 0; i < names.length; i++) {
+      if (i === metaAt) continue;
+      if (names[i] === field.name && kinds[i] === kNumberValueKind) positions[f] = v;
+      v++;
+    }
+  });
+  lastPlan = item.plan;
+  lastSpec = spec;
+  lastPositions = positions;
+  return positions;
+}
+
+/** The `valueKind` of a number. */
+const kNumberValueKind = 1;
 
 /** A rollup's pool keeps at most this many accumulators (about one per group touched by a commit round). */
 const kMaxPooled = 1024;

@@ -12,7 +12,6 @@
  *
  * @packageDocumentation
  */
-import type { Measurement } from '../bucket-format/bucket-document.js';
 import type { WriteBatch } from '../catalog/write-batch.js';
 import { ErrorCodes, TimeseriesError } from '../errors.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
@@ -227,9 +226,9 @@ export class RollupSet {
     const rollups = this.#folded;
     if (rollups.length === 0 || batches.length === 0) return;
     // Every rollup's accumulators first, synchronously, then the writes.
-    const folds = foldRound(rollups, batches, this.#ctx.timeField);
+    const folds = foldRound(rollups, batches);
     let measurements = 0;
-    for (const b of batches) measurements += b.measurements.length;
+    for (const b of batches) measurements += b.items.length;
     for (let k = 0; k < rollups.length; k++) {
       const r = rollups[k] as RollupState;
       const { groups, accs: accsOf } = folds[k] as RoundFold;
@@ -255,11 +254,10 @@ export class RollupSet {
 
   /** Mark the series of `group` among `batches` for recomputation over their batches' time spans. */
   #markDirty(r: RollupState, group: RollupGroup, batches: ReadonlyArray<WriteBatch>): void {
-    const timeField = this.#ctx.timeField;
     for (const b of batches) {
       // By key: the group cache may have made a new object for the group since.
       if (r.groups.get(b.bucket.key.metaKey, b.bucket.normalizedMeta).key !== group.key) continue;
-      this.#dirty.push({ meta: b.bucket.normalizedMeta, ...timeSpan(b.measurements, timeField) });
+      this.#dirty.push({ meta: b.bucket.normalizedMeta, ...timeSpan(b.items) });
     }
   }
 
@@ -515,11 +513,11 @@ export class RollupSet {
 }
 
 /** Earliest and latest time of a batch's measurements. */
-function timeSpan(measurements: ReadonlyArray<Measurement>, timeField: string): { from: number; to: number } {
+function timeSpan(items: ReadonlyArray<{ readonly timeMs: number }>): { from: number; to: number } {
   let from = Infinity;
   let to = -Infinity;
-  for (const m of measurements) {
-    const t = (m[timeField] as Date).getTime();
+  for (const item of items) {
+    const t = item.timeMs;
     if (t < from) from = t;
     if (t > to) to = t;
   }
