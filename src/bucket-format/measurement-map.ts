@@ -344,11 +344,7 @@ export class MeasurementMap implements DeferredColumns {
     }
     const index = this.#count;
     const names = this.#names;
-    let bound = 0;
-    if (names.length === 0) {
-      this.#addName(this.#timeField);
-      bound += kNewColumnBound;
-    }
+    let bound = this.#rowStartBound();
     let guess = 0;
     let seen = 0;
     const start = this.#packedLength;
@@ -360,14 +356,11 @@ export class MeasurementMap implements DeferredColumns {
       if (!hasOwnField(measurement, field) || field === metaField) continue;
       const value = measurement[field];
       if (value === undefined) continue;
-      let at = names[guess] === field ? guess++ : -1;
+      let at = names[guess] === field ? guess++ : this.#placeColumn(field);
       if (at < 0) {
-        const found = this.#columnOf(field);
-        if (found === undefined) {
-          at = this.#addName(field);
-          // Its skips for the measurements before it.
-          bound += kNewColumnBound + kValueBound * index;
-        } else at = found;
+        at = ~at;
+        // A new column: its skips for the measurements before it.
+        bound += kNewColumnBound + kValueBound * index;
       }
       if (packed) {
         if (typeof value === 'number') {
@@ -395,22 +388,43 @@ export class MeasurementMap implements DeferredColumns {
     }
     // A skip in every column the measurement lacks.
     bound += kValueBound * (names.length - seen);
-    const kept = this.#kept;
-    const k = this.#keptCount++;
     if (packed) {
       this.#packedLength = end;
-      kept[3 * k] = start;
-      kept[3 * k + 1] = inOrder ? ~end : end;
+      this.#keep(start, inOrder ? ~end : end, bound);
     } else {
+      const k = this.#keptCount;
       const rows = (this.#rows ??= new Array<Measurement | undefined>(k).fill(undefined));
       rows[k] = measurement;
-      kept[3 * k] = -1;
-      kept[3 * k + 1] = -1;
+      this.#keep(-1, -1, bound);
     }
+  }
+
+  /** The bound a measurement's entries start from: the first one creates the time column. */
+  #rowStartBound(): number {
+    if (this.#names.length > 0) return 0;
+    this.#addName(this.#timeField);
+    return kNewColumnBound;
+  }
+
+  /** The column of `field`, found by name, or added (then returned as its complement). */
+  #placeColumn(field: string): number {
+    const found = this.#columnOf(field);
+    return found ?? ~this.#addName(field);
+  }
+
+  /**
+   * Record the measurement just appended as kept: its packed entries `[start, keptEnd)` (see #kept), or -1
+   * and -1 for one kept as it is, and its size bound.
+   */
+  #keep(start: number, keptEnd: number, bound: number): void {
+    const kept = this.#kept;
+    const k = this.#keptCount++;
+    kept[3 * k] = start;
+    kept[3 * k + 1] = keptEnd;
     kept[3 * k + 2] = bound;
     if (bound === Number.POSITIVE_INFINITY) this.#keptUnbounded++;
     else this.#keptBound += bound;
-    this.#count = index + 1;
+    this.#count++;
   }
 
   /**
@@ -437,11 +451,7 @@ export class MeasurementMap implements DeferredColumns {
     this.#lastTimeMs = timeMs;
     const index = this.#count;
     const columns = this.#names;
-    let bound = 0;
-    if (columns.length === 0) {
-      this.#addName(this.#timeField);
-      bound += kNewColumnBound;
-    }
+    let bound = this.#rowStartBound();
     let guess = 0;
     let seen = 0;
     const start = this.#packedLength;
@@ -452,14 +462,11 @@ export class MeasurementMap implements DeferredColumns {
     for (let i = 0; i < names.length; i++) {
       if (i === metaAt) continue;
       const field = names[i] as string;
-      let column = columns[guess] === field ? guess++ : -1;
+      let column = columns[guess] === field ? guess++ : this.#placeColumn(field);
       if (column < 0) {
-        const found = this.#columnOf(field);
-        if (found === undefined) {
-          column = this.#addName(field);
-          // Its skips for the measurements before it.
-          bound += kNewColumnBound + kValueBound * index;
-        } else column = found;
+        column = ~column;
+        // A new column: its skips for the measurements before it.
+        bound += kNewColumnBound + kValueBound * index;
       }
       const date = kinds[i] === kRowDate;
       if (inOrder && (column !== end - start || (column === 0) !== date)) {
@@ -473,14 +480,8 @@ export class MeasurementMap implements DeferredColumns {
     }
     // A skip in every column the measurement lacks.
     bound += kValueBound * (columns.length - seen);
-    const kept = this.#kept;
-    const k = this.#keptCount++;
     this.#packedLength = end;
-    kept[3 * k] = start;
-    kept[3 * k + 1] = inOrder ? ~end : end;
-    kept[3 * k + 2] = bound;
-    this.#keptBound += bound;
-    this.#count = index + 1;
+    this.#keep(start, inOrder ? ~end : end, bound);
   }
 
   /** The entries `[start, end)` were in column order and the next is not: write their columns. */
