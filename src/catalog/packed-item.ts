@@ -13,9 +13,10 @@ import type { BucketMetadata } from './bucket-metadata.js';
 /**
  * A measurement its validation walk packed into a row of its call (`packOrCopy` in
  * `util/bson-validation.ts`) instead of copying it: a compressed bucket's commit packs the row into the
- * bucket's columns ({@link PackedItem.row}); the measurement itself is built from the row only when
- * something asks for it (a new bucket's checks, the 5.x–7.x format, a rollup), with the fields, values
- * and meta its copy would have held.
+ * bucket's columns ({@link PackedItem.row}), and rollups fold it from the row; the measurement itself is
+ * built from the row only when something asks for it (a new bucket's checks, a bucket that does not know
+ * its layout, a batch sorted by time, a reader of `WriteBatch.measurements`), with the fields, values and
+ * meta its copy would have held.
  */
 export class PackedItem implements InsertItem {
   #measurement: Measurement | undefined;
