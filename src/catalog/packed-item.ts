@@ -4,9 +4,9 @@
  * @packageDocumentation
  */
 import type { Measurement } from '../bucket-format/bucket-document.js';
+import { rowMeasurement } from '../util/bson-validation.js';
 import type { MeasurementLayout, RowPlan } from '../util/bson-validation.js';
 import type { PackedRows } from '../util/packed-rows.js';
-import { defineField } from '../util/safe-record.js';
 import type { InsertItem } from './bucket-catalog-internal.js';
 import type { BucketMetadata } from './bucket-metadata.js';
 
@@ -40,48 +40,14 @@ export class PackedItem implements InsertItem {
 
   /** The measurement, built from the row on first use. */
   get measurement(): Measurement {
-    if (this.#measurement !== undefined) return this.#measurement;
-    const { names, kinds } = this.layout;
-    const { metaAt } = this.plan;
-    const values = this.rows.values;
-    // A copy of the layout's template has every field already, in order: each is then set in place, which
-    // costs far less than adding the fields one by one to an empty object. An own `__proto__` field of the
-    // template is set as a field too (an existing own property is written, never the prototype).
-    const out: Record<string, unknown> = { ...templateOf(this.layout, this.plan) };
-    let v = this.row;
-    for (let i = 0; i < names.length; i++) {
-      const name = names[i] as string;
-      if (i === metaAt) out[name] = this.metadata.normalizedMeta;
-      else {
-        const x = values[v++] as number;
-        out[name] = kinds[i] === kDateValueKind ? new Date(x) : x;
-      }
-    }
-    this.#measurement = out;
-    return out;
+    this.#measurement ??= rowMeasurement(
+      this.layout,
+      this.plan.metaAt,
+      this.rows.values,
+      this.row,
+      this.layout.names.length,
+      this.metadata.normalizedMeta,
+    );
+    return this.#measurement;
   }
-}
-
-/** The `valueKind` of a date. */
-const kDateValueKind = 2;
-
-/** Per row plan, an object with its layout's fields in order (values of their kinds; the meta `null`). */
-const templates = new WeakMap<RowPlan, Measurement>();
-
-function templateOf(layout: MeasurementLayout, plan: RowPlan): Measurement {
-  let template = templates.get(plan);
-  if (template === undefined) {
-    template = {};
-    const { names, kinds } = layout;
-    for (let i = 0; i < names.length; i++) {
-      const kind = i === plan.metaAt ? -1 : kinds[i];
-      defineField(
-        template,
-        names[i] as string,
-        kind === kDateValueKind ? new Date(0) : kind === -1 ? null : 0.5,
-      );
-    }
-    templates.set(plan, template);
-  }
-  return template;
 }

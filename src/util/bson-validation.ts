@@ -306,7 +306,7 @@ export function packOrCopy(
       continue;
     }
     if (i >= n || key !== names[i]) {
-      rest = readSoFar(names, kinds, metaAt, values, start, i, meta);
+      rest = rowMeasurement(layout, metaAt, values, start, i, meta);
       defineField(rest, key, doc[key]);
       continue;
     }
@@ -326,14 +326,14 @@ export function packOrCopy(
       if (fits) values[end++] = t;
     }
     if (!fits) {
-      rest = readSoFar(names, kinds, metaAt, values, start, i, meta);
+      rest = rowMeasurement(layout, metaAt, values, start, i, meta);
       defineField(rest, key, value);
       continue;
     }
     i++;
   }
   if (rest === undefined && (i !== n || walk.size > kPackedMetaBytes)) {
-    rest = readSoFar(names, kinds, metaAt, values, start, i, meta);
+    rest = rowMeasurement(layout, metaAt, values, start, i, meta);
   }
   if (rest !== undefined) return copyMeasurement(rest, walk);
   rows.length = end;
@@ -362,18 +362,29 @@ function storedMeta(value: unknown, walk: Walk): unknown {
 const kPackedMetaBytes = 1 << 20;
 
 /**
- * A plain object holding the first `count` fields {@link packOrCopy} read, as the caller gave them (a
- * date as a date of the same time, the meta as read), for the copy to start from.
+ * A plain object of the first `count` fields of a measurement of `layout` held as a row from `start` of
+ * `values` (see {@link packOrCopy}): each number as it is, each date a new `Date` of its time, and `meta`
+ * at the layout's meta position `metaAt`. What {@link packOrCopy} copies from when a measurement turns out
+ * not to fit (the fields it read, the meta as the caller gave it), and what a packed measurement is built
+ * into when asked for (all of them, the meta as stored).
+ *
+ * @param layout - the measurement's layout.
+ * @param metaAt - the metaField's position among the layout's names (-1: none); not in the row.
+ * @param values - the rows.
+ * @param start - where the measurement's row starts.
+ * @param count - how many of the layout's fields.
+ * @param meta - the value at `metaAt`.
+ * @returns the object.
  */
-function readSoFar(
-  names: ReadonlyArray<string>,
-  kinds: ReadonlyArray<number>,
+export function rowMeasurement(
+  layout: MeasurementLayout,
   metaAt: number,
   values: Float64Array,
   start: number,
   count: number,
   meta: unknown,
 ): Record<string, unknown> {
+  const { names, kinds } = layout;
   const out: Record<string, unknown> = {};
   let v = start;
   for (let i = 0; i < count; i++) {
