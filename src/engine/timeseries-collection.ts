@@ -18,7 +18,7 @@ import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js'
 import { holdsNoBucketsOf } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import { copyMeasurement, makeWalk, packOrCopy } from '../util/bson-validation.js';
-import type { MeasurementLayout, RowPlan, Walk } from '../util/bson-validation.js';
+import type { MeasurementLayout } from '../util/bson-validation.js';
 import { PackedRows } from '../util/packed-rows.js';
 import { checkNoScript, checkPipeline } from '../util/query-validation.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
@@ -318,30 +318,6 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     return this.#call(() => this.#insertMany(docs, options));
   }
 
-  /**
-   * The item of a measurement {@link packOrCopy} packed: its series is the known meta object's (found by the
-   * walk), or the scalar meta's, or the series without meta.
-   */
-  #packedItem(
-    rows: PackedRows,
-    walk: Walk,
-    knownMeta: BucketMetadata | undefined,
-    metaCache: Map<unknown, BucketMetadata>,
-  ): PackedItem {
-    const layout = walk.layout as MeasurementLayout;
-    const plan = layout.rowPlan(this.#options.metaField, this.#options.timeField) as RowPlan;
-    let metadata = knownMeta;
-    if (typeof walk.rowMeta !== 'object' || plan.metaAt < 0) {
-      const meta = plan.metaAt < 0 ? undefined : walk.rowMeta;
-      metadata = Object.is(meta, -0) ? undefined : metaCache.get(meta);
-      if (metadata === undefined) {
-        metadata = this.#ctx.metadata.get(meta);
-        if (!Object.is(meta, -0)) metaCache.set(meta, metadata);
-      }
-    }
-    return new PackedItem(rows, walk.row, walk.rowTimeMs, metadata as BucketMetadata, layout, plan);
-  }
-
   async #insertMany(
     docs: ReadonlyArray<Readonly<TSchema>>,
     options: InsertManyOptions = {},
@@ -382,32 +358,38 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       const doc: unknown = docs[i];
       // Every measurement is validated (and copied, or packed) in one walk before anything is staged, in
       // both modes: what is stored is exactly what was validated, and a refused measurement stages nothing.
-      let measurement: Record<string, unknown>;
+      // `undefined` when packed into `rows` (the walk then describes it).
+      let measurement: Record<string, unknown> | undefined;
       knownMeta = undefined;
       try {
-        const copy =
+        measurement =
           rows === undefined ? copyMeasurement(doc, walk) : packOrCopy(doc, walk, rows, metaField, timeField);
-        if (copy === undefined) {
-          const packed = this.#packedItem(rows as PackedRows, walk, knownMeta, metaCache);
-          items.push(packed);
-          indexOf.push(i);
-          continue;
-        }
-        measurement = copy;
       } catch (error) {
         writeErrors.push(toWriteError(i, error));
         if (ordered) break;
         continue;
       }
-      const timeValue = getOwnField(measurement, timeField);
-      if (!(timeValue instanceof Date)) {
-        const message = `'${timeField}' must be present and contain a valid BSON UTC datetime value`;
-        writeErrors.push(toWriteError(i, new TimeseriesError('BadValue', message, { field: timeField })));
-        if (ordered) break;
-        continue;
+      const plan = measurement === undefined ? walk.layout?.rowPlan(metaField, timeField) : undefined;
+      let timeMs: number;
+      let hasMeta: boolean;
+      let meta: unknown;
+      if (plan !== undefined) {
+        timeMs = walk.rowTimeMs;
+        hasMeta = plan.metaAt >= 0;
+        meta = hasMeta ? walk.rowMeta : undefined;
+      } else {
+        const copy = measurement as Record<string, unknown>;
+        const timeValue = getOwnField(copy, timeField);
+        if (!(timeValue instanceof Date)) {
+          const message = `'${timeField}' must be present and contain a valid BSON UTC datetime value`;
+          writeErrors.push(toWriteError(i, new TimeseriesError('BadValue', message, { field: timeField })));
+          if (ordered) break;
+          continue;
+        }
+        timeMs = timeValue.getTime();
+        hasMeta = metaField !== undefined && hasOwnField(copy, metaField);
+        meta = hasMeta ? copy[metaField as string] : undefined;
       }
-      const hasMeta = metaField !== undefined && hasOwnField(measurement, metaField);
-      const meta = hasMeta ? measurement[metaField] : undefined;
       // -0 is a double and 0 an int32 (different series), but a Map sees them as one key.
       const cacheable = typeof meta !== 'object' && !Object.is(meta, -0);
       let metadata = cacheable ? metaCache.get(meta) : knownMeta;
@@ -428,12 +410,26 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
         }
         if (cacheable) metaCache.set(meta, metadata);
       }
-      // The staged measurement keeps the series' shared meta, not its own copy: the copy was needed only
-      // to find the series, and each copy kept until the commit is garbage collection's work.
-      if (hasMeta && typeof meta === 'object' && meta !== null && meta !== metadata.normalizedMeta) {
-        defineField(measurement, metaField, metadata.normalizedMeta);
+      if (plan !== undefined) {
+        items.push(
+          new PackedItem(
+            rows as PackedRows,
+            walk.row,
+            timeMs,
+            metadata,
+            walk.layout as MeasurementLayout,
+            plan,
+          ),
+        );
+      } else {
+        const copy = measurement as Record<string, unknown>;
+        // The staged measurement keeps the series' shared meta, not its own copy: the copy was needed only
+        // to find the series, and each copy kept until the commit is garbage collection's work.
+        if (hasMeta && typeof meta === 'object' && meta !== null && meta !== metadata.normalizedMeta) {
+          defineField(copy, metaField as string, metadata.normalizedMeta);
+        }
+        items.push(insertItem(copy, timeMs, metadata, walk.layout, longLived));
       }
-      items.push(insertItem(measurement, timeValue.getTime(), metadata, walk.layout, longLived));
       indexOf.push(i);
     }
     await this.#rollups.ready();
