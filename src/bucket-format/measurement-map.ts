@@ -11,6 +11,7 @@
  * @packageDocumentation
  */
 import { BSONColumnBuilder } from './bson-column/bsoncolumn-builder.js';
+import { kDateKind } from '../util/bson-validation.js';
 import { hasOwnField } from '../util/safe-record.js';
 import type { Measurement } from './bucket-document.js';
 import type { DiffSink } from './bson-column/bsoncolumn-builder.js';
@@ -74,9 +75,6 @@ const kFixedDrain: DrainPolicy = Object.freeze({ threshold: kDeferredDrainThresh
 const kValueBound = 10;
 /** What a column new to the bucket adds besides its values: its terminating byte, and one to spare. */
 const kNewColumnBound = 2;
-
-/** The kind of a date in a row given to {@link MeasurementMap.insertRow} (`valueKind`'s). */
-const kRowDate = 2;
 
 /**
  * Upper bound of the bytes `value` adds to its column (see {@link kValueBound}); `Infinity` for values
@@ -468,7 +466,7 @@ export class MeasurementMap implements DeferredColumns {
         // A new column: its skips for the measurements before it.
         bound += kNewColumnBound + kValueBound * index;
       }
-      const date = kinds[i] === kRowDate;
+      const date = kinds[i] === kDateKind;
       if (inOrder && (column !== end - start || (column === 0) !== date)) {
         this.#writeColumns(start, end);
         inOrder = false;

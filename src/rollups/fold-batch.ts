@@ -10,6 +10,7 @@
 import type { InsertItem } from '../catalog/bucket-catalog-internal.js';
 import { PackedItem } from '../catalog/packed-item.js';
 import type { WriteBatch } from '../catalog/write-batch.js';
+import { kNumberKind } from '../util/bson-validation.js';
 import type { RowPlan } from '../util/bson-validation.js';
 import { foldMeasurement, foldRow, makeSlotAcc, resetSlotAcc } from './accumulator.js';
 import type { SlotAcc } from './accumulator.js';
@@ -152,7 +153,7 @@ function rowPositions(item: PackedItem, spec: ResolvedRollupSpec): Int32Array {
     let v = 0;
     for (let i = 0; i < names.length; i++) {
       if (i === metaAt) continue;
-      if (names[i] === field.name && kinds[i] === kNumberValueKind) positions[f] = v;
+      if (names[i] === field.name && kinds[i] === kNumberKind) positions[f] = v;
       v++;
     }
   });
@@ -161,9 +162,6 @@ function rowPositions(item: PackedItem, spec: ResolvedRollupSpec): Int32Array {
   lastPositions = positions;
   return positions;
 }
-
-/** The `valueKind` of a number. */
-const kNumberValueKind = 1;
 
 /** A rollup's pool keeps at most this many accumulators (about one per group touched by a commit round). */
 const kMaxPooled = 1024;

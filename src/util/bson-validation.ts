@@ -492,9 +492,10 @@ let layoutCount = -1;
 /** What the caches hold now, as a token; `undefined` while no walk has vouched for them since a write. */
 let layoutToken: MeasurementLayout | undefined;
 
-/** The {@link valueKind} of a number, and of a date. */
-const kNumberKind = 1;
-const kDateKind = 2;
+/** The {@link valueKind} of a number. */
+export const kNumberKind = 1;
+/** The {@link valueKind} of a date. */
+export const kDateKind = 2;
 
 /**
  * A value's kind, as layouts and the catalog's flat shapes compare values: number (any width), date,
