@@ -32,6 +32,7 @@
  *
  * @packageDocumentation
  */
+import { kDeferredDrainThreshold } from '../bucket-format/measurement-map.js';
 import type { Bucket } from './bucket.js';
 import type { BucketKey } from './bucket-identifiers.js';
 
@@ -76,11 +77,11 @@ const kKeptValueBytes = 30;
 
 /**
  * Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room), per
- * 16 measurements of room.
+ * {@link kDeferredDrainThreshold} measurements of room (the runs they were calibrated with).
  */
 const kRunRoomBytes = 1900;
 
-/** Bytes per field of that room, per 16 measurements of room. */
+/** Bytes per field of that room, per {@link kDeferredDrainThreshold} measurements of room. */
 const kRunRoomPerFieldBytes = 20;
 
 /** Bytes a compressed bucket with typed min/max slots does not hold (the tree's root children). */
@@ -112,7 +113,7 @@ export function bucketMemoryUsage(bucket: Bucket): number {
     (map.encodedColumns - map.parkedColumns) * kPerColumnBuilderBytes +
     (parked === 0 ? 0 : kParkedArrayBytes + parked * kParkedNumberBytes) +
     (kept === 0 ? 0 : fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes)) +
-    ((kRunRoomBytes + fields * kRunRoomPerFieldBytes) * map.runRoom) / 16
+    ((kRunRoomBytes + fields * kRunRoomPerFieldBytes) * map.runRoom) / kDeferredDrainThreshold
   );
 }
 
