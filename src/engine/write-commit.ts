@@ -123,7 +123,8 @@ async function commitRound(
     if (cut > 0) {
       await abandon(ctx, staged);
       for (const i of pending.slice(cut)) Reflect.deleteProperty(outcomes, i);
-      deferred.push(...pending.slice(cut));
+      // In input order: a later cut defers measurements before those an earlier cut deferred.
+      deferred.unshift(...pending.slice(cut));
       pending = pending.slice(0, cut);
       continue;
     }

@@ -556,6 +556,29 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     );
   });
 
+  it('with bulkWrite, an ordered call deferred twice by late measurements reports the first one not stored', async () => {
+    // Series s2 fills a bucket of five with m0..m3 and then goes back in time (m4 at 2 s, m5 at 1 s, m6 at
+    // 0 s): sorted by time, a late measurement joins the full bucket's batch out of input order, so the
+    // round is cut twice (at m6, then at m5). Deferred in input order, m5 is written with m6 and reported
+    // when that write fails; it was once left out, unreported and unstored (found by the property above).
+    const { db, storage, engine, coll } = await engineSetup(5, true);
+    db.operationFaults.push({ skip: 1, error: serverError(2, 'BadValue', 'injected') });
+    const offsets = [0, 0, 0, 0, 2, 1, 0];
+    const docs = [
+      ...offsets.map((o, i) => ({ ts: at(o), sensor: 's2', mid: `m${i}` })),
+      { ts: at(0), sensor: 's0', mid: 'm7' },
+    ];
+    const error: unknown = await coll.insertMany(docs, { ordered: true }).catch((e: unknown) => e);
+    expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+    if (BulkWriteError.isBulkWriteError(error)) {
+      expect(error.writeErrors.map((w) => w.index)).toEqual([5]);
+      expect(error.insertedCount).toBe(5);
+    }
+    const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+    expect(stored.map((r) => r.mid).sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
+    await engine.close();
+  });
+
   it('with bulkWrite, an ordered call with each series contiguous is one bulkWrite', async () => {
     const { db, engine, coll } = await engineSetup(5, true);
     const docs = Array.from({ length: 8 }, (_, i) => ({ ts: at(i % 4), sensor: `s${i >> 2}`, mid: `m${i}` }));
