@@ -181,7 +181,7 @@ async function load(config: Config, docs: Array<Record<string, unknown>>) {
     bucketsNs: coll.bucketsNamespace,
     options: coll.options,
   };
-  return ctx;
+  return { ctx, engine };
 }
 
 function reference(docs: Array<Record<string, unknown>>, filter: Record<string, unknown>) {
@@ -199,10 +199,11 @@ describe('reader property: find equals naive filtering', () => {
         async (config, rows, filter) => {
           // Arrange
           const docs = toDocs(rows);
-          const ctx = await load(config, docs);
+          const { ctx, engine } = await load(config, docs);
           // Act
           const actual = await find(ctx, filter).toArray();
           const count = await countDocuments(ctx, filter);
+          await engine.close();
           // Assert
           const expected = reference(docs, filter);
           expect(actual.map(key).sort()).toEqual(expected.map(key).sort());
@@ -225,13 +226,14 @@ describe('reader property: find equals naive filtering', () => {
         async (config, rows, filter, direction, limit, skip) => {
           // Arrange
           const docs = toDocs(rows);
-          const ctx = await load(config, docs);
+          const { ctx, engine } = await load(config, docs);
           // Act
           const actual = await find(ctx, filter, {
             sort: { ts: direction },
             limit,
             skip,
           }).toArray();
+          await engine.close();
           // Assert
           const sorted = reference(docs, filter).sort(
             (a, b) => direction * ((a.ts as Date).getTime() - (b.ts as Date).getTime()),
