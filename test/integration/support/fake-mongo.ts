@@ -109,8 +109,9 @@ export class FakeDb implements MongoDbLike {
   /** Faults consumed in order by the first matching operation. */
   readonly faults: FakeFault[] = [];
   /**
-   * Write errors of single `bulkWrite` operations, in order: the first lets `skip` operations (counted
-   * across calls) succeed, then fails the next one with `error` (a write error at its index).
+   * Write errors of single writes, in order: the first lets `skip` writes (`bulkWrite` operations,
+   * `insertOne`s and `updateOne`s, counted across calls) succeed, then fails the next one with `error` (in
+   * a `bulkWrite`, a write error at its index).
    */
   readonly operationFaults: Array<{ skip: number; readonly error: MongoServerError }> = [];
   /** Every operation as `op:collection`, in call order. */
@@ -155,7 +156,10 @@ export class FakeDb implements MongoDbLike {
     return s;
   }
 
-  /** @internal meet the next operation fault at a `bulkWrite` operation (throws when it fails it). */
+  /**
+   * @internal meet the next operation fault at a write: a `bulkWrite` operation, an `insertOne` or an
+   * `updateOne` (throws when it fails it).
+   */
   operationFault(): void {
     const f = this.operationFaults[0];
     if (f === undefined) return;
@@ -284,6 +288,7 @@ export class FakeCollection implements MongoCollectionLike {
 
   async insertOne(doc: Document): Promise<InsertOneResult> {
     await this.#db.fault('insertOne', this.collectionName, 'before');
+    this.#db.operationFault();
     this.#insert(doc);
     await this.#db.fault('insertOne', this.collectionName, 'after');
     return { acknowledged: true, insertedId: doc._id as BSON.ObjectId };
@@ -368,6 +373,7 @@ export class FakeCollection implements MongoCollectionLike {
     options: UpdateOptions = {},
   ): Promise<UpdateResult> {
     await this.#db.fault('updateOne', this.collectionName, 'before');
+    this.#db.operationFault();
     checkUpdate(update);
     let result = this.#update(filter, update, 'one');
     if (options.upsert === true && result.matchedCount === 0) result = this.#upsert(filter, update);
