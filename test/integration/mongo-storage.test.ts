@@ -514,6 +514,104 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     }
   });
 
+  it('through transient faults and failed writes, exactly the acknowledged measurements are stored, once', async () => {
+    // Calls of either kind, in either format, with bulkWrite or one write per bucket; transient errors
+    // before or after an operation (fewer than the retries: each retry meets at most one) and at most one
+    // write that fails for good. What a call acknowledges (all of an unordered call but its writeErrors;
+    // an ordered call up to its failed index) is stored exactly once, and nothing is stored twice. Only a
+    // write that fails for good on the retry of an attempt whose reply was lost may have stored what it
+    // did not acknowledge (as with the server: that attempt's outcome is unknown); without both, exactly
+    // the acknowledged measurements are stored.
+    const transient = fc.record({
+      op: fc.constantFrom('bulkWrite' as const, 'insertOne' as const, 'updateOne' as const, 'find' as const),
+      when: fc.constantFrom('before' as const, 'after' as const),
+      network: fc.boolean(),
+    });
+    const call = fc.record({
+      ordered: fc.boolean(),
+      points: fc.array(
+        fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 30 }) }),
+        { minLength: 1, maxLength: 10 },
+      ),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.boolean(),
+        fc.array(call, { minLength: 1, maxLength: 4 }),
+        fc.array(transient, { maxLength: 4 }),
+        fc.option(fc.nat({ max: 20 })),
+        async (bulkWrite, compressed, calls, faults, failAt) => {
+          const db = new FakeDb('metrics');
+          db.bulkWrite = bulkWrite;
+          const storage = new MongoStorage(db, {
+            mode: 'timeseries',
+            retry: { ...kInstantRetry, maxRetries: 5 },
+          });
+          const engine = new BucketEngine({
+            storage,
+            parameters: {
+              ...kParameters,
+              timeseriesBucketMaxCount: 4,
+              timeseriesAlwaysUseCompressedBuckets: compressed,
+            },
+          });
+          const coll = await engine.createCollection('weather', {
+            timeseries: { timeField: 'ts', metaField: 'sensor' },
+          });
+          for (const f of faults) {
+            db.faults.push({ op: f.op, when: f.when, error: f.network ? network() : notPrimary() });
+          }
+          if (failAt !== null)
+            db.operationFaults.push({ skip: failAt, error: serverError(2, 'BadValue', 'injected') });
+          const acknowledged: string[] = [];
+          const reported: string[] = [];
+          for (const [c, { ordered, points }] of calls.entries()) {
+            const docs = points.map((p, i) => ({
+              ts: at(p.offset),
+              sensor: `s${p.series}`,
+              mid: `c${c}m${i}`,
+            }));
+            const error: unknown = await coll.insertMany(docs, { ordered }).then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            if (error === undefined) {
+              acknowledged.push(...docs.map((d) => d.mid));
+              continue;
+            }
+            expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+            if (!BulkWriteError.isBulkWriteError(error)) continue;
+            const failed = new Set(error.writeErrors.map((w) => w.index));
+            const end = ordered ? (error.writeErrors[0]?.index ?? 0) : docs.length;
+            expect(error.insertedCount).toBe(end - (ordered ? 0 : failed.size));
+            acknowledged.push(
+              ...docs
+                .slice(0, end)
+                .filter((_, i) => !failed.has(i))
+                .map((d) => d.mid),
+            );
+            // An ordered call's failed write may hold measurements after its failed index too.
+            const attempted = ordered ? docs.slice(end) : docs.filter((_, i) => failed.has(i));
+            reported.push(...attempted.map((d) => d.mid));
+          }
+          const stored = (await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor')).map(
+            (r) => r.mid as string,
+          );
+          expect(new Set(stored).size).toBe(stored.length);
+          const ambiguous = failAt !== null && faults.some((f) => f.when === 'after');
+          if (!ambiguous) expect(stored.sort()).toEqual(acknowledged.sort());
+          else {
+            for (const mid of acknowledged) expect(stored).toContain(mid);
+            for (const mid of stored) expect([...acknowledged, ...reported]).toContain(mid);
+          }
+          await engine.close();
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it('any ordered call stores and acknowledges exactly the measurements before its failed index, with bulkWrite or without', async () => {
     await fc.assert(
       fc.asyncProperty(
