@@ -11,9 +11,10 @@ import { deserialize, serialize } from 'bson';
 import { updateMany } from 'mingo';
 import type { PipelineStage } from 'mingo/updater';
 
+import { decompressBucket } from '../bucket-format/bucket-compression.js';
 import type { BucketUpdateDocument, StoredBucket } from '../storage/storage.js';
 import { isPlainObject } from '../util/bson-value.js';
-import { getOwnField, hasOwnField } from '../util/safe-record.js';
+import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument, sameBsonValue } from './bson-values.js';
 
 /**
@@ -24,13 +25,17 @@ import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument, sameBsonValue
  *
  * Data cells are append-only under the commit protocol (a later commit writes only indices that did not
  * exist), and each cell holds one measurement's value, so "every cell of this update is present with the
- * same BSON value" means "this commit was applied".
+ * same BSON value" means "this commit was applied". Until the bucket closes: a compressed bucket is
+ * searched row by row instead.
  *
  * @param stored - the bucket as read back (not mutated).
  * @param update - update operators or pipeline of the commit.
  * @returns `true` if the update's effect is already present.
  */
 export function updateAlreadyApplied(stored: StoredBucket, update: BucketUpdateDocument): boolean {
+  const control = getOwnField(stored, 'control');
+  const version = isPlainObject(control) ? Number(getOwnField(control, 'version')) : Number.NaN;
+  if (version === 2 || version === 3) return rowsAlreadyStored(stored, update);
   const before = copyDocument(stored);
   const docs = [copyDocument(stored)];
   // mingo's root `updateMany` has every expression operator (`$setField`, `$getField`, `$literal`) that
@@ -43,6 +48,61 @@ export function updateAlreadyApplied(stored: StoredBucket, update: BucketUpdateD
     const b = getOwnField(before, field);
     if (field === 'data' ? !cellsPresent(a, b) : !sameBsonValue(a, b)) return false;
   }
+  return true;
+}
+
+/**
+ * {@link updateAlreadyApplied} for a bucket compressed since the update was sent: another writer closed it
+ * (a version-1 bucket is compressed when it closes), so its cells are no longer addressable by index, and
+ * compressing sorted its rows by time. Each measurement the update writes (its cells of one index, found
+ * by applying it to the bucket with every column emptied) must be one of the bucket's rows, decompressed,
+ * each row standing for one measurement at most. A row with the same values stands for the same
+ * measurement, as an equal cell does in a version-1 bucket.
+ */
+function rowsAlreadyStored(stored: StoredBucket, update: BucketUpdateDocument): boolean {
+  const base = decompressBucket(copyDocument(stored));
+  const data = getOwnField(base, 'data');
+  if (!isPlainObject(data)) return false;
+  const emptied: Record<string, unknown> = {};
+  for (const field of Object.keys(data)) defineField(emptied, field, {});
+  const probe = copyDocument(base);
+  defineField(probe, 'data', emptied);
+  const docs = [probe];
+  updateMany(docs, {}, update as PipelineStage[], { cloneMode: 'none' });
+  const written = getOwnField(docs[0] ?? {}, 'data');
+  if (!isPlainObject(written)) return false;
+  const rows = rowsOf(data);
+  const taken = new Set<number>();
+  for (const row of rowsOf(written)) {
+    const at = rows.findIndex((candidate, i) => !taken.has(i) && sameRow(candidate, row));
+    if (at < 0) return false;
+    taken.add(at);
+  }
+  return true;
+}
+
+/** The rows of version-1 columns: per index present in any column, its cells by field. */
+function rowsOf(data: Readonly<Record<string, unknown>>): Array<Map<string, unknown>> {
+  const rows = new Map<string, Map<string, unknown>>();
+  for (const field of Object.keys(data)) {
+    const column = getOwnField(data, field);
+    if (!isPlainObject(column)) continue;
+    for (const index of Object.keys(column)) {
+      let row = rows.get(index);
+      if (row === undefined) {
+        row = new Map();
+        rows.set(index, row);
+      }
+      row.set(field, getOwnField(column, index));
+    }
+  }
+  return [...rows.values()];
+}
+
+/** Whether two rows have the same fields with the same BSON values. */
+function sameRow(a: ReadonlyMap<string, unknown>, b: ReadonlyMap<string, unknown>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [field, value] of a) if (!b.has(field) || !sameBsonValue(value, b.get(field))) return false;
   return true;
 }
 

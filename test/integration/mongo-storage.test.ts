@@ -25,6 +25,7 @@ import {
   resolveMongoStorageOptions,
 } from '../../src/mongodb/index.js';
 import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
+import { compressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
 import { kInstantRetry } from './backends.js';
 import { allBuckets, multiplicity, storedMeasurements } from './storage-suite.js';
@@ -433,6 +434,39 @@ describe('MongoStorage errors and retries', () => {
     expect(updateAlreadyApplied(stored, { $set: { 'data.y': { '1': 'a' } } })).toBe(false);
     expect(updateAlreadyApplied(stored, { $set: { meta: 'a' } })).toBe(true);
     expect(updateAlreadyApplied(stored, { $set: { meta: 'b' } })).toBe(false);
+  });
+
+  it('updateAlreadyApplied looks for the rows of an update in a bucket compressed since, whatever their index', () => {
+    // Another writer appended and closed the bucket: compressed, its rows sorted by time. A commit of
+    // cells is in only if each of its measurements is one of the rows (it was once judged by the bytes of
+    // the columns, which its cells left unchanged: a measurement acknowledged and not stored).
+    const v1: StoredBucket = {
+      _id: new ObjectId(),
+      control: { version: 1, min: { ts: at(0), v: 0 }, max: { ts: at(5), v: 9 } },
+      meta: 'a',
+      data: { ts: { '0': at(5), '1': at(0), '2': at(3) }, v: { '0': 9, '1': 0, '2': 3 } },
+    };
+    const compressed = compressBucket(v1, 'ts', { whenNotSmaller: 'compress' });
+    expect(compressed.kind).toBe('compressed');
+    if (compressed.kind !== 'compressed') return;
+    const stored = compressed.doc as StoredBucket;
+    // Index 1 of the version-1 bucket (t = 0) is row 0 once compressed.
+    expect(updateAlreadyApplied(stored, { $set: { 'data.ts.1': at(0), 'data.v.1': 0 } })).toBe(true);
+    expect(
+      updateAlreadyApplied(stored, {
+        $set: { 'data.ts.1': at(0), 'data.v.1': 0, 'data.ts.2': at(3), 'data.v.2': 3 },
+      }),
+    ).toBe(true);
+    expect(updateAlreadyApplied(stored, { $set: { 'data.ts.1': at(0), 'data.v.1': 1 } })).toBe(false);
+    expect(updateAlreadyApplied(stored, { $set: { 'data.ts.3': at(0), 'data.v.3': 0, 'data.w.3': 1 } })).toBe(
+      false,
+    );
+    // Each row stands for one measurement: two equal measurements need two equal rows.
+    expect(
+      updateAlreadyApplied(stored, {
+        $set: { 'data.ts.3': at(0), 'data.v.3': 0, 'data.ts.4': at(0), 'data.v.4': 0 },
+      }),
+    ).toBe(false);
   });
 });
 

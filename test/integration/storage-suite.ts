@@ -8,6 +8,7 @@
  * engines on one collection, id collisions, a bucket changed by another writer).
  */
 import { Binary, Decimal128, Double, Long, ObjectId, calculateObjectSize } from 'bson';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { decompressBucket } from '../../src/bucket-format/bucket-compression.js';
@@ -508,6 +509,73 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
         0,
       );
       expect(committed).toBe(written.length);
+    });
+
+    it('property: engines writing one buckets collection concurrently store each measurement once, in buckets within limits', async () => {
+      // The example above, with the engines, their calls (ordered or not, series out of order and late),
+      // the format and the bucket count limit drawn by fast-check; all calls of all engines run at once.
+      backend = await factory();
+      const current = backend;
+      let run = 0;
+      const call = fc.record({
+        ordered: fc.boolean(),
+        points: fc.array(
+          fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 4000 }) }),
+          { minLength: 1, maxLength: 8 },
+        ),
+      });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.boolean(),
+          fc.integer({ min: 2, max: 6 }),
+          fc.array(fc.array(call, { minLength: 1, maxLength: 3 }), { minLength: 2, maxLength: 3 }),
+          async (compressed, maxCount, writers) => {
+            const name = current.collectionName(`concurrent${run++}`);
+            const ingesters = await Promise.all(
+              writers.map(() =>
+                engineOn(current.open(), name, {
+                  timeseriesBucketMaxCount: maxCount,
+                  timeseriesAlwaysUseCompressedBuckets: compressed,
+                }),
+              ),
+            );
+            const calls = writers.flatMap((calls, w) =>
+              calls.map(({ ordered, points }, c) => ({
+                coll: (ingesters[w] as (typeof ingesters)[number]).coll,
+                ordered,
+                docs: points.map((p, i) => ({
+                  ts: at(p.offset),
+                  sensor: `s${p.series}`,
+                  mid: `w${w}c${c}m${i}`,
+                })),
+              })),
+            );
+            await Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
+            const storage = current.open();
+            const ns = (ingesters[0] as (typeof ingesters)[number]).coll.bucketsNamespace;
+            const buckets = (await allBuckets(storage, ns)).map((b) => decompressBucket(b));
+            const ids = buckets.map((b) => (b._id as ObjectId).toHexString());
+            expect(new Set(ids).size).toBe(ids.length);
+            const rows = await storedMeasurements(storage, ns, 'ts', 'sensor');
+            expect(rows.map((r) => r.mid).sort()).toEqual(
+              calls.flatMap((c) => c.docs.map((d) => d.mid)).sort(),
+            );
+            for (const bucket of buckets) {
+              const times = Object.values((bucket.data as { ts: Record<string, Date> }).ts).map((d) =>
+                d.getTime(),
+              );
+              const control = bucket.control as { min: { ts: Date }; max: { ts: Date } };
+              const start = control.min.ts.getTime();
+              expect(times.length).toBeLessThanOrEqual(maxCount);
+              expect(Math.max(...times)).toBe(control.max.ts.getTime());
+              expect(Math.min(...times)).toBeGreaterThanOrEqual(start);
+              expect(Math.max(...times)).toBeLessThan(start + 3600 * 1000);
+            }
+            for (const { engine } of ingesters) await engine.close();
+          },
+        ),
+        { numRuns: 100 },
+      );
     });
 
     it('retries a bucket whose _id another engine already inserted (id collision)', async () => {
