@@ -32,7 +32,7 @@ import type { CompressedColumnCache } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions } from './bson-values.js';
 import type { MongoCollectionLike } from './driver-shape.js';
 import { kDuplicateKeyCode, MongoStorageError } from './mongo-storage-error.js';
-import { documentAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
+import { insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
 
 /** What one write of the call sends, and how to tell afterwards whether it is stored. */
 type Planned =
@@ -249,7 +249,7 @@ async function alreadyStored(buckets: MongoCollectionLike, plan: Planned): Promi
     .toArray();
   if (doc === undefined) return false;
   const stored = canonicalizeDocument(doc);
-  if (plan.kind === 'insert') return documentAlreadyWritten(stored, plan.document);
+  if (plan.kind === 'insert') return insertAlreadyWritten(stored, plan.document);
   if (plan.kind === 'update') return updateAlreadyApplied(stored, plan.update);
   const control = stored.control as { count?: unknown } | undefined;
   if (Number(control?.count) !== plan.commit.count) return false;

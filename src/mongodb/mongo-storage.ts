@@ -50,7 +50,7 @@ import type {
 import { plainNamespaceFor, serverNamespaceFor } from './namespaces.js';
 import type { ServerNamespace } from './namespaces.js';
 import { runWithRetries } from './retry.js';
-import { documentAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
+import { documentAlreadyWritten, insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
 
 /** Server error codes handled as expected outcomes. */
 const kNamespaceNotFound = 26;
@@ -262,7 +262,7 @@ export class MongoStorage implements Storage {
         // After a lost reply, the duplicate may be this writer's own earlier attempt.
         if (attempt > 0) {
           const stored = await readById(buckets, doc._id);
-          if (stored !== undefined && documentAlreadyWritten(stored, doc)) return;
+          if (stored !== undefined && insertAlreadyWritten(stored, doc)) return;
         }
         const message = error instanceof Error ? error.message : String(error);
         throw new TimeseriesError('DuplicateKey', message, { cause: error, ...bucketIdDetail(doc._id) });

@@ -3,7 +3,8 @@
  * been applied; retrying it blindly could apply a commit twice or, worse, make the catalog believe another
  * writer took the bucket and re-stage measurements that are already stored (a duplicate). Before reporting
  * "duplicate `_id`" or "guard did not match" after such a failure, the storage reads the bucket back and
- * checks whether its own write is already there.
+ * checks whether its own write is already there. Other writers may have appended to the bucket since (a
+ * bucket is reopened by any writer), and closed it, compressing it.
  *
  * @packageDocumentation
  */
@@ -71,10 +72,42 @@ function rowsAlreadyStored(stored: StoredBucket, update: BucketUpdateDocument): 
   updateMany(docs, {}, update as PipelineStage[], { cloneMode: 'none' });
   const written = getOwnField(docs[0] ?? {}, 'data');
   if (!isPlainObject(written)) return false;
-  const rows = rowsOf(data);
+  return rowsContained(rowsOf(written), rowsOf(data));
+}
+
+/**
+ * Whether a bucket inserted by this writer is the stored one: exactly, or with other writers' measurements
+ * added since (one reopened the bucket and appended to it, and may have closed it, compressing it). Then
+ * it is the same series (every top-level field but `control` and `data` the same) and holds each
+ * measurement the insert wrote as one of its rows (a bucket id drawn by another writer for another
+ * series, the one real duplicate, fails the first).
+ *
+ * @param stored - the bucket as read back (not mutated).
+ * @param inserted - the document this writer inserted.
+ * @returns `true` if the insert is in.
+ */
+export function insertAlreadyWritten(stored: StoredBucket, inserted: Readonly<StoredBucket>): boolean {
+  if (sameBsonDocument(stored, inserted)) return true;
+  const now = decompressBucket(copyDocument(stored));
+  const then = decompressBucket(copyDocument(inserted));
+  for (const field of new Set([...Object.keys(now), ...Object.keys(then)])) {
+    if (field === 'control' || field === 'data') continue;
+    if (!sameBsonValue(getOwnField(now, field), getOwnField(then, field))) return false;
+  }
+  const data = getOwnField(now, 'data');
+  const written = getOwnField(then, 'data');
+  if (!isPlainObject(data) || !isPlainObject(written)) return false;
+  return rowsContained(rowsOf(written), rowsOf(data));
+}
+
+/** Whether each of `rows` is one of `among`, each of `among` standing for one of `rows` at most. */
+function rowsContained(
+  rows: ReadonlyArray<ReadonlyMap<string, unknown>>,
+  among: ReadonlyArray<ReadonlyMap<string, unknown>>,
+): boolean {
   const taken = new Set<number>();
-  for (const row of rowsOf(written)) {
-    const at = rows.findIndex((candidate, i) => !taken.has(i) && sameRow(candidate, row));
+  for (const row of rows) {
+    const at = among.findIndex((candidate, i) => !taken.has(i) && sameRow(candidate, row));
     if (at < 0) return false;
     taken.add(at);
   }
@@ -107,10 +140,11 @@ function sameRow(a: ReadonlyMap<string, unknown>, b: ReadonlyMap<string, unknown
 }
 
 /**
- * Whether a stored document is exactly `written` (same BSON bytes).
+ * Whether a stored document is exactly `written` (same BSON bytes): a replacement is in only if nothing
+ * changed the bucket since.
  *
  * @param stored - the document read back.
- * @param written - the document this writer inserted or replaced.
+ * @param written - the document this writer replaced the bucket with.
  * @returns `true` if identical.
  */
 export function documentAlreadyWritten(stored: StoredBucket, written: Readonly<StoredBucket>): boolean {

@@ -26,7 +26,7 @@ import {
 } from '../../src/mongodb/index.js';
 import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
 import { compressBucket } from '../../src/bucket-format/bucket-compression.js';
-import { updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
+import { insertAlreadyWritten, updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
 import { kInstantRetry } from './backends.js';
 import { allBuckets, multiplicity, storedMeasurements } from './storage-suite.js';
 import { FakeDb, serverError } from './support/fake-mongo.js';
@@ -436,6 +436,37 @@ describe('MongoStorage errors and retries', () => {
     expect(updateAlreadyApplied(stored, { $set: { meta: 'b' } })).toBe(false);
   });
 
+  it('insertAlreadyWritten finds an inserted bucket that others appended to, or closed, since', () => {
+    // A lost reply, then another writer reopened the bucket and appended (and maybe closed it): the
+    // retried insert's duplicate _id is this writer's own bucket, not another's (it was once taken for
+    // another writer's, and its measurements were written again to a new bucket: stored twice).
+    const inserted: StoredBucket = {
+      _id: new ObjectId(),
+      control: { version: 1, min: { ts: at(5), v: 9 }, max: { ts: at(5), v: 9 } },
+      meta: 'a',
+      data: { ts: { '0': at(5) }, v: { '0': 9 } },
+    };
+    const appended: StoredBucket = {
+      ...inserted,
+      control: { version: 1, min: { ts: at(0), v: 0 }, max: { ts: at(5), v: 9 } },
+      data: { ts: { '0': at(5), '1': at(0) }, v: { '0': 9, '1': 0 }, w: { '1': 1 } },
+    };
+    expect(insertAlreadyWritten(inserted, inserted)).toBe(true);
+    expect(insertAlreadyWritten(appended, inserted)).toBe(true);
+    const closed = compressBucket(appended, 'ts', { whenNotSmaller: 'compress' });
+    expect(closed.kind).toBe('compressed');
+    if (closed.kind === 'compressed')
+      expect(insertAlreadyWritten(closed.doc as StoredBucket, inserted)).toBe(true);
+    // Another series under the same _id, or the same series without this writer's measurement: not it.
+    expect(insertAlreadyWritten({ ...appended, meta: 'b' }, inserted)).toBe(false);
+    expect(insertAlreadyWritten({ ...appended, data: { ts: { '1': at(0) }, v: { '1': 0 } } }, inserted)).toBe(
+      false,
+    );
+    expect(insertAlreadyWritten({ ...appended, data: { ts: { '0': at(5) }, v: { '0': 8 } } }, inserted)).toBe(
+      false,
+    );
+  });
+
   it('updateAlreadyApplied looks for the rows of an update in a bucket compressed since, whatever their index', () => {
     // Another writer appended and closed the bucket: compressed, its rows sorted by time. A commit of
     // cells is in only if each of its measurements is one of the rows (it was once judged by the bytes of
@@ -643,6 +674,86 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+
+  it('engines sharing a database through transient faults and lost replies store each measurement once', async () => {
+    // Two or three engines (each its own MongoStorage over one database) write the same series at once,
+    // in either format, with bulkWrite or without, while up to four operations fail transiently before
+    // or after they apply (each retry meets at most one: fewer than the retries). Every call succeeds,
+    // and every measurement is stored exactly once.
+    const transient = fc.record({
+      op: fc.constantFrom(
+        'bulkWrite' as const,
+        'insertOne' as const,
+        'updateOne' as const,
+        'replaceOne' as const,
+        'find' as const,
+      ),
+      when: fc.constantFrom('before' as const, 'after' as const),
+      network: fc.boolean(),
+    });
+    const call = fc.record({
+      ordered: fc.boolean(),
+      points: fc.array(
+        fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 4000 }) }),
+        { minLength: 1, maxLength: 8 },
+      ),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 2, max: 6 }),
+        fc.array(fc.array(call, { minLength: 1, maxLength: 3 }), { minLength: 2, maxLength: 3 }),
+        fc.array(transient, { maxLength: 4 }),
+        async (bulkWrite, compressed, maxCount, writers, faults) => {
+          const db = new FakeDb('metrics');
+          db.bulkWrite = bulkWrite;
+          const ingesters = await Promise.all(
+            writers.map(async () => {
+              const storage = new MongoStorage(db, {
+                mode: 'timeseries',
+                retry: { ...kInstantRetry, maxRetries: 5 },
+              });
+              const engine = new BucketEngine({
+                storage,
+                parameters: {
+                  ...kParameters,
+                  timeseriesBucketMaxCount: maxCount,
+                  timeseriesAlwaysUseCompressedBuckets: compressed,
+                },
+              });
+              const coll = await engine.createCollection('weather', {
+                timeseries: { timeField: 'ts', metaField: 'sensor' },
+              });
+              return { storage, engine, coll };
+            }),
+          );
+          for (const f of faults) {
+            db.faults.push({ op: f.op, when: f.when, error: f.network ? network() : notPrimary() });
+          }
+          const calls = writers.flatMap((calls, w) =>
+            calls.map(({ ordered, points }, c) => ({
+              coll: (ingesters[w] as (typeof ingesters)[number]).coll,
+              ordered,
+              docs: points.map((p, i) => ({
+                ts: at(p.offset),
+                sensor: `s${p.series}`,
+                mid: `w${w}c${c}m${i}`,
+              })),
+            })),
+          );
+          await Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
+          const first = ingesters[0] as (typeof ingesters)[number];
+          const stored = await storedMeasurements(first.storage, first.coll.bucketsNamespace, 'ts', 'sensor');
+          expect(stored.map((r) => r.mid as string).sort()).toEqual(
+            calls.flatMap((c) => c.docs.map((d) => d.mid)).sort(),
+          );
+          for (const { engine } of ingesters) await engine.close();
+        },
+      ),
+      { numRuns: 100 },
     );
   });
 
