@@ -28,7 +28,7 @@ import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
 import { compressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { insertAlreadyWritten, updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
 import { kInstantRetry } from './backends.js';
-import { allBuckets, multiplicity, storedMeasurements } from './storage-suite.js';
+import { allBuckets, insertCallArb, multiplicity, storedMeasurements, writerCalls } from './storage-suite.js';
 import { FakeDb, serverError } from './support/fake-mongo.js';
 
 const t0 = Date.parse('2024-10-04T10:00:00Z');
@@ -501,17 +501,38 @@ describe('MongoStorage errors and retries', () => {
   });
 });
 
+/**
+ * fast-check: a transient error (a network error or NotWritablePrimary) before or after an operation
+ * applies (after: a lost reply).
+ */
+const transientFaultArb = fc.record({
+  op: fc.constantFrom(
+    'bulkWrite' as const,
+    'insertOne' as const,
+    'updateOne' as const,
+    'replaceOne' as const,
+    'find' as const,
+  ),
+  when: fc.constantFrom('before' as const, 'after' as const),
+  network: fc.boolean(),
+});
+
 describe('BucketEngine over MongoStorage with injected faults', () => {
+  /** An engine (its own MongoStorage) on the 'weather' collection of `db`. */
+  async function engineOn(db: FakeDb, maxRetries: number, parameters: Record<string, number | boolean>) {
+    const storage = new MongoStorage(db, { mode: 'timeseries', retry: { ...kInstantRetry, maxRetries } });
+    const engine = new BucketEngine({ storage, parameters: { ...kParameters, ...parameters } });
+    const coll = await engine.createCollection('weather', {
+      timeseries: { timeField: 'ts', metaField: 'sensor' },
+    });
+    return { storage, engine, coll };
+  }
+
   async function engineSetup(maxRetries = 5, bulkWrite = false) {
     const db = new FakeDb('metrics');
     // Without bulkWrite each bucket is written with its own insertOne or updateOne.
     db.bulkWrite = bulkWrite;
-    const storage = new MongoStorage(db, { mode: 'timeseries', retry: { ...kInstantRetry, maxRetries } });
-    const engine = new BucketEngine({ storage, parameters: { ...kParameters, timeseriesBucketMaxCount: 5 } });
-    const coll = await engine.createCollection('weather', {
-      timeseries: { timeField: 'ts', metaField: 'sensor' },
-    });
-    return { db, storage, engine, coll };
+    return { db, ...(await engineOn(db, maxRetries, { timeseriesBucketMaxCount: 5 })) };
   }
 
   const rows = (n: number, prefix: string) =>
@@ -587,42 +608,19 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     // write that fails for good on the retry of an attempt whose reply was lost may have stored what it
     // did not acknowledge (as with the server: that attempt's outcome is unknown); without both, exactly
     // the acknowledged measurements are stored.
-    const transient = fc.record({
-      op: fc.constantFrom('bulkWrite' as const, 'insertOne' as const, 'updateOne' as const, 'find' as const),
-      when: fc.constantFrom('before' as const, 'after' as const),
-      network: fc.boolean(),
-    });
-    const call = fc.record({
-      ordered: fc.boolean(),
-      points: fc.array(
-        fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 30 }) }),
-        { minLength: 1, maxLength: 10 },
-      ),
-    });
     await fc.assert(
       fc.asyncProperty(
         fc.boolean(),
         fc.boolean(),
-        fc.array(call, { minLength: 1, maxLength: 4 }),
-        fc.array(transient, { maxLength: 4 }),
+        fc.array(insertCallArb(30, 10), { minLength: 1, maxLength: 4 }),
+        fc.array(transientFaultArb, { maxLength: 4 }),
         fc.option(fc.nat({ max: 20 })),
         async (bulkWrite, compressed, calls, faults, failAt) => {
           const db = new FakeDb('metrics');
           db.bulkWrite = bulkWrite;
-          const storage = new MongoStorage(db, {
-            mode: 'timeseries',
-            retry: { ...kInstantRetry, maxRetries: 5 },
-          });
-          const engine = new BucketEngine({
-            storage,
-            parameters: {
-              ...kParameters,
-              timeseriesBucketMaxCount: 4,
-              timeseriesAlwaysUseCompressedBuckets: compressed,
-            },
-          });
-          const coll = await engine.createCollection('weather', {
-            timeseries: { timeField: 'ts', metaField: 'sensor' },
+          const { storage, engine, coll } = await engineOn(db, 5, {
+            timeseriesBucketMaxCount: 4,
+            timeseriesAlwaysUseCompressedBuckets: compressed,
           });
           for (const f of faults) {
             db.faults.push({ op: f.op, when: f.when, error: f.network ? network() : notPrimary() });
@@ -631,12 +629,7 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
             db.operationFaults.push({ skip: failAt, error: serverError(2, 'BadValue', 'injected') });
           const acknowledged: string[] = [];
           const reported: string[] = [];
-          for (const [c, { ordered, points }] of calls.entries()) {
-            const docs = points.map((p, i) => ({
-              ts: at(p.offset),
-              sensor: `s${p.series}`,
-              mid: `c${c}m${i}`,
-            }));
+          for (const { ordered, docs } of writerCalls([coll], [calls])) {
             const error: unknown = await coll.insertMany(docs, { ordered }).then(
               () => undefined,
               (e: unknown) => e,
@@ -682,67 +675,33 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     // in either format, with bulkWrite or without, while up to four operations fail transiently before
     // or after they apply (each retry meets at most one: fewer than the retries). Every call succeeds,
     // and every measurement is stored exactly once.
-    const transient = fc.record({
-      op: fc.constantFrom(
-        'bulkWrite' as const,
-        'insertOne' as const,
-        'updateOne' as const,
-        'replaceOne' as const,
-        'find' as const,
-      ),
-      when: fc.constantFrom('before' as const, 'after' as const),
-      network: fc.boolean(),
-    });
-    const call = fc.record({
-      ordered: fc.boolean(),
-      points: fc.array(
-        fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 4000 }) }),
-        { minLength: 1, maxLength: 8 },
-      ),
-    });
     await fc.assert(
       fc.asyncProperty(
         fc.boolean(),
         fc.boolean(),
         fc.integer({ min: 2, max: 6 }),
-        fc.array(fc.array(call, { minLength: 1, maxLength: 3 }), { minLength: 2, maxLength: 3 }),
-        fc.array(transient, { maxLength: 4 }),
+        fc.array(fc.array(insertCallArb(4000, 8), { minLength: 1, maxLength: 3 }), {
+          minLength: 2,
+          maxLength: 3,
+        }),
+        fc.array(transientFaultArb, { maxLength: 4 }),
         async (bulkWrite, compressed, maxCount, writers, faults) => {
           const db = new FakeDb('metrics');
           db.bulkWrite = bulkWrite;
           const ingesters = await Promise.all(
-            writers.map(async () => {
-              const storage = new MongoStorage(db, {
-                mode: 'timeseries',
-                retry: { ...kInstantRetry, maxRetries: 5 },
-              });
-              const engine = new BucketEngine({
-                storage,
-                parameters: {
-                  ...kParameters,
-                  timeseriesBucketMaxCount: maxCount,
-                  timeseriesAlwaysUseCompressedBuckets: compressed,
-                },
-              });
-              const coll = await engine.createCollection('weather', {
-                timeseries: { timeField: 'ts', metaField: 'sensor' },
-              });
-              return { storage, engine, coll };
-            }),
+            writers.map(() =>
+              engineOn(db, 5, {
+                timeseriesBucketMaxCount: maxCount,
+                timeseriesAlwaysUseCompressedBuckets: compressed,
+              }),
+            ),
           );
           for (const f of faults) {
             db.faults.push({ op: f.op, when: f.when, error: f.network ? network() : notPrimary() });
           }
-          const calls = writers.flatMap((calls, w) =>
-            calls.map(({ ordered, points }, c) => ({
-              coll: (ingesters[w] as (typeof ingesters)[number]).coll,
-              ordered,
-              docs: points.map((p, i) => ({
-                ts: at(p.offset),
-                sensor: `s${p.series}`,
-                mid: `w${w}c${c}m${i}`,
-              })),
-            })),
+          const calls = writerCalls(
+            ingesters.map((ingester) => ingester.coll),
+            writers,
           );
           await Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
           const first = ingesters[0] as (typeof ingesters)[number];

@@ -71,6 +71,62 @@ export function multiplicity(
   return counts;
 }
 
+/** One insert call drawn by fast-check: ordered or not, measurements of three series at second offsets. */
+export interface InsertCall {
+  readonly ordered: boolean;
+  readonly points: ReadonlyArray<{ readonly series: number; readonly offset: number }>;
+}
+
+/**
+ * fast-check: an {@link InsertCall} of 1 to `maxLength` measurements, at offsets up to `maxOffset` seconds
+ * (beyond an hour: buckets roll over forward and backward).
+ */
+export function insertCallArb(maxOffset: number, maxLength: number): fc.Arbitrary<InsertCall> {
+  return fc.record({
+    ordered: fc.boolean(),
+    points: fc.array(
+      fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: maxOffset }) }),
+      { minLength: 1, maxLength },
+    ),
+  });
+}
+
+/**
+ * Each writer's calls as documents (`sensor: s<series>`, `mid: w<writer>c<call>m<index>`), with the
+ * writer's collection.
+ */
+export function writerCalls<C>(
+  colls: ReadonlyArray<C>,
+  writers: ReadonlyArray<ReadonlyArray<InsertCall>>,
+): Array<{ coll: C; ordered: boolean; docs: Array<{ ts: Date; sensor: string; mid: string }> }> {
+  return writers.flatMap((calls, w) =>
+    calls.map(({ ordered, points }, c) => ({
+      coll: colls[w] as C,
+      ordered,
+      docs: points.map((p, i) => ({ ts: at(p.offset), sensor: `s${p.series}`, mid: `w${w}c${c}m${i}` })),
+    })),
+  );
+}
+
+/**
+ * Each (decompressed) bucket holds at most `maxCount` measurements, all within the hour its
+ * `control.min` time starts, its latest time its `control.max` time.
+ */
+export function expectBucketsWithinLimits(
+  buckets: ReadonlyArray<Record<string, unknown>>,
+  maxCount: number,
+): void {
+  for (const bucket of buckets) {
+    const times = Object.values((bucket.data as { ts: Record<string, Date> }).ts).map((d) => d.getTime());
+    const control = bucket.control as { min: { ts: Date }; max: { ts: Date } };
+    const start = control.min.ts.getTime();
+    expect(times.length).toBeLessThanOrEqual(maxCount);
+    expect(Math.max(...times)).toBe(control.max.ts.getTime());
+    expect(Math.min(...times)).toBeGreaterThanOrEqual(start);
+    expect(Math.max(...times)).toBeLessThan(start + 3600 * 1000);
+  }
+}
+
 function bucketDoc(id: ObjectId, meta: unknown, n: number): StoredBucket {
   const ts: Record<string, Date> = {};
   const v: Record<string, number> = {};
@@ -493,14 +549,9 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       expect(counts.size).toBe(written.length);
       expect([...counts.values()].every((n) => n === 1)).toBe(true);
       // Each bucket holds one series, at most maxCount measurements, all in its window and its min/max.
+      expectBucketsWithinLimits(buckets, maxCount);
       for (const bucket of buckets) {
-        const times = Object.values((bucket.data as { ts: Record<string, Date> }).ts).map((d) => d.getTime());
-        const control = bucket.control as { min: { ts: Date }; max: { ts: Date } };
-        const start = control.min.ts.getTime();
-        expect(times.length).toBeLessThanOrEqual(maxCount);
-        expect(Math.max(...times)).toBe(control.max.ts.getTime());
-        expect(Math.min(...times)).toBeGreaterThanOrEqual(start);
-        expect(Math.max(...times)).toBeLessThan(start + 3600 * 1000);
+        const start = (bucket.control as { min: { ts: Date } }).min.ts.getTime();
         expect((bucket._id as ObjectId).getTimestamp().getTime()).toBe(start);
       }
       // What the ingesters acknowledged is what is stored.
@@ -517,18 +568,14 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       backend = await factory();
       const current = backend;
       let run = 0;
-      const call = fc.record({
-        ordered: fc.boolean(),
-        points: fc.array(
-          fc.record({ series: fc.integer({ min: 0, max: 2 }), offset: fc.integer({ min: 0, max: 4000 }) }),
-          { minLength: 1, maxLength: 8 },
-        ),
-      });
       await fc.assert(
         fc.asyncProperty(
           fc.boolean(),
           fc.integer({ min: 2, max: 6 }),
-          fc.array(fc.array(call, { minLength: 1, maxLength: 3 }), { minLength: 2, maxLength: 3 }),
+          fc.array(fc.array(insertCallArb(4000, 8), { minLength: 1, maxLength: 3 }), {
+            minLength: 2,
+            maxLength: 3,
+          }),
           async (compressed, maxCount, writers) => {
             const name = current.collectionName(`concurrent${run++}`);
             const ingesters = await Promise.all(
@@ -539,16 +586,9 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
                 }),
               ),
             );
-            const calls = writers.flatMap((calls, w) =>
-              calls.map(({ ordered, points }, c) => ({
-                coll: (ingesters[w] as (typeof ingesters)[number]).coll,
-                ordered,
-                docs: points.map((p, i) => ({
-                  ts: at(p.offset),
-                  sensor: `s${p.series}`,
-                  mid: `w${w}c${c}m${i}`,
-                })),
-              })),
+            const calls = writerCalls(
+              ingesters.map((ingester) => ingester.coll),
+              writers,
             );
             await Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
             const storage = current.open();
@@ -560,17 +600,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
             expect(rows.map((r) => r.mid).sort()).toEqual(
               calls.flatMap((c) => c.docs.map((d) => d.mid)).sort(),
             );
-            for (const bucket of buckets) {
-              const times = Object.values((bucket.data as { ts: Record<string, Date> }).ts).map((d) =>
-                d.getTime(),
-              );
-              const control = bucket.control as { min: { ts: Date }; max: { ts: Date } };
-              const start = control.min.ts.getTime();
-              expect(times.length).toBeLessThanOrEqual(maxCount);
-              expect(Math.max(...times)).toBe(control.max.ts.getTime());
-              expect(Math.min(...times)).toBeGreaterThanOrEqual(start);
-              expect(Math.max(...times)).toBeLessThan(start + 3600 * 1000);
-            }
+            expectBucketsWithinLimits(buckets, maxCount);
             for (const { engine } of ingesters) await engine.close();
           },
         ),
