@@ -97,6 +97,7 @@ export type {
   BucketCommit,
   BucketDelta,
   BucketDocumentV1,
+  BucketSeries,
   BucketUpdate,
   ControlV1,
   DeltaColumn,

@@ -11,6 +11,7 @@
  */
 import type { ObjectId } from 'bson';
 
+import { compareBsonValues } from '../util/bson-value.js';
 import type { SetOp } from './min-max.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 
@@ -168,12 +169,55 @@ export function bucketUpdateDocument(
   return update.kind === 'operators' ? { $set: setDocumentFor(update.delta) } : pipelineFor(update.delta);
 }
 
+/**
+ * The series of a bucket as the committing catalog knows it: whether the bucket has a meta, and its
+ * normalised value.
+ */
+export interface BucketSeries {
+  /** Whether the bucket has a `meta` field. */
+  readonly hasMeta: boolean;
+  /** The normalised meta value (`undefined` when `hasMeta` is false). */
+  readonly normalizedMeta: unknown;
+}
+
+/**
+ * The condition a stored bucket's `meta` meets while it is still `series`: BSON-equal to its meta, `null`
+ * only as `null` (not as a missing field), absent when it has none. `$eq` compares the value whole: as a
+ * bare value, an object whose field names start with `$` would be read as operators.
+ *
+ * @param series - the series.
+ * @returns a condition on the field `meta`.
+ */
+export function seriesGuard(series: BucketSeries): { readonly meta: Readonly<Record<string, unknown>> } {
+  if (!series.hasMeta) return { meta: { $exists: false } };
+  const meta = series.normalizedMeta;
+  return meta === null ? { meta: { $type: 'null' } } : { meta: { $eq: meta } };
+}
+
+/**
+ * Whether a stored bucket is still of `series` (what {@link seriesGuard} checks, on a document in memory).
+ *
+ * @param doc - the stored bucket.
+ * @param series - the series.
+ * @returns whether its meta is the series' (compared as MongoDB compares values), or both have none.
+ */
+export function seriesMatchesDocument(doc: Readonly<Record<string, unknown>>, series: BucketSeries): boolean {
+  if (!hasOwnField(doc, 'meta')) return !series.hasMeta;
+  return series.hasMeta && compareBsonValues(doc.meta, series.normalizedMeta) === 0;
+}
+
 /** A later commit, as a storage receives it (docs/mongodb.md: "apply a commit's update to one bucket"). */
 export interface BucketCommit {
   /** A version-1 commit (a compressed bucket's commit says `'compressed'`). */
   readonly format?: 'uncompressed';
   /** The bucket's `_id`. */
   readonly bucketId: ObjectId;
+  /**
+   * The bucket's series: the stored bucket must still be of it, so that a bucket whose meta another
+   * writer changed (an update of the metaField from another process) is not appended to. Not checked
+   * when absent (a commit built by hand).
+   */
+  readonly series?: BucketSeries;
   /** The time field: its column's indices say how many measurements the bucket holds. */
   readonly timeField: string;
   /** Measurements the stored bucket must hold (exactly) for the commit to apply. */
@@ -197,6 +241,7 @@ export function commitGuardFilter(commit: BucketCommit): Readonly<Record<string,
   guard._id = commit.bucketId;
   guard[`data.${commit.timeField}.${n - 1}`] = { $exists: true };
   guard[`data.${commit.timeField}.${n}`] = { $exists: false };
+  if (commit.series !== undefined) guard.meta = seriesGuard(commit.series).meta;
   return guard;
 }
 
@@ -227,7 +272,8 @@ export function commitMatchesDocument(doc: Readonly<Record<string, unknown>>, co
   if (typeof times !== 'object' || times === null || Array.isArray(times)) return false;
   const n = commit.numPreviouslyCommittedMeasurements;
   // Numeric keys: a plain object's integer-like keys are its elements; no index string is built.
-  return hasOwnField(times, n - 1) && !hasOwnField(times, n);
+  if (!hasOwnField(times, n - 1) || hasOwnField(times, n)) return false;
+  return commit.series === undefined || seriesMatchesDocument(doc, commit.series);
 }
 
 /** Gather a commit's cells by column. */

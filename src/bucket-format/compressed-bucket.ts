@@ -12,6 +12,8 @@
 import type { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
+import { seriesGuard } from './bucket-document.js';
+import type { BucketSeries } from './bucket-document.js';
 import type { ColumnTails, DeferredColumns } from './column-tails.js';
 import type { MinMaxSnapshot } from './min-max-snapshot.js';
 import { isPathSafeFieldName } from '../util/safe-record.js';
@@ -128,6 +130,11 @@ export interface CompressedBucketCommit {
   readonly format: 'compressed';
   /** The bucket's `_id`. */
   readonly bucketId: ObjectId;
+  /**
+   * The bucket's series: the stored bucket must still be of it (a bucket whose meta another writer
+   * changed is not appended to). Not checked when absent (a commit built by hand).
+   */
+  readonly series?: BucketSeries;
   /** `bucketId` as lowercase hex: made once per bucket, so a storage keyed by it hashes no new string. */
   readonly bucketIdHex: string;
   /** Measurements the stored bucket must hold (`control.count`) for the commit to apply. */
@@ -165,14 +172,15 @@ export function binaryBytes(binary: Readonly<Pick<Binary, 'buffer' | 'position'>
 }
 
 /**
- * The guard of a compressed commit: the bucket's `_id` and `control.count` equal to the measurements the
- * catalog committed, so a bucket changed by another writer is not appended to.
+ * The guard of a compressed commit: the bucket's `_id`, `control.count` equal to the measurements the
+ * catalog committed and its series' meta, so a bucket changed by another writer is not appended to.
  *
  * @param commit - the commit.
  * @returns a MongoDB filter.
  */
 export function compressedCommitGuard(commit: CompressedBucketCommit): Readonly<Record<string, unknown>> {
-  return { _id: commit.bucketId, 'control.count': commit.numPreviouslyCommittedMeasurements };
+  const guard = { _id: commit.bucketId, 'control.count': commit.numPreviouslyCommittedMeasurements };
+  return commit.series === undefined ? guard : { ...guard, ...seriesGuard(commit.series) };
 }
 
 /**

@@ -560,6 +560,7 @@ export class BucketCatalog {
     batch.createdColumns = update.newColumns;
     const commit = {
       bucketId: bucket.id.oid,
+      series: bucket,
       timeField: coll.options.timeField,
       numPreviouslyCommittedMeasurements: n,
       update,

@@ -143,6 +143,7 @@ export function prepareCompressedWrite(
   const commit: CompressedBucketCommit = {
     format: 'compressed',
     bucketId,
+    series: bucket,
     bucketIdHex: bucket.id.hex,
     numPreviouslyCommittedMeasurements: n,
     count: n + items.length,

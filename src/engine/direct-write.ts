@@ -11,6 +11,7 @@
  * @packageDocumentation
  */
 
+import { seriesGuard } from '../bucket-format/bucket-document.js';
 import type { BucketCatalog, DirectWriteTarget } from '../catalog/bucket-catalog.js';
 import { TimeseriesError } from '../errors.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
@@ -85,9 +86,7 @@ export async function withDirectWrite<T>(
  * @returns a condition on the bucket field `meta`.
  */
 export function metaGuard(doc: StoredBucket): BucketFilter {
-  if (!hasOwnField(doc, 'meta')) return { meta: { $exists: false } };
-  const meta = doc.meta;
-  return meta === null ? { meta: { $type: 'null' } } : { meta: { $eq: meta } };
+  return seriesGuard({ hasMeta: hasOwnField(doc, 'meta'), normalizedMeta: doc.meta });
 }
 
 /**

@@ -14,6 +14,7 @@
  */
 import { Binary } from 'bson';
 
+import { seriesMatchesDocument } from '../bucket-format/bucket-document.js';
 import type { ColumnPreview, ColumnTails, DeferredColumns } from '../bucket-format/column-tails.js';
 import type { CompressedBucketCommit, DeferredFirstCommit } from '../bucket-format/compressed-bucket.js';
 import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
@@ -84,8 +85,15 @@ export class LiveColumns {
   ): LiveBucket | undefined {
     let live = this.#buckets.get(key);
     if (live === undefined) {
+      // No live columns: the bucket was written otherwise since its last commit (or never committed to
+      // here), and its meta may have changed (an update of the metaField by another catalog): a commit
+      // of another series does not apply. Live columns are dropped by every such write, so while they
+      // exist the meta is the one checked here, or the inserting catalog's.
       const doc = docs.get(key);
-      live = doc === undefined ? undefined : liveBucketOf(doc);
+      if (doc === undefined || (commit.series !== undefined && !seriesMatchesDocument(doc, commit.series))) {
+        return undefined;
+      }
+      live = liveBucketOf(doc);
       if (live === undefined) return undefined;
       this.#buckets.set(key, live);
     }

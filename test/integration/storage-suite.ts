@@ -608,6 +608,24 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       );
     });
 
+    it.each([true, false])(
+      "an engine does not append to its bucket once another engine changed the bucket's meta (compressed: %s)",
+      async (compressed) => {
+        // Engine a's open bucket of series s2 is renamed to s3 by engine b (an update of the metaField):
+        // a's next measurement of s2 must not land in it, where it would read as s3.
+        backend = await factory();
+        const name = backend.collectionName(`renamed${compressed ? 'C' : 'U'}`);
+        const parameters = { timeseriesAlwaysUseCompressedBuckets: compressed };
+        const a = await engineOn(backend.open(), name, parameters);
+        const b = await engineOn(backend.open(), name, parameters);
+        await a.coll.insertMany([{ ts: at(0), sensor: 's2', mid: 'a0' }]);
+        await b.coll.updateMany({ sensor: 's2' }, { $set: { sensor: 's3' } });
+        await a.coll.insertMany([{ ts: at(1), sensor: 's2', mid: 'a1' }]);
+        const rows = await storedMeasurements(backend.open(), a.coll.bucketsNamespace, 'ts', 'sensor');
+        expect(rows.map((r) => `${String(r.mid)}:${String(r.sensor)}`).sort()).toEqual(['a0:s3', 'a1:s2']);
+      },
+    );
+
     it('retries a bucket whose _id another engine already inserted (id collision)', async () => {
       backend = await factory();
       const name = backend.collectionName('collide');
