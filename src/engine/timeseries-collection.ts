@@ -4,6 +4,8 @@
  * @packageDocumentation
  */
 
+import { Mutex } from 'async-mutex';
+
 import { insertItem, kLongCall } from '../catalog/bucket-catalog.js';
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import type { BucketingOptions, InsertItem, ReopeningSource } from '../catalog/bucket-catalog.js';
@@ -205,6 +207,13 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
   readonly #ctx: CollectionContext;
   /** Calls on this handle; `drop()` closes it (see call-gate.ts). */
   readonly #gate = new CallGate();
+  /**
+   * Ordered calls commit one at a time. Each writes its measurements all or nothing, and one that cannot
+   * prepare every batch withdraws them all, clearing their buckets and so every other call's batches
+   * staged there: two ordered calls of one series at once cleared each other's on every retry, until
+   * both failed with `TimeseriesBucketCleared`.
+   */
+  readonly #orderedCalls = new Mutex();
   #dropped: Promise<void> | undefined;
   #options: ResolvedCollectionOptions;
   /**
@@ -433,19 +442,21 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       indexOf.push(i);
     }
     await this.#rollups.ready();
-    const outcomes = await commitMeasurements(
-      {
-        catalog: this.#ctx.catalog,
-        storage: this.#ctx.storage,
-        bucketsNs: this.bucketsNamespace,
-        reopeningSource: this.#reopeningSource,
-        rollups: this.#rollups,
-      },
-      this.namespace,
-      this.#bucketing(),
-      items,
-      ordered ? 'disallow' : 'allow',
-    );
+    const commit = () =>
+      commitMeasurements(
+        {
+          catalog: this.#ctx.catalog,
+          storage: this.#ctx.storage,
+          bucketsNs: this.bucketsNamespace,
+          reopeningSource: this.#reopeningSource,
+          rollups: this.#rollups,
+        },
+        this.namespace,
+        this.#bucketing(),
+        items,
+        ordered ? 'disallow' : 'allow',
+      );
+    const outcomes = ordered ? await this.#orderedCalls.runExclusive(commit) : await commit();
     await this.#ctx.afterWrite();
     let insertedCount = 0;
     const insertedIds: Record<number, InferIdType<TSchema>> = {};
