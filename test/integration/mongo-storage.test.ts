@@ -28,7 +28,16 @@ import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
 import { compressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { insertAlreadyWritten, updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
 import { kInstantRetry } from './backends.js';
-import { allBuckets, insertCallArb, multiplicity, storedMeasurements, writerCalls } from './storage-suite.js';
+import {
+  afterWaveArb,
+  allBuckets,
+  insertCallArb,
+  multiplicity,
+  runWaves,
+  storedMeasurements,
+  waveArb,
+  writerCalls,
+} from './storage-suite.js';
 import { FakeDb, serverError } from './support/fake-mongo.js';
 
 const t0 = Date.parse('2024-10-04T10:00:00Z');
@@ -673,23 +682,22 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
   it('engines sharing a database through transient faults and lost replies store each measurement once', async () => {
     // Two or three engines (each its own MongoStorage over one database) write the same series at once,
     // in either format, with bulkWrite or without, while up to four operations fail transiently before
-    // or after they apply (each retry meets at most one: fewer than the retries). Every call succeeds,
-    // and every measurement is stored exactly once.
+    // or after they apply (each retry meets at most one: fewer than the retries); then maybe a rename and
+    // a delete by two of them and a second wave (runWaves). Every call succeeds, and the collection holds
+    // exactly the model's measurements, each once, in its series.
     await fc.assert(
       fc.asyncProperty(
         fc.boolean(),
         fc.boolean(),
         fc.integer({ min: 2, max: 6 }),
-        fc.array(fc.array(insertCallArb(4000, 8), { minLength: 1, maxLength: 3 }), {
-          minLength: 2,
-          maxLength: 3,
-        }),
+        waveArb,
+        afterWaveArb,
         fc.array(transientFaultArb, { maxLength: 4 }),
-        async (bulkWrite, compressed, maxCount, writers, faults) => {
+        async (bulkWrite, compressed, maxCount, writers, after, faults) => {
           const db = new FakeDb('metrics');
           db.bulkWrite = bulkWrite;
           const ingesters = await Promise.all(
-            writers.map(() =>
+            [...writers, ...(after?.writers ?? [])].map(() =>
               engineOn(db, 5, {
                 timeseriesBucketMaxCount: maxCount,
                 timeseriesAlwaysUseCompressedBuckets: compressed,
@@ -699,16 +707,14 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
           for (const f of faults) {
             db.faults.push({ op: f.op, when: f.when, error: f.network ? network() : notPrimary() });
           }
-          const calls = writerCalls(
+          const first = ingesters[0] as (typeof ingesters)[number];
+          const expected = await runWaves(
             ingesters.map((ingester) => ingester.coll),
             writers,
+            after,
           );
-          await Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
-          const first = ingesters[0] as (typeof ingesters)[number];
           const stored = await storedMeasurements(first.storage, first.coll.bucketsNamespace, 'ts', 'sensor');
-          expect(stored.map((r) => r.mid as string).sort()).toEqual(
-            calls.flatMap((c) => c.docs.map((d) => d.mid)).sort(),
-          );
+          expect(stored.map((r) => `${String(r.mid)}:${String(r.sensor)}`).sort()).toEqual(expected.sort());
           for (const { engine } of ingesters) await engine.close();
         },
       ),

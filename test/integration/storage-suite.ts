@@ -16,7 +16,7 @@ import { defaultBucketIdGenerator } from '../../src/bucket-format/bucket-oid.js'
 import { MeasurementMap } from '../../src/bucket-format/measurement-map.js';
 import { MinMaxSnapshot } from '../../src/bucket-format/min-max-snapshot.js';
 import { BucketEngine, TimeseriesError } from '../../src/index.js';
-import type { BucketWrite, Storage, StoredBucket } from '../../src/index.js';
+import type { BucketWrite, Storage, StoredBucket, TimeseriesCollection } from '../../src/index.js';
 import { makeBucketUpdate } from '../../src/bucket-format/bucket-document.js';
 import { FaultyStorage } from '../support/faulty-storage.js';
 import { unpackV1 } from '../support/unpack-v1.js';
@@ -106,6 +106,59 @@ export function writerCalls<C>(
       docs: points.map((p, i) => ({ ts: at(p.offset), sensor: `s${p.series}`, mid: `w${w}c${c}m${i}` })),
     })),
   );
+}
+
+/** fast-check: one wave of calls, for two or three writers, each one to three calls. */
+export const waveArb = fc.array(fc.array(insertCallArb(4000, 8), { minLength: 1, maxLength: 3 }), {
+  minLength: 2,
+  maxLength: 3,
+});
+
+/** What may follow a first wave: a rename of series s1 to s3, a delete of series s2, a second wave. */
+export interface AfterWave {
+  readonly rename: boolean;
+  readonly remove: boolean;
+  readonly writers: ReadonlyArray<ReadonlyArray<InsertCall>>;
+}
+
+/** fast-check: an {@link AfterWave}, or nothing. */
+export const afterWaveArb = fc.option(
+  fc.record({ rename: fc.boolean(), remove: fc.boolean(), writers: waveArb }),
+);
+
+/**
+ * Run a wave of calls at once (writer `w` on `colls[w]`); then, after it, the first collection handle
+ * renames series s1 to s3 and the last deletes series s2 (the other engines' open buckets go stale), and a
+ * second wave (writer `w` on `colls[w + 1]`, ids prefixed `after-`) runs at once.
+ *
+ * @returns what the collection must then hold, as `<mid>:<sensor>` rows.
+ */
+export async function runWaves(
+  colls: ReadonlyArray<TimeseriesCollection>,
+  writers: ReadonlyArray<ReadonlyArray<InsertCall>>,
+  after: AfterWave | null,
+): Promise<string[]> {
+  const insertAll = (calls: ReturnType<typeof writerCalls<TimeseriesCollection>>) =>
+    Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
+  const calls = writerCalls(colls, writers);
+  await insertAll(calls);
+  let expected = calls.flatMap((c) => c.docs.map((d) => `${d.mid}:${d.sensor}`));
+  if (after === null) return expected;
+  if (after.rename) {
+    await (colls[0] as TimeseriesCollection).updateMany({ sensor: 's1' }, { $set: { sensor: 's3' } });
+    expected = expected.map((row) => row.replace(/:s1$/, ':s3'));
+  }
+  if (after.remove) {
+    await (colls[colls.length - 1] as TimeseriesCollection).deleteMany({ sensor: 's2' });
+    expected = expected.filter((row) => !row.endsWith(':s2'));
+  }
+  const more = writerCalls(colls, [[], ...after.writers]).map((call) => ({
+    ...call,
+    docs: call.docs.map((d) => ({ ...d, mid: `after-${d.mid}` })),
+  }));
+  await insertAll(more);
+  expected.push(...more.flatMap((c) => c.docs.map((d) => `${d.mid}:${d.sensor}`)));
+  return expected;
 }
 
 /**
@@ -570,16 +623,12 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       backend = await factory();
       const current = backend;
       let run = 0;
-      const wave = fc.array(fc.array(insertCallArb(4000, 8), { minLength: 1, maxLength: 3 }), {
-        minLength: 2,
-        maxLength: 3,
-      });
       await fc.assert(
         fc.asyncProperty(
           fc.boolean(),
           fc.integer({ min: 2, max: 6 }),
-          wave,
-          fc.option(fc.record({ rename: fc.boolean(), remove: fc.boolean(), writers: wave })),
+          waveArb,
+          afterWaveArb,
           async (compressed, maxCount, writers, after) => {
             const name = current.collectionName(`concurrent${run++}`);
             // Not kept for afterEach, as engineOn's are: a run's engines are closed when it ends.
@@ -602,29 +651,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
             try {
               const colls = ingesters.map((ingester) => ingester.coll);
               const first = colls[0] as (typeof colls)[number];
-              const insertAll = (calls: ReturnType<typeof writerCalls<(typeof colls)[number]>>) =>
-                Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
-              const calls = writerCalls(colls, writers);
-              await insertAll(calls);
-              let expected = calls.flatMap((c) => c.docs.map((d) => `${d.mid}:${d.sensor}`));
-              if (after !== null) {
-                const last = colls[colls.length - 1] as (typeof colls)[number];
-                if (after.rename) {
-                  await first.updateMany({ sensor: 's1' }, { $set: { sensor: 's3' } });
-                  expected = expected.map((row) => row.replace(/:s1$/, ':s3'));
-                }
-                if (after.remove) {
-                  await last.deleteMany({ sensor: 's2' });
-                  expected = expected.filter((row) => !row.endsWith(':s2'));
-                }
-                // The second wave: every engine, tagged apart from the first.
-                const more = writerCalls(colls, [[], ...after.writers]).map((call) => ({
-                  ...call,
-                  docs: call.docs.map((d) => ({ ...d, mid: `after-${d.mid}` })),
-                }));
-                await insertAll(more);
-                expected.push(...more.flatMap((c) => c.docs.map((d) => `${d.mid}:${d.sensor}`)));
-              }
+              const expected = await runWaves(colls, writers, after);
               const storage = current.open();
               const buckets = (await allBuckets(storage, first.bucketsNamespace)).map((b) =>
                 decompressBucket(b),
