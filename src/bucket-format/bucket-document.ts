@@ -195,6 +195,23 @@ export function seriesGuard(series: BucketSeries): { readonly meta: Readonly<Rec
 }
 
 /**
+ * The condition on `control.closed` of a bucket that takes appends: a bucket marked closed (rewritten by a
+ * delete of some of its measurements, or by hand) does not, whoever had it open.
+ */
+export const kNotClosed: Readonly<Record<string, unknown>> = Object.freeze({ $ne: true });
+
+/**
+ * Whether a stored bucket is marked closed (`control.closed: true`): it takes no appends.
+ *
+ * @param doc - the stored bucket.
+ * @returns whether it is closed.
+ */
+export function isClosedBucket(doc: Readonly<Record<string, unknown>>): boolean {
+  const control = getOwnField(doc, 'control');
+  return typeof control === 'object' && control !== null && getOwnField(control, 'closed') === true;
+}
+
+/**
  * Whether a stored bucket is still of `series` (what {@link seriesGuard} checks, on a document in memory).
  *
  * @param doc - the stored bucket.
@@ -241,6 +258,7 @@ export function commitGuardFilter(commit: BucketCommit): Readonly<Record<string,
   guard._id = commit.bucketId;
   guard[`data.${commit.timeField}.${n - 1}`] = { $exists: true };
   guard[`data.${commit.timeField}.${n}`] = { $exists: false };
+  guard['control.closed'] = kNotClosed;
   if (commit.series !== undefined) guard.meta = seriesGuard(commit.series).meta;
   return guard;
 }
@@ -272,7 +290,7 @@ export function commitMatchesDocument(doc: Readonly<Record<string, unknown>>, co
   if (typeof times !== 'object' || times === null || Array.isArray(times)) return false;
   const n = commit.numPreviouslyCommittedMeasurements;
   // Numeric keys: a plain object's integer-like keys are its elements; no index string is built.
-  if (!hasOwnField(times, n - 1) || hasOwnField(times, n)) return false;
+  if (!hasOwnField(times, n - 1) || hasOwnField(times, n) || isClosedBucket(doc)) return false;
   return commit.series === undefined || seriesMatchesDocument(doc, commit.series);
 }
 

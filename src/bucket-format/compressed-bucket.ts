@@ -12,7 +12,7 @@
 import type { Binary } from 'bson';
 import type { ObjectId } from 'bson';
 
-import { seriesGuard } from './bucket-document.js';
+import { kNotClosed, seriesGuard } from './bucket-document.js';
 import type { BucketSeries } from './bucket-document.js';
 import type { ColumnTails, DeferredColumns } from './column-tails.js';
 import type { MinMaxSnapshot } from './min-max-snapshot.js';
@@ -173,13 +173,18 @@ export function binaryBytes(binary: Readonly<Pick<Binary, 'buffer' | 'position'>
 
 /**
  * The guard of a compressed commit: the bucket's `_id`, `control.count` equal to the measurements the
- * catalog committed and its series' meta, so a bucket changed by another writer is not appended to.
+ * catalog committed, not marked closed, and its series' meta, so a bucket changed by another writer is
+ * not appended to.
  *
  * @param commit - the commit.
  * @returns a MongoDB filter.
  */
 export function compressedCommitGuard(commit: CompressedBucketCommit): Readonly<Record<string, unknown>> {
-  const guard = { _id: commit.bucketId, 'control.count': commit.numPreviouslyCommittedMeasurements };
+  const guard = {
+    _id: commit.bucketId,
+    'control.count': commit.numPreviouslyCommittedMeasurements,
+    'control.closed': kNotClosed,
+  };
   return commit.series === undefined ? guard : { ...guard, ...seriesGuard(commit.series) };
 }
 

@@ -106,6 +106,10 @@ async function deleteFromBucket(
       continue;
     }
     const repacked = repackBucket(doc, kept, ctx.timeField, ctx.metaField, ctx.catalog.bucketFormat);
+    // Rewritten, the bucket takes no more appends (see docs/mongodb.md, several writers): another engine
+    // with the bucket open would splice its next commit into columns that are not the ones it knows, a
+    // guard on the count alone letting it through when the bucket holds as many measurements again.
+    (repacked.control as Record<string, unknown>).closed = true;
     if ((await ctx.storage.replaceOne(ctx.bucketsNs, guard, repacked)).kind === 'updated') return removed;
   }
   throw new TimeseriesError(

@@ -14,7 +14,7 @@
  */
 import { Binary } from 'bson';
 
-import { seriesMatchesDocument } from '../bucket-format/bucket-document.js';
+import { isClosedBucket, seriesMatchesDocument } from '../bucket-format/bucket-document.js';
 import type { ColumnPreview, ColumnTails, DeferredColumns } from '../bucket-format/column-tails.js';
 import type { CompressedBucketCommit, DeferredFirstCommit } from '../bucket-format/compressed-bucket.js';
 import { MinMaxSnapshot } from '../bucket-format/min-max-snapshot.js';
@@ -86,11 +86,15 @@ export class LiveColumns {
     let live = this.#buckets.get(key);
     if (live === undefined) {
       // No live columns: the bucket was written otherwise since its last commit (or never committed to
-      // here), and its meta may have changed (an update of the metaField by another catalog): a commit
-      // of another series does not apply. Live columns are dropped by every such write, so while they
+      // here): it may have been rewritten and marked closed (a delete of some of its measurements by
+      // another catalog), or its meta changed (an update of the metaField): then the commit does not apply. Live columns are dropped by every such write, so while they
       // exist the meta is the one checked here, or the inserting catalog's.
       const doc = docs.get(key);
-      if (doc === undefined || (commit.series !== undefined && !seriesMatchesDocument(doc, commit.series))) {
+      if (
+        doc === undefined ||
+        isClosedBucket(doc) ||
+        (commit.series !== undefined && !seriesMatchesDocument(doc, commit.series))
+      ) {
         return undefined;
       }
       live = liveBucketOf(doc);

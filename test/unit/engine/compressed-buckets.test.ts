@@ -268,6 +268,7 @@ describe('compressed buckets (MongoDB 8.0+)', () => {
       min: { ts: at('2024-01-01T00:00:00Z'), v: 1 },
       max: { ts: at('2024-01-01T00:00:03Z'), v: 3 },
       count: 2,
+      closed: true,
     });
     expect(bucket!.data).toStrictEqual({
       ts: column([at('2024-01-01T00:00:01Z'), at('2024-01-01T00:00:03Z')]),
