@@ -31,6 +31,7 @@ import { kInstantRetry } from './backends.js';
 import {
   afterWaveArb,
   allBuckets,
+  expectStoredAsModel,
   insertCallArb,
   multiplicity,
   runWaves,
@@ -708,13 +709,13 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
             db.faults.push({ op: f.op, when: f.when, error: f.network ? network() : notPrimary() });
           }
           const first = ingesters[0] as (typeof ingesters)[number];
-          const expected = await runWaves(
+          const model = await runWaves(
             ingesters.map((ingester) => ingester.coll),
             writers,
             after,
           );
           const stored = await storedMeasurements(first.storage, first.coll.bucketsNamespace, 'ts', 'sensor');
-          expect(stored.map((r) => `${String(r.mid)}:${String(r.sensor)}`).sort()).toEqual(expected.sort());
+          expectStoredAsModel(stored, model);
           for (const { engine } of ingesters) await engine.close();
         },
       ),

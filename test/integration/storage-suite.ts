@@ -116,59 +116,106 @@ export const waveArb = fc.array(fc.array(insertCallArb(4000, 8), { minLength: 1,
 
 /**
  * What may follow a first wave: a rename of series s1 to s3, a delete of series s2, a delete of every third
- * measurement of the wave (which rewrites their buckets), a second wave.
+ * measurement of the wave (which rewrites their buckets), and a second wave, either after those writes or
+ * at the same time.
  */
 export interface AfterWave {
   readonly rename: boolean;
   readonly remove: boolean;
   readonly trim: boolean;
+  readonly concurrent: boolean;
   readonly writers: ReadonlyArray<ReadonlyArray<InsertCall>>;
 }
 
 /** fast-check: an {@link AfterWave}, or nothing. */
 export const afterWaveArb = fc.option(
-  fc.record({ rename: fc.boolean(), remove: fc.boolean(), trim: fc.boolean(), writers: waveArb }),
+  fc.record({
+    rename: fc.boolean(),
+    remove: fc.boolean(),
+    trim: fc.boolean(),
+    concurrent: fc.boolean(),
+    writers: waveArb,
+  }),
 );
 
 /**
- * Run a wave of calls at once (writer `w` on `colls[w]`); then, after it, the first collection handle
- * renames series s1 to s3, the last deletes series s2 and the middle one every third measurement of the
- * wave (the other engines' open buckets go stale), and a second wave (writer `w` on `colls[w + 1]`, ids
- * prefixed `after-`) runs at once.
+ * What a collection may hold after {@link runWaves}: per measurement id, its possible series, `'gone'`
+ * when it may be deleted.
+ */
+export type WaveModel = Map<string, ReadonlySet<string>>;
+
+/**
+ * Run a wave of calls at once (writer `w` on `colls[w]`); then the first collection handle renames series
+ * s1 to s3, the last deletes series s2 and the middle one every third measurement of the wave (the other
+ * engines' open buckets go stale), one after the other; and a second wave (writer `w` on `colls[w + 1]`,
+ * ids prefixed `after-`) runs at once, after those writes or at the same time (then each of its
+ * measurements of s1 may be renamed or not, of s2 deleted or not).
  *
- * @returns what the collection must then hold, as `<mid>:<sensor>` rows.
+ * @returns what the collection may then hold.
  */
 export async function runWaves(
   colls: ReadonlyArray<TimeseriesCollection>,
   writers: ReadonlyArray<ReadonlyArray<InsertCall>>,
   after: AfterWave | null,
-): Promise<string[]> {
+): Promise<WaveModel> {
   const insertAll = (calls: ReturnType<typeof writerCalls<TimeseriesCollection>>) =>
     Promise.all(calls.map(({ coll, docs, ordered }) => coll.insertMany(docs, { ordered })));
   const calls = writerCalls(colls, writers);
   await insertAll(calls);
-  let expected = calls.flatMap((c) => c.docs.map((d) => `${d.mid}:${d.sensor}`));
-  if (after === null) return expected;
-  if (after.rename) {
-    await (colls[0] as TimeseriesCollection).updateMany({ sensor: 's1' }, { $set: { sensor: 's3' } });
-    expected = expected.map((row) => row.replace(/:s1$/, ':s3'));
+  const model: WaveModel = new Map();
+  const first = calls.flatMap((c) => c.docs);
+  if (after === null) {
+    for (const d of first) model.set(d.mid, new Set([d.sensor]));
+    return model;
   }
-  if (after.remove) {
-    await (colls[colls.length - 1] as TimeseriesCollection).deleteMany({ sensor: 's2' });
-    expected = expected.filter((row) => !row.endsWith(':s2'));
+  const doomed = new Set(after.trim ? first.map((d) => d.mid).filter((_, i) => i % 3 === 0) : []);
+  for (const d of first) {
+    const sensor = after.rename && d.sensor === 's1' ? 's3' : d.sensor;
+    model.set(d.mid, new Set([doomed.has(d.mid) || (after.remove && sensor === 's2') ? 'gone' : sensor]));
   }
-  if (after.trim) {
-    const doomed = calls.flatMap((c) => c.docs.map((d) => d.mid)).filter((_, i) => i % 3 === 0);
-    await (colls[Math.floor(colls.length / 2)] as TimeseriesCollection).deleteMany({ mid: { $in: doomed } });
-    expected = expected.filter((row) => !doomed.includes(row.slice(0, row.indexOf(':'))));
-  }
+  const writes = async () => {
+    if (after.rename) {
+      await (colls[0] as TimeseriesCollection).updateMany({ sensor: 's1' }, { $set: { sensor: 's3' } });
+    }
+    if (after.remove) await (colls[colls.length - 1] as TimeseriesCollection).deleteMany({ sensor: 's2' });
+    if (after.trim) {
+      await (colls[Math.floor(colls.length / 2)] as TimeseriesCollection).deleteMany({
+        mid: { $in: [...doomed] },
+      });
+    }
+  };
   const more = writerCalls(colls, [[], ...after.writers]).map((call) => ({
     ...call,
     docs: call.docs.map((d) => ({ ...d, mid: `after-${d.mid}` })),
   }));
-  await insertAll(more);
-  expected.push(...more.flatMap((c) => c.docs.map((d) => `${d.mid}:${d.sensor}`)));
-  return expected;
+  for (const d of more.flatMap((c) => c.docs)) {
+    const options = new Set<string>([d.sensor]);
+    if (after.concurrent && after.rename && d.sensor === 's1') options.add('s3');
+    if (after.concurrent && after.remove && d.sensor === 's2') options.add('gone');
+    model.set(d.mid, options);
+  }
+  if (after.concurrent) await Promise.all([writes(), insertAll(more)]);
+  else {
+    await writes();
+    await insertAll(more);
+  }
+  return model;
+}
+
+/**
+ * The stored measurements are what `model` allows: each id at most once, in one of its possible series,
+ * and every id that cannot be gone present.
+ */
+export function expectStoredAsModel(rows: ReadonlyArray<Record<string, unknown>>, model: WaveModel): void {
+  const seen = new Set<string>();
+  for (const row of rows) {
+    const mid = String(row.mid);
+    expect(seen.has(mid), `${mid} stored twice`).toBe(false);
+    seen.add(mid);
+    expect([...(model.get(mid) ?? [])], `${mid} as ${String(row.sensor)}`).toContain(String(row.sensor));
+  }
+  for (const [mid, options] of model)
+    if (!options.has('gone')) expect(seen.has(mid), `${mid} missing`).toBe(true);
 }
 
 /**
@@ -661,7 +708,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
             try {
               const colls = ingesters.map((ingester) => ingester.coll);
               const first = colls[0] as (typeof colls)[number];
-              const expected = await runWaves(colls, writers, after);
+              const model = await runWaves(colls, writers, after);
               const storage = current.open();
               const buckets = (await allBuckets(storage, first.bucketsNamespace)).map((b) =>
                 decompressBucket(b),
@@ -669,7 +716,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
               const ids = buckets.map((b) => (b._id as ObjectId).toHexString());
               expect(new Set(ids).size).toBe(ids.length);
               const rows = await storedMeasurements(storage, first.bucketsNamespace, 'ts', 'sensor');
-              expect(rows.map((r) => `${String(r.mid)}:${String(r.sensor)}`).sort()).toEqual(expected.sort());
+              expectStoredAsModel(rows, model);
               expectBucketsWithinLimits(buckets, maxCount);
             } finally {
               for (const { engine } of ingesters) await engine.close();
