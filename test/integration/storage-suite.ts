@@ -540,6 +540,16 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       return { engine, coll };
     }
 
+    /** A fresh backend with two engines on one collection, in the given format. */
+    async function twoEngines(base: string, compressed: boolean) {
+      backend = await factory();
+      const name = backend.collectionName(base);
+      const parameters = { timeseriesAlwaysUseCompressedBuckets: compressed };
+      const a = { ...(await engineOn(backend.open(), name, parameters)), storage: backend.open() };
+      const b = await engineOn(backend.open(), name, parameters);
+      return { a, b };
+    }
+
     function measurements(writer: string, n: number, series = 3): Array<Record<string, unknown>> {
       return Array.from({ length: n }, (_, i) => ({
         ts: at((i * 7) % 600),
@@ -732,15 +742,11 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       async (compressed) => {
         // Engine a's open bucket of series s2 is renamed to s3 by engine b (an update of the metaField):
         // a's next measurement of s2 must not land in it, where it would read as s3.
-        backend = await factory();
-        const name = backend.collectionName(`renamed${compressed ? 'C' : 'U'}`);
-        const parameters = { timeseriesAlwaysUseCompressedBuckets: compressed };
-        const a = await engineOn(backend.open(), name, parameters);
-        const b = await engineOn(backend.open(), name, parameters);
+        const { a, b } = await twoEngines(`renamed${compressed ? 'C' : 'U'}`, compressed);
         await a.coll.insertMany([{ ts: at(0), sensor: 's2', mid: 'a0' }]);
         await b.coll.updateMany({ sensor: 's2' }, { $set: { sensor: 's3' } });
         await a.coll.insertMany([{ ts: at(1), sensor: 's2', mid: 'a1' }]);
-        const rows = await storedMeasurements(backend.open(), a.coll.bucketsNamespace, 'ts', 'sensor');
+        const rows = await storedMeasurements(a.storage, a.coll.bucketsNamespace, 'ts', 'sensor');
         expect(rows.map((r) => `${String(r.mid)}:${String(r.sensor)}`).sort()).toEqual(['a0:s3', 'a1:s2']);
       },
     );
@@ -752,11 +758,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
         // measurements as a knows of, but not the ones it knows. a's next commit once went through on
         // the count: spliced into rewritten columns (garbage values), or, uncompressed, with a max that
         // no longer covered b's measurement (a query for it then skipped the bucket).
-        backend = await factory();
-        const name = backend.collectionName(`trimmed${compressed ? 'C' : 'U'}`);
-        const parameters = { timeseriesAlwaysUseCompressedBuckets: compressed };
-        const a = await engineOn(backend.open(), name, parameters);
-        const b = await engineOn(backend.open(), name, parameters);
+        const { a, b } = await twoEngines(`trimmed${compressed ? 'C' : 'U'}`, compressed);
         await a.coll.insertMany([
           { ts: at(0), sensor: 's', v: 1 },
           { ts: at(1), sensor: 's', v: 2 },
@@ -764,7 +766,7 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
         await b.coll.insertMany([{ ts: at(2), sensor: 's', v: 100 }]);
         expect(await b.coll.deleteMany({ v: 1 })).toStrictEqual({ acknowledged: true, deletedCount: 1 });
         await a.coll.insertMany([{ ts: at(3), sensor: 's', v: 3 }]);
-        const rows = await storedMeasurements(backend.open(), a.coll.bucketsNamespace, 'ts', 'sensor');
+        const rows = await storedMeasurements(a.storage, a.coll.bucketsNamespace, 'ts', 'sensor');
         expect(rows.map((r) => r.v).sort((x, y) => Number(x) - Number(y))).toEqual([2, 3, 100]);
         expect(await a.coll.find({ v: { $gt: 50 } }).toArray()).toStrictEqual([
           { ts: at(2), sensor: 's', v: 100 },
