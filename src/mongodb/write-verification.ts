@@ -13,6 +13,7 @@ import { updateMany } from 'mingo';
 import type { PipelineStage } from 'mingo/updater';
 
 import { decompressBucket } from '../bucket-format/bucket-compression.js';
+import { isClosedBucket } from '../bucket-format/bucket-document.js';
 import type { BucketUpdateDocument, StoredBucket } from '../storage/storage.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
@@ -36,7 +37,8 @@ import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument, sameBsonValue
 export function updateAlreadyApplied(stored: StoredBucket, update: BucketUpdateDocument): boolean {
   const control = getOwnField(stored, 'control');
   const version = isPlainObject(control) ? Number(getOwnField(control, 'version')) : Number.NaN;
-  if (version === 2 || version === 3) return rowsAlreadyStored(stored, update);
+  // Compressed since, or rewritten by a delete (marked closed): the cells moved, rows are looked for.
+  if (version === 2 || version === 3 || isClosedBucket(stored)) return rowsAlreadyStored(stored, update);
   const before = copyDocument(stored);
   const docs = [copyDocument(stored)];
   // mingo's root `updateMany` has every expression operator (`$setField`, `$getField`, `$literal`) that
@@ -79,8 +81,9 @@ function rowsAlreadyStored(stored: StoredBucket, update: BucketUpdateDocument): 
  * Whether a bucket inserted by this writer is the stored one: exactly, or with other writers' measurements
  * added since (one reopened the bucket and appended to it, and may have closed it, compressing it). Then
  * it is the same series (every top-level field but `control` and `data` the same) and holds each
- * measurement the insert wrote as one of its rows (a bucket id drawn by another writer for another
- * series, the one real duplicate, fails the first).
+ * measurement the insert wrote as one of its rows, or it was rewritten by a delete since (marked closed:
+ * the delete may have removed some of them). A bucket id drawn by another writer for another series, the
+ * one real duplicate, fails the first.
  *
  * @param stored - the bucket as read back (not mutated).
  * @param inserted - the document this writer inserted.
@@ -94,6 +97,8 @@ export function insertAlreadyWritten(stored: StoredBucket, inserted: Readonly<St
     if (field === 'control' || field === 'data') continue;
     if (!sameBsonValue(getOwnField(now, field), getOwnField(then, field))) return false;
   }
+  // Rewritten by a delete since (marked closed): some of the inserted measurements may be gone for good.
+  if (isClosedBucket(now)) return true;
   const data = getOwnField(now, 'data');
   const written = getOwnField(then, 'data');
   if (!isPlainObject(data) || !isPlainObject(written)) return false;

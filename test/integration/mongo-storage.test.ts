@@ -467,6 +467,13 @@ describe('MongoStorage errors and retries', () => {
     expect(closed.kind).toBe('compressed');
     if (closed.kind === 'compressed')
       expect(insertAlreadyWritten(closed.doc as StoredBucket, inserted)).toBe(true);
+    // Rewritten by another writer's delete since (marked closed), even without this writer's measurement.
+    const trimmed: StoredBucket = {
+      ...appended,
+      control: { version: 1, min: { ts: at(0), v: 0 }, max: { ts: at(0), v: 0 }, closed: true },
+      data: { ts: { '0': at(0) }, v: { '0': 0 } },
+    };
+    expect(insertAlreadyWritten(trimmed, inserted)).toBe(true);
     // Another series under the same _id, or the same series without this writer's measurement: not it.
     expect(insertAlreadyWritten({ ...appended, meta: 'b' }, inserted)).toBe(false);
     expect(insertAlreadyWritten({ ...appended, data: { ts: { '1': at(0) }, v: { '1': 0 } } }, inserted)).toBe(
@@ -502,6 +509,14 @@ describe('MongoStorage errors and retries', () => {
     expect(updateAlreadyApplied(stored, { $set: { 'data.ts.3': at(0), 'data.v.3': 0, 'data.w.3': 1 } })).toBe(
       false,
     );
+    // Rewritten by a delete since (marked closed): its cells are looked for as rows too.
+    const rewritten: StoredBucket = {
+      ...v1,
+      control: { version: 1, min: { ts: at(0), v: 0 }, max: { ts: at(5), v: 9 }, closed: true },
+      data: { ts: { '0': at(0), '1': at(5) }, v: { '0': 0, '1': 9 } },
+    };
+    expect(updateAlreadyApplied(rewritten, { $set: { 'data.ts.1': at(0), 'data.v.1': 0 } })).toBe(true);
+    expect(updateAlreadyApplied(rewritten, { $set: { 'data.ts.2': at(3), 'data.v.2': 3 } })).toBe(false);
     // Each row stands for one measurement: two equal measurements need two equal rows.
     expect(
       updateAlreadyApplied(stored, {
