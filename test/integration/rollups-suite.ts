@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BucketEngine } from '../../src/index.js';
 import type { Storage, TimeseriesCollection } from '../../src/index.js';
 import { bsonNumberValue, isPlainObject } from '../../src/util/bson-value.js';
-import { afterWaveArb, runWaves, waveArb } from './storage-suite.js';
+import { runWaves, waveEngines, waveRunArb } from './storage-suite.js';
 import type { BackendFactory, StorageBackend } from './storage-suite.js';
 
 const h = (hours: number, minutes = 0): Date => new Date(Date.UTC(2024, 9, 4, hours, minutes));
@@ -260,62 +260,45 @@ export function describeRollupSuite(
       const current = backend;
       let run = 0;
       await fc.assert(
-        fc.asyncProperty(
-          fc.boolean(),
-          fc.integer({ min: 2, max: 6 }),
-          waveArb,
-          afterWaveArb,
-          async (compressed, maxCount, writers, drawn) => {
-            // The direct writes before the second wave, not during it: a recomputation replaces slots and
-            // assumes no other process writes the same groups meanwhile (docs/rollups.md, several
-            // processes); run during the wave, the property finds that race at once.
-            const after = drawn === null ? null : { ...drawn, concurrent: false };
-            const name = current.collectionName(`rolled${run++}`);
-            const make = async () => {
-              const engine = new BucketEngine({
-                storage: current.open(),
-                ttlMonitor: 'disabled',
-                parameters: {
-                  timeseriesBucketMaxCount: maxCount,
-                  timeseriesAlwaysUseCompressedBuckets: compressed,
-                },
-              });
-              const coll = await engine.createCollection(name, {
-                timeseries: { timeField: 'ts', metaField: 'sensor' },
-              });
-              return { engine, coll };
-            };
-            const first = await make();
-            await first.coll.createRollup('hourly', { every: 'hour', groupBy: 'sensor' });
-            const ingesters = [first];
-            for (let i = 1; i < writers.length + (after?.writers.length ?? 0); i++)
-              ingesters.push(await make());
-            try {
-              await runWaves(
-                ingesters.map((ingester) => ingester.coll),
-                writers,
-                after,
-              );
-              const stored = new Map<string, number>();
-              for (const m of await first.coll.find({}).toArray()) {
-                const key = `${String(m.sensor)}@${Math.floor((m.ts as Date).getTime() / 3_600_000)}`;
-                stored.set(key, (stored.get(key) ?? 0) + 1);
-              }
-              const rolled = new Map<string, number>();
-              for (const slot of plain(await first.coll.rollup('hourly').find({})) as Array<{
-                group: string;
-                start: Date;
-                count: number;
-              }>) {
-                if (slot.count !== 0)
-                  rolled.set(`${slot.group}@${slot.start.getTime() / 3_600_000}`, slot.count);
-              }
-              expect(rolled).toEqual(stored);
-            } finally {
-              for (const { engine } of ingesters) await engine.close();
+        fc.asyncProperty(waveRunArb, async (drawn) => {
+          // The direct writes before the second wave, not during it: a recomputation replaces slots and
+          // assumes no other process writes the same groups meanwhile (docs/rollups.md, several
+          // processes); run during the wave, the property finds that race at once.
+          const writers = drawn.writers;
+          const after = drawn.after === null ? null : { ...drawn.after, concurrent: false };
+          const name = current.collectionName(`rolled${run++}`);
+          const ingesters = await waveEngines(
+            () => current.open(),
+            name,
+            drawn,
+            (coll) => coll.createRollup('hourly', { every: 'hour', groupBy: 'sensor' }),
+          );
+          const first = ingesters[0] as (typeof ingesters)[number];
+          try {
+            await runWaves(
+              ingesters.map((ingester) => ingester.coll),
+              writers,
+              after,
+            );
+            const stored = new Map<string, number>();
+            for (const m of await first.coll.find({}).toArray()) {
+              const key = `${String(m.sensor)}@${Math.floor((m.ts as Date).getTime() / 3_600_000)}`;
+              stored.set(key, (stored.get(key) ?? 0) + 1);
             }
-          },
-        ),
+            const rolled = new Map<string, number>();
+            for (const slot of plain(await first.coll.rollup('hourly').find({})) as Array<{
+              group: string;
+              start: Date;
+              count: number;
+            }>) {
+              if (slot.count !== 0)
+                rolled.set(`${slot.group}@${slot.start.getTime() / 3_600_000}`, slot.count);
+            }
+            expect(rolled).toEqual(stored);
+          } finally {
+            for (const { engine } of ingesters) await engine.close();
+          }
+        }),
         { numRuns: 50 },
       );
     });

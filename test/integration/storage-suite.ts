@@ -138,6 +138,52 @@ export const afterWaveArb = fc.option(
   }),
 );
 
+/** fast-check: the format, the bucket count limit, a first wave and what may follow it. */
+export const waveRunArb = fc.record({
+  compressed: fc.boolean(),
+  maxCount: fc.integer({ min: 2, max: 6 }),
+  writers: waveArb,
+  after: afterWaveArb,
+});
+
+/**
+ * One engine per writer of `run`'s waves (its own catalog, each over `open()`), on collection `name`,
+ * in the run's format and count limit; `first` is made and set up (`init`) before the others.
+ */
+export async function waveEngines(
+  open: () => Storage,
+  name: string,
+  run: {
+    readonly compressed: boolean;
+    readonly maxCount: number;
+    readonly writers: ReadonlyArray<unknown>;
+    readonly after: AfterWave | null;
+  },
+  init: (coll: TimeseriesCollection) => Promise<unknown> = () => Promise.resolve(),
+): Promise<Array<{ engine: BucketEngine; coll: TimeseriesCollection }>> {
+  const make = async () => {
+    const engine = new BucketEngine({
+      storage: open(),
+      ttlMonitor: 'disabled',
+      parameters: {
+        ...kParameters,
+        timeseriesBucketMaxCount: run.maxCount,
+        timeseriesAlwaysUseCompressedBuckets: run.compressed,
+      },
+    });
+    const coll = await engine.createCollection(name, {
+      timeseries: { timeField: 'ts', metaField: 'sensor' },
+    });
+    return { engine, coll };
+  };
+  const first = await make();
+  await init(first.coll);
+  const rest = await Promise.all(
+    Array.from({ length: run.writers.length + (run.after?.writers.length ?? 0) - 1 }, make),
+  );
+  return [first, ...rest];
+}
+
 /**
  * What a collection may hold after {@link runWaves}: per measurement id, its possible series, `'gone'`
  * when it may be deleted.
@@ -691,48 +737,28 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       const current = backend;
       let run = 0;
       await fc.assert(
-        fc.asyncProperty(
-          fc.boolean(),
-          fc.integer({ min: 2, max: 6 }),
-          waveArb,
-          afterWaveArb,
-          async (compressed, maxCount, writers, after) => {
-            const name = current.collectionName(`concurrent${run++}`);
-            // Not kept for afterEach, as engineOn's are: a run's engines are closed when it ends.
-            const ingesters = await Promise.all(
-              [...writers, ...(after?.writers ?? [])].map(async () => {
-                const engine = new BucketEngine({
-                  storage: current.open(),
-                  parameters: {
-                    ...kParameters,
-                    timeseriesBucketMaxCount: maxCount,
-                    timeseriesAlwaysUseCompressedBuckets: compressed,
-                  },
-                });
-                const coll = await engine.createCollection(name, {
-                  timeseries: { timeField: 'ts', metaField: 'sensor' },
-                });
-                return { engine, coll };
-              }),
+        fc.asyncProperty(waveRunArb, async (drawn) => {
+          const { maxCount, writers, after } = drawn;
+          const name = current.collectionName(`concurrent${run++}`);
+          // Not kept for afterEach, as engineOn's are: a run's engines are closed when it ends.
+          const ingesters = await waveEngines(() => current.open(), name, drawn);
+          try {
+            const colls = ingesters.map((ingester) => ingester.coll);
+            const first = colls[0] as (typeof colls)[number];
+            const model = await runWaves(colls, writers, after);
+            const storage = current.open();
+            const buckets = (await allBuckets(storage, first.bucketsNamespace)).map((b) =>
+              decompressBucket(b),
             );
-            try {
-              const colls = ingesters.map((ingester) => ingester.coll);
-              const first = colls[0] as (typeof colls)[number];
-              const model = await runWaves(colls, writers, after);
-              const storage = current.open();
-              const buckets = (await allBuckets(storage, first.bucketsNamespace)).map((b) =>
-                decompressBucket(b),
-              );
-              const ids = buckets.map((b) => (b._id as ObjectId).toHexString());
-              expect(new Set(ids).size).toBe(ids.length);
-              const rows = await storedMeasurements(storage, first.bucketsNamespace, 'ts', 'sensor');
-              expectStoredAsModel(rows, model);
-              expectBucketsWithinLimits(buckets, maxCount);
-            } finally {
-              for (const { engine } of ingesters) await engine.close();
-            }
-          },
-        ),
+            const ids = buckets.map((b) => (b._id as ObjectId).toHexString());
+            expect(new Set(ids).size).toBe(ids.length);
+            const rows = await storedMeasurements(storage, first.bucketsNamespace, 'ts', 'sensor');
+            expectStoredAsModel(rows, model);
+            expectBucketsWithinLimits(buckets, maxCount);
+          } finally {
+            for (const { engine } of ingesters) await engine.close();
+          }
+        }),
         { numRuns: 100 },
       );
     });
