@@ -68,9 +68,9 @@ function rowsAlreadyStored(stored: StoredBucket, update: BucketUpdateDocument): 
   if (!isPlainObject(data)) return false;
   const emptied: Record<string, unknown> = {};
   for (const field of Object.keys(data)) defineField(emptied, field, {});
-  const probe = copyDocument(base);
-  defineField(probe, 'data', emptied);
-  const docs = [probe];
+  // `base` is this call's own copy, and its columns are kept in `data`: it becomes the probe.
+  defineField(base, 'data', emptied);
+  const docs = [base];
   updateMany(docs, {}, update as PipelineStage[], { cloneMode: 'none' });
   const written = getOwnField(docs[0] ?? {}, 'data');
   if (!isPlainObject(written)) return false;
