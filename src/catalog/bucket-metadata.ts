@@ -128,13 +128,17 @@ export class BucketMetadataCache {
   readonly #cache: LRUCache<ScalarMeta, BucketMetadata>;
   readonly #objects = new WeakMap<object, KnownMeta>();
   readonly #contents: LRUCache<number, KnownMeta>;
+  readonly #max: number;
 
   /**
    * @param options - entry and byte limits.
    */
   constructor(options: BucketMetadataCacheOptions = {}) {
+    // Bounded by bytes in the LRUs and by entries here ({@link BucketMetadataCache.#remember}): an LRU
+    // given `max` allocates its arrays for that many entries up front (about 300 KB each for 10 000),
+    // which an application making an engine per tenant would pay for every engine, however few series.
+    this.#max = options.max ?? 10_000;
     this.#cache = new LRUCache<ScalarMeta, BucketMetadata>({
-      max: options.max ?? 10_000,
       maxSize: options.maxSize ?? 16 * 1024 * 1024,
       sizeCalculation: (metadata, meta) =>
         64 + 2 * metadata.key.length + (typeof meta === 'string' ? 2 * meta.length : 0),
@@ -142,7 +146,6 @@ export class BucketMetadataCache {
     // The normalised meta is about as large as its key (one latin1 char per BSON byte), and the
     // hash is a number.
     this.#contents = new LRUCache<number, KnownMeta>({
-      max: options.max ?? 10_000,
       maxSize: options.maxSize ?? 16 * 1024 * 1024,
       sizeCalculation: (known) => 64 + 4 * known.metadata.key.length,
     });
@@ -178,16 +181,26 @@ export class BucketMetadataCache {
       if (hash >= 0) {
         const known = knownMeta(metadata, meta);
         this.#objects.set(key, known);
-        this.#contents.set(hash, known);
+        this.#remember(this.#contents, hash, known);
       }
       return metadata;
     }
     let metadata = this.#cache.get(meta);
     if (metadata === undefined) {
       metadata = makeBucketMetadata(meta);
-      this.#cache.set(meta, metadata);
+      this.#remember(this.#cache, meta, metadata);
     }
     return metadata;
+  }
+
+  /** Keep an entry in `lru`, evicting its least recently used ones beyond the entry limit. */
+  #remember<K extends ScalarMeta, V extends BucketMetadata | KnownMeta>(
+    lru: LRUCache<K, V>,
+    key: K,
+    value: V,
+  ): void {
+    lru.set(key, value);
+    while (lru.size > this.#max) lru.pop();
   }
 
   /**

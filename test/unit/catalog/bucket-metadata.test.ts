@@ -107,6 +107,25 @@ describe('BucketMetadataCache', () => {
     );
   });
 
+  it('keeps at most max series of each kind, evicting the least recently used', () => {
+    const cache = new BucketMetadataCache({ max: 2 });
+    const a = cache.get('a');
+    const b = cache.get('b');
+    expect(cache.get('a')).toBe(a);
+    cache.get('c');
+    expect(cache.get('a')).toBe(a);
+    const bAgain = cache.get('b');
+    expect(bAgain).not.toBe(b);
+    expect(bAgain.key).toBe(b.key);
+    // Meta objects by contents: a fresh object each time, so only the contents find the series.
+    const x = cache.get({ site: 'x' });
+    const y = cache.get({ site: 'y' });
+    expect(cache.get({ site: 'x' })).toBe(x);
+    cache.get({ site: 'z' });
+    expect(cache.get({ site: 'x' })).toBe(x);
+    expect(cache.get({ site: 'y' })).not.toBe(y);
+  });
+
   it('reuses the identity of an unchanged meta object, and recomputes it once the object changed', () => {
     const cache = new BucketMetadataCache();
     const meta: Record<string, unknown> = { site: 'a', pos: { x: 1, tags: ['n', 2] } };
