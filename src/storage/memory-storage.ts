@@ -47,15 +47,14 @@ import { isBsonValue } from '../util/bson-type.js';
 interface MemoryNamespace {
   /** Documents by hex `_id`, in insertion order (a clustered collection's natural order is `_id` order). */
   readonly docs: Map<string, StoredBucket>;
-  /** Indexes by name (their definitions; lookups use `docs` and `byMeta`). */
+  /** Indexes by name (their definitions; lookups use `docs` and `metaIndex`). */
   readonly indexes: Map<string, StorageIndex>;
   /**
-   * The `{meta: 1, ...}` index: hex ids of the buckets of each series, keyed by {@link metaIndexKey}.
-   * Lookups by series (reopening, meta filters) read only that series' buckets.
+   * The `{meta: 1, ...}` index, built when a read first needs it ({@link metaIndexOf}) and kept up to date
+   * from then on: an ingest whose series all have open buckets never reads by meta, and would pay for
+   * keying and filing every new bucket (a tenth of what creating a bucket costs) for nothing.
    */
-  readonly byMeta: Map<string, MetaPostings>;
-  /** The meta index keys each document is filed under, by hex id (several for an array meta). */
-  readonly metaKeyOf: Map<string, MetaKeys>;
+  metaIndex: MetaIndex | undefined;
   /** Compressed buckets being appended to: their columns, and which documents are stale in `docs`. */
   readonly live: LiveColumns;
 }
@@ -90,8 +89,7 @@ export class MemoryStorage implements Storage {
       entry = {
         docs: new Map(),
         indexes: new Map(),
-        byMeta: new Map(),
-        metaKeyOf: new Map(),
+        metaIndex: undefined,
         live: new LiveColumns(),
       };
       this.#namespaces.set(ns, entry);
@@ -193,7 +191,7 @@ export class MemoryStorage implements Storage {
         }
         inserted.add(key);
         try {
-          metaIndexKeys(write.document);
+          checkIndexable(write.document);
         } catch (error) {
           return { index, outcome: { kind: 'failed', error } };
         }
@@ -520,7 +518,7 @@ export class MemoryStorage implements Storage {
         const entry = this.#namespaces.get(ns);
         if (entry === undefined || entry.docs.size === 0) return true;
         const key = hasMeta ? equalityIndexKey(meta) : '';
-        return key !== undefined && !entry.byMeta.has(key);
+        return key !== undefined && !metaIndexOf(entry).byMeta.has(key);
       },
     });
   }
@@ -580,7 +578,7 @@ function candidatesOf(
   // A filter pinning meta reads only that series' buckets (the meta index); others scan.
   const metaKey = metaKeyOfFilter(filter);
   return {
-    keys: metaKey === undefined ? [...entry.docs.keys()] : postingsOf(entry.byMeta, metaKey),
+    keys: metaKey === undefined ? [...entry.docs.keys()] : postingsOf(metaIndexOf(entry).byMeta, metaKey),
     byId: false,
   };
 }
@@ -689,13 +687,70 @@ function stringsOnly(value: Record<string, unknown>): boolean {
 }
 
 /**
- * File a document in the meta index (replacing its previous entries). Its keys are computed before
- * anything changes, so a meta that cannot be keyed leaves the index as it was.
+ * The `{meta: 1}` index of a namespace: hex ids of the buckets of each series, keyed by
+ * {@link metaIndexKeys}, so that lookups by series (reopening, meta filters) read only that series'
+ * buckets.
+ */
+interface MetaIndex {
+  readonly byMeta: Map<string, MetaPostings>;
+  /** The keys each document is filed under, by hex id (several for an array meta). */
+  readonly metaKeyOf: Map<string, MetaKeys>;
+}
+
+/** The namespace's meta index, built from its documents the first time a read needs it. */
+function metaIndexOf(entry: MemoryNamespace): MetaIndex {
+  let index = entry.metaIndex;
+  if (index === undefined) {
+    index = { byMeta: new Map(), metaKeyOf: new Map() };
+    // Every document's meta was checked when it was written (checkIndexable): none throws here.
+    for (const [hex, doc] of entry.docs) postMeta(index, hex, metaIndexKeys(doc));
+    entry.metaIndex = index;
+  }
+  return index;
+}
+
+/**
+ * Throw what keying `doc` for the meta index would throw (a meta nested too deep to key, or circular),
+ * so that a document the index could not hold is never stored, whether the index is built yet or not. A
+ * meta of scalars, or an object of them (tags), is always keyed: it is not walked twice.
+ */
+function checkIndexable(doc: Readonly<Record<string, unknown>>): void {
+  if (!Object.prototype.hasOwnProperty.call(doc, 'meta') || isScalarMeta(doc.meta)) return;
+  const meta = doc.meta;
+  if (isPlainObject(meta)) {
+    let flat = true;
+    for (const key in meta) {
+      if (hasOwnField(meta, key) && !isScalarMeta(meta[key])) {
+        flat = false;
+        break;
+      }
+    }
+    if (flat) return;
+  }
+  metaIndexKeys(doc);
+}
+
+/** A string, number, boolean or null: keyed without recursion or serialisation. */
+function isScalarMeta(value: unknown): boolean {
+  return (
+    value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+  );
+}
+
+/**
+ * File a document in the meta index (replacing its previous entries), or only check it while the namespace
+ * has no index. Its keys are computed before anything changes, so a meta that cannot be keyed leaves the
+ * index as it was.
  */
 function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
+  const index = entry.metaIndex;
+  if (index === undefined) {
+    checkIndexable(doc);
+    return;
+  }
   const keys = metaIndexKeys(doc);
   unindexMeta(entry, hex);
-  postMeta(entry, hex, keys);
+  postMeta(index, hex, keys);
 }
 
 /**
@@ -703,22 +758,25 @@ function indexMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void
  * document leaves the index when it leaves the namespace).
  */
 function indexNewMeta(entry: MemoryNamespace, hex: string, doc: StoredBucket): void {
-  postMeta(entry, hex, metaIndexKeys(doc));
+  const index = entry.metaIndex;
+  if (index === undefined) checkIndexable(doc);
+  else postMeta(index, hex, metaIndexKeys(doc));
 }
 
 /** File `hex` under each of `keys`, and remember them for taking it out. */
-function postMeta(entry: MemoryNamespace, hex: string, keys: MetaKeys): void {
-  if (typeof keys === 'string') post(entry.byMeta, keys, hex);
-  else for (const key of keys) post(entry.byMeta, key, hex);
-  entry.metaKeyOf.set(hex, keys);
+function postMeta(index: MetaIndex, hex: string, keys: MetaKeys): void {
+  if (typeof keys === 'string') post(index.byMeta, keys, hex);
+  else for (const key of keys) post(index.byMeta, key, hex);
+  index.metaKeyOf.set(hex, keys);
 }
 
 function unindexMeta(entry: MemoryNamespace, hex: string): void {
-  const keys = entry.metaKeyOf.get(hex);
-  if (keys === undefined) return;
-  entry.metaKeyOf.delete(hex);
-  if (typeof keys === 'string') unpost(entry.byMeta, keys, hex);
-  else for (const key of keys) unpost(entry.byMeta, key, hex);
+  const index = entry.metaIndex;
+  const keys = index?.metaKeyOf.get(hex);
+  if (index === undefined || keys === undefined) return;
+  index.metaKeyOf.delete(hex);
+  if (typeof keys === 'string') unpost(index.byMeta, keys, hex);
+  else for (const key of keys) unpost(index.byMeta, key, hex);
 }
 
 /**

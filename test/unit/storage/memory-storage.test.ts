@@ -76,7 +76,7 @@ describe('MemoryStorage', () => {
     expect((await all(storage, { _id }))[0]).toEqual({ _id, data: { 'a.b': { '0': 1, '1': 2 } } });
   });
 
-  it('meta-equality filters through the meta index return exactly what a full scan returns, after replaces and deletes', async () => {
+  it('meta-equality filters through the meta index return exactly what a full scan returns, after replaces and deletes, whenever the index is first used', async () => {
     const metaArb = fc.oneof(
       fc.integer({ min: 0, max: 3 }),
       fc.integer({ min: 0, max: 3 }).map((n) => new Int32(n)),
@@ -108,13 +108,34 @@ describe('MemoryStorage', () => {
         // Then documents given another meta (or none), and documents deleted, by position.
         fc.array(fc.tuple(fc.nat(), fc.option(metaArb, { nil: undefined })), { maxLength: 6 }),
         fc.array(fc.nat(), { maxLength: 4 }),
-        async (metas, probe, replaces, deletes) => {
+        // A meta filter read before the step of that number builds the index there (none: at the end).
+        fc.option(fc.tuple(fc.nat({ max: 22 }), fc.option(metaArb, { nil: undefined })), { nil: undefined }),
+        async (metas, probe, replaces, deletes, early) => {
           const storage = new MemoryStorage();
-          const docs: StoredBucket[] = metas.map((meta) =>
-            meta === undefined ? { _id: new ObjectId() } : { _id: new ObjectId(), meta },
-          );
-          for (const d of docs) await storage.insertOne('ns', d);
+          const docs: StoredBucket[] = [];
+          let step = 0;
+          const expectIndexedLikeScan = async (meta: unknown): Promise<void> => {
+            const filter = meta === undefined ? { meta: { $exists: false } } : { meta };
+            const query = new BsonQuery(filter);
+            const expected = docs.filter((d) => query.test(d)).map((d) => (d._id as ObjectId).toHexString());
+            const actual = (await all(storage, { $and: [filter] })).map((d) =>
+              (d._id as ObjectId).toHexString(),
+            );
+            expect(actual.sort()).toEqual(expected.sort());
+          };
+          const beforeStep = async (): Promise<void> => {
+            if (early !== undefined && early[0] === step) await expectIndexedLikeScan(early[1]);
+            step++;
+          };
+          for (const meta of metas) {
+            await beforeStep();
+            const d: StoredBucket =
+              meta === undefined ? { _id: new ObjectId() } : { _id: new ObjectId(), meta };
+            await storage.insertOne('ns', d);
+            docs.push(d);
+          }
           for (const [at, meta] of replaces) {
+            await beforeStep();
             if (docs.length === 0) break;
             const i = at % docs.length;
             const _id = docs[i]?._id as ObjectId;
@@ -123,17 +144,12 @@ describe('MemoryStorage', () => {
             docs[i] = next;
           }
           for (const at of deletes) {
+            await beforeStep();
             if (docs.length === 0) break;
             const [gone] = docs.splice(at % docs.length, 1);
             await storage.deleteMany('ns', { _id: gone?._id });
           }
-          const filter = probe === undefined ? { meta: { $exists: false } } : { meta: probe };
-          const query = new BsonQuery(filter);
-          const expected = docs.filter((d) => query.test(d)).map((d) => (d._id as ObjectId).toHexString());
-          const actual = (await all(storage, { $and: [filter] })).map((d) =>
-            (d._id as ObjectId).toHexString(),
-          );
-          expect(actual.sort()).toEqual(expected.sort());
+          await expectIndexedLikeScan(probe);
         },
       ),
       { numRuns: 500 },
