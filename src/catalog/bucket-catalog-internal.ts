@@ -1025,7 +1025,7 @@ export function clearNamespace(state: CatalogState, lock: StripeLock, coll: Coll
   for (const bucket of [...lock.stripe.openBucketsById.values()]) {
     if (bucket.id.ns !== coll.ns) continue;
     bucket.state = 'cleared';
-    if (bucket.preparedBatch === undefined) failUnpreparedBatches(bucket, clearedError(bucket));
+    if (bucket.preparedBatch === undefined) failUnpreparedBatches(bucket);
     closeOpenBucket(state, lock, coll, bucket, 'forgotten');
   }
   for (const [signature, records] of [...lock.stripe.archivedBuckets]) {
@@ -1040,14 +1040,17 @@ export function clearNamespace(state: CatalogState, lock: StripeLock, coll: Coll
 }
 
 /**
- * Fail every unprepared batch of `bucket` with `error`.
+ * Fail every unprepared batch of the cleared `bucket` with `error`.
  *
  * @param bucket - the bucket.
- * @param error - the failure given to the batches' waiters.
+ * @param error - the failure given to the batches' waiters; by default a {@link clearedError}, made only
+ *   when a batch waits (an error records a stack trace: dropping a collection of 10 000 open buckets, none
+ *   with a batch, took 96 ms instead of 59-68 making errors nobody saw).
  */
-export function failUnpreparedBatches(bucket: Bucket, error: unknown): void {
+export function failUnpreparedBatches(bucket: Bucket, error?: TimeseriesError): void {
   const batches = bucket.openBatches;
   if (batches.length === 0) return;
+  error ??= clearedError(bucket);
   for (const batch of batches) {
     batch.state = 'finished';
     batch.result.reject(error);

@@ -620,7 +620,7 @@ export class BucketCatalog {
         : (bucket.updateCommitInfo ??= Object.freeze({ kind: 'update', bucketId: bucket.id.hex })),
     );
     if (bucket.state === 'cleared') {
-      failUnpreparedBatches(bucket, clearedError(bucket));
+      failUnpreparedBatches(bucket);
       closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');
     } else if (bucket.openBatches.length === 0) {
       performRolloverAction(this.#state, lock, coll, bucket);
@@ -643,7 +643,7 @@ export class BucketCatalog {
       batch.state = 'finished';
       batch.result.reject(error);
       removeOpenBatch(bucket, batch);
-      failUnpreparedBatches(bucket, clearedError(bucket));
+      failUnpreparedBatches(bucket);
       bucket.state = 'cleared';
       if (ownPrepared) bucket.preparedBatch = undefined;
       if (bucket.preparedBatch === undefined) closeOpenBucket(this.#state, lock, coll, bucket, 'forgotten');

@@ -30,7 +30,7 @@ import type { ObjectId } from 'bson';
 import { objectIdHex } from '../util/bson-value.js';
 import { invariant } from '../util/invariant.js';
 import type { CatalogState } from './bucket-catalog-internal.js';
-import { clearedError, closeOpenBucket, failUnpreparedBatches } from './bucket-catalog-internal.js';
+import { closeOpenBucket, failUnpreparedBatches } from './bucket-catalog-internal.js';
 import type { StripeLock } from './stripe.js';
 import type { WriteBatch } from './write-batch.js';
 
@@ -128,7 +128,7 @@ export function clearBucketForDirectWrite(
   if (bucket !== undefined) {
     const coll = state.collections.get(bucket.id.ns);
     bucket.state = 'cleared';
-    failUnpreparedBatches(bucket, clearedError(bucket));
+    failUnpreparedBatches(bucket);
     if (bucket.preparedBatch !== undefined)
       return { kind: 'waitForPrepared', prepared: bucket.preparedBatch };
     if (coll !== undefined) closeOpenBucket(state, lock, coll, bucket, 'forgotten');
