@@ -26,11 +26,12 @@ import type { Schema, SchemaUpdateOptions } from '../bucket-format/schema.js';
 import { roundTimestampBySeconds, timeWindowPosition } from '../bucket-format/time-rounding.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { kBSONObjMaxUserSize } from '../util/bson-value.js';
-import type { MeasurementLayout } from '../util/bson-validation.js';
+import { MeasurementLayout } from '../util/bson-validation.js';
 import { defineField } from '../util/safe-record.js';
 import {
   addOpenBatch,
   calculateBucketFieldsAndSizeChange,
+  firstRowSizeChange,
   kNoChange,
   makeOpenBucket,
   openBatchFor,
@@ -42,6 +43,7 @@ import type { BucketKey } from './bucket-identifiers.js';
 import type { BucketMetadata } from './bucket-metadata.js';
 import type { ExecutionStats, ExecutionStatsController } from './execution-stats.js';
 import { archivedBucketMemoryUsage, bucketMemoryUsage } from './memory-usage.js';
+import { PackedItem } from './packed-item.js';
 import { reopeningQueryFilter, takeArchivedCandidate } from './reopening.js';
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
 import { rolloverActionFor } from './rollover.js';
@@ -106,8 +108,18 @@ export interface CollectionState {
   readonly stats: ExecutionStatsController;
   /** The last flat shape a bucket of this collection accepted, shared by the buckets that have it. */
   lastShape?: FlatShape | undefined;
+  /**
+   * A layout whose measurements have exactly the flat shape `lastShape` (the first measurement of the
+   * last new bucket had it): a new bucket's first measurement of that layout has that shape unread.
+   */
+  lastShapeLayout?: MeasurementLayout | undefined;
   /** The schema of the last bucket opened, shared by the new buckets that record the same paths. */
   lastSchema?: Schema | undefined;
+  /**
+   * A layout whose measurements start `lastSchema` (`startsFlatSchema`: the answer is the same for every
+   * measurement of a layout, as numbers share one canonical type): not asked again for that layout.
+   */
+  lastSchemaLayout?: MeasurementLayout | undefined;
   /** The field names a commit last gave a bucket, shared by the buckets with the same columns. */
   lastFieldNames?: ReadonlySet<string> | undefined;
   /** The uncommitted names last made for a new bucket, shared by the new buckets staging the same names. */
@@ -469,7 +481,10 @@ export function determineRolloverReason(
       shape === undefined
         ? flatShapeOf(item.measurement, metaField, coll.lastShape)
         : widenedFlatShape(shape, item.measurement, metaField, coll.lastShape);
-    if (next !== undefined) coll.lastShape = next;
+    if (next !== undefined && next !== coll.lastShape) {
+      coll.lastShape = next;
+      coll.lastShapeLayout = undefined;
+    }
     bucket.knownShape = next ?? kNoFlatShape;
   }
   return change;
@@ -598,13 +613,20 @@ function allocateBucket(
   defineField(seed, options.timeField, new Date(startMs));
   updateMinMax(minMax, seed, { skipField: undefined });
   // The collection's buckets mostly record the same paths: they share one schema until one adds a path.
+  // A measurement held as a row of its call is not built to answer what its layout already answered.
+  const layout = item.layout instanceof MeasurementLayout ? item.layout : undefined;
   let schema = coll.lastSchema;
-  if (schema === undefined || !startsFlatSchema(schema, item.measurement, options.metaField)) {
-    const own = createSchema();
-    updateSchema(own, item.measurement, { skipField: options.metaField });
-    if (schema === undefined || !sameSchema(own, schema)) {
-      coll.lastSchema = own;
-      schema = own;
+  if (schema === undefined || layout === undefined || layout !== coll.lastSchemaLayout) {
+    if (schema !== undefined && startsFlatSchema(schema, item.measurement, options.metaField)) {
+      coll.lastSchemaLayout = layout;
+    } else {
+      const own = createSchema();
+      updateSchema(own, item.measurement, { skipField: options.metaField });
+      if (schema === undefined || !sameSchema(own, schema)) {
+        coll.lastSchema = own;
+        coll.lastSchemaLayout = undefined;
+        schema = own;
+      }
     }
   }
   const bucket = makeOpenBucket({
@@ -627,7 +649,10 @@ function allocateBucket(
     committedMeasurements: 0,
     fieldNames: [],
   });
-  const change = calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
+  const change =
+    item instanceof PackedItem && bucket.measurementMap !== undefined
+      ? firstRowSizeChange(item)
+      : calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
   if (change.sizeToBeAdded > kBSONObjMaxUserSize) {
     coll.stats.inc('numBucketDocumentsTooLargeInsert');
     return {
@@ -639,8 +664,18 @@ function allocateBucket(
     };
   }
   if (bucket.measurementMap !== undefined) {
-    const shape = firstFlatShape(item, options.metaField, coll.lastShape);
-    if (shape !== undefined) coll.lastShape = shape;
+    let shape: FlatShape | undefined;
+    if (layout !== undefined && layout === coll.lastShapeLayout && coll.lastShape !== undefined) {
+      shape = coll.lastShape;
+      // As firstFlatShape records it: the shape's last layout known to fit.
+      shape.layout = layout;
+    } else {
+      shape = firstFlatShape(item, options.metaField, coll.lastShape);
+      if (shape !== undefined) {
+        coll.lastShape = shape;
+        coll.lastShapeLayout = layout;
+      }
+    }
     bucket.knownShape = shape ?? kNoFlatShape;
   }
   lock.stripe.openBucketsById.set(bucket.id.hex, bucket);

@@ -10,11 +10,13 @@ import type { MinMax } from '../bucket-format/min-max.js';
 import { checkSchema, cloneSchema, updateSchema } from '../bucket-format/schema.js';
 import type { Schema, SchemaUpdateOptions, SchemaUpdateResult } from '../bucket-format/schema.js';
 import { bsonValueSize, utf8ByteLength } from '../util/bson-value.js';
+import { kDateKind } from '../util/bson-validation.js';
 import { hasOwnField } from '../util/safe-record.js';
 import { stripeNumber } from './bucket-identifiers.js';
 import type { BucketId, BucketKey } from './bucket-identifiers.js';
 import type { CollectionState } from './bucket-catalog-internal.js';
 import type { FlatShape } from './flat-shape.js';
+import type { PackedItem } from './packed-item.js';
 import type { RolloverAction, RolloverReason } from './rollover.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
 
@@ -286,6 +288,33 @@ export function calculateBucketFieldsAndSizeChange(
 }
 
 const kNoFields: ReadonlyArray<string> = Object.freeze([]);
+
+/**
+ * {@link calculateBucketFieldsAndSizeChange} of a new compressed bucket's first measurement when the call
+ * holds it as a row of numbers and dates (a packed item): the same change, read from the row instead of
+ * from a measurement built for it. Every field is new; each value's element is at most 10 bytes, below
+ * the large-measurement threshold, so nothing is estimated.
+ *
+ * @param item - the measurement, held as a row.
+ * @returns the size change.
+ */
+export function firstRowSizeChange(item: PackedItem): BucketSizeChange {
+  const { names, kinds } = item.layout;
+  const metaAt = item.plan.metaAt;
+  const values = item.rows.values;
+  const newFieldNames: string[] = [];
+  let size = 0;
+  for (let i = 0, v = item.row; i < names.length; i++) {
+    if (i === metaAt) continue;
+    const name = names[i] as string;
+    const value = values[v++] as number;
+    const valueSize = kinds[i] === kDateKind ? 8 : bsonValueSize(value);
+    const nameSize = utf8ByteLength(name);
+    newFieldNames.push(name);
+    size += 12 + nameSize + 2 * (2 + nameSize + valueSize);
+  }
+  return { sizeToBeAdded: size, uncommittedEstimate: 0, newFieldNames };
+}
 
 /** The size change of a measurement that adds no field and nothing to estimate (shared). */
 export const kNoChange: BucketSizeChange = Object.freeze({

@@ -327,6 +327,25 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     return this.#call(() => this.#insertMany(docs, options));
   }
 
+  /**
+   * The series of a validated meta value (`undefined`: none), found by `given`, the value as the caller gave
+   * it, where that is an object the engine has seen.
+   *
+   * @throws {@link TimeseriesError} `BadValue` for a meta BSON cannot hold.
+   */
+  #seriesOf(meta: unknown, given: unknown): BucketMetadata {
+    try {
+      return this.#ctx.metadata.get(meta, given);
+    } catch (cause) {
+      if (TimeseriesError.isTimeseriesError(cause)) throw cause;
+      const metaField = this.#options.metaField;
+      throw new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
+        ...(metaField === undefined ? {} : { field: metaField }),
+        cause,
+      });
+    }
+  }
+
   async #insertMany(
     docs: ReadonlyArray<Readonly<TSchema>>,
     options: InsertManyOptions = {},
@@ -352,6 +371,12 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
         if (knownMeta === undefined) return undefined;
         // The key is the BSON of `{"": meta}`: more than the value's bytes.
         w.size += knownMeta.key.length;
+        return knownMeta.normalizedMeta;
+      };
+      // A new series' meta object in a measurement held as a row: the series found from the validated
+      // copy, so that the measurement stays a row (a failure refuses it as a copy's would).
+      walk.newValue = (copy, given) => {
+        knownMeta = this.#seriesOf(copy, given);
         return knownMeta.normalizedMeta;
       };
     }
@@ -405,14 +430,8 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       if (metadata === undefined) {
         try {
           // Found by the caller's object as the walk read it (not read again: a getter runs once).
-          metadata = this.#ctx.metadata.get(meta, hasMeta ? walk.givenMeta : meta);
-        } catch (cause) {
-          const error = TimeseriesError.isTimeseriesError(cause)
-            ? cause
-            : new TimeseriesError('BadValue', `'${metaField ?? ''}' cannot be stored as BSON`, {
-                ...(metaField === undefined ? {} : { field: metaField }),
-                cause,
-              });
+          metadata = this.#seriesOf(meta, hasMeta ? walk.givenMeta : meta);
+        } catch (error) {
           writeErrors.push(toWriteError(i, error));
           if (ordered) break;
           continue;

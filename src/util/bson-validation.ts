@@ -99,6 +99,11 @@ export interface Walk {
   /** Consulted for an object in {@link Walk.knownField}. */
   knownValue: KnownValue | undefined;
   /**
+   * Consulted by {@link packOrCopy} for an object in {@link Walk.knownField} that
+   * {@link Walk.knownValue} does not know (see {@link NewValue}); without it, such a measurement is copied.
+   */
+  newValue: NewValue | undefined;
+  /**
    * After {@link copyMeasurement}: the measurement's {@link MeasurementLayout}, or `undefined` when the
    * walk cannot vouch for one (the first measurement of a layout, one with more than 64 fields).
    */
@@ -223,6 +228,13 @@ function planRow(
 export type KnownValue = (value: object, walk: Walk) => unknown;
 
 /**
+ * What to store for an object in the known field that {@link KnownValue} did not know (a new series'
+ * meta), given its validated copy (as a copy of the measurement would hold it) and the object the caller
+ * gave: a value equal to the copy (the series' normalised meta). It may throw to refuse the measurement.
+ */
+export type NewValue = (copy: unknown, given: object) => unknown;
+
+/**
  * Validate a measurement and copy it, in one walk (see the module comment for what is rewritten and what
  * is refused).
  *
@@ -316,7 +328,12 @@ export function packOrCopy(
       meta = value;
       walk.givenMeta = value;
       stored = storedMeta(value, walk);
-      fits = stored !== undefined;
+      // A new series' meta object is taken once every other field has fitted (below): a measurement
+      // that does not fit is copied, meta and all, and a meta refused is refused having read every
+      // field, as a copy reads them.
+      fits =
+        stored !== undefined ||
+        (walk.newValue !== undefined && typeof value === 'object' && value !== null);
     } else if (kinds[i] === kNumberKind) {
       fits = typeof value === 'number';
       if (fits) values[end++] = value as number;
@@ -331,6 +348,9 @@ export function packOrCopy(
       continue;
     }
     i++;
+  }
+  if (rest === undefined && i === n && metaAt >= 0 && stored === undefined) {
+    stored = newMeta(doc, names[metaAt] as string, meta as object, walk);
   }
   if (rest === undefined && (i !== n || walk.size > kPackedMetaBytes)) {
     rest = rowMeasurement(layout, metaAt, values, start, i, meta);
@@ -356,6 +376,18 @@ function storedMeta(value: unknown, walk: Walk): unknown {
   }
   if (typeof value !== 'object' || value === null) return undefined;
   return walk.knownValue?.(value, walk);
+}
+
+/**
+ * The meta object of a new series as a packed measurement stores it ({@link Walk.newValue}, which must be
+ * set): validated and copied as a copy of `doc` would copy it (the same errors, the same bytes counted),
+ * then given to the hook.
+ */
+function newMeta(doc: object, key: string, value: object, walk: Walk): unknown {
+  walk.path.push(doc);
+  const copy = copyValue(value, walk, 1, key);
+  walk.path.pop();
+  return (walk.newValue as NewValue)(copy, value);
 }
 
 /** Most bytes a packed measurement's meta may take (by the walk's bound); a larger one is copied. */
@@ -446,6 +478,7 @@ export function makeWalk(): Walk {
     path: [],
     knownField: undefined,
     knownValue: undefined,
+    newValue: undefined,
     layout: undefined,
     layoutWritten: false,
     fields: -1,

@@ -10,8 +10,12 @@ import { serialize } from 'bson';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
+import { calculateBucketFieldsAndSizeChange, firstRowSizeChange } from '../../src/catalog/bucket.js';
+import { makeBucketMetadata } from '../../src/catalog/bucket-metadata.js';
+import { PackedItem } from '../../src/catalog/packed-item.js';
 import { BucketEngine, MemoryStorage } from '../../src/index.js';
 import type { StoredBucket } from '../../src/index.js';
+import { makeWalk, packOrCopy } from '../../src/util/bson-validation.js';
 import { PackedRows } from '../../src/util/packed-rows.js';
 import { eagerColumns } from '../support/eager-columns.js';
 
@@ -23,8 +27,11 @@ const fieldValue = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom<unknown>('s', true, null, { n: 1 }, [1], new Date(5)) },
 );
 
-/** How a measurement's meta is given. */
-const metaKind = fc.constantFrom('same object', 'fresh object', 'string', 'number', 'none');
+/**
+ * How a measurement's meta is given: `nested` metas hold an object, and a `bad` one is, for series 0, an
+ * object BSON cannot hold (a function, a BigInt beyond int64).
+ */
+const metaKind = fc.constantFrom('same object', 'fresh object', 'nested', 'bad', 'string', 'number', 'none');
 
 /** A layout: the order of the time, the meta and up to four number fields. */
 const layout = fc
@@ -89,7 +96,15 @@ function documentsOf(
           if (meta === undefined) metas.set(m.series, (meta = { sensor: m.series, site: 'x' }));
           value = meta;
         } else if (c.meta === 'fresh object') value = { sensor: m.series, site: 'x' };
-        else value = c.meta === 'string' ? `s${m.series}` : m.series;
+        else if (c.meta === 'nested') value = { sensor: m.series, at: { x: m.series % 2, tags: ['a'] } };
+        else if (c.meta === 'bad') {
+          value =
+            m.series !== 0
+              ? { sensor: m.series, site: 'x' }
+              : m.values[0] === 0
+                ? { sensor: 0, big: 2n ** 70n }
+                : { sensor: 0, f: () => 1 };
+        } else value = c.meta === 'string' ? `s${m.series}` : m.series;
       } else value = m.values[v++];
       if (at === m.getter) {
         const index = reads.push(0) - 1;
@@ -137,6 +152,72 @@ describe('measurements held as rows of their call', () => {
       ]);
       await engine.close();
     }
+  });
+
+  it('size a new compressed bucket from its first row as from the measurement built from it', () => {
+    const number = fc.oneof(
+      fc.double({ noNaN: false }),
+      fc.integer(),
+      fc.constantFrom(0, -0, 2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, Number.NaN, Infinity),
+    );
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.constantFrom('v', 'é', '__proto__', '0', 'a longer field name', '😀'), {
+          minLength: 1,
+        }),
+        fc.nat(6),
+        fc.nat(6),
+        fc.array(fc.array(number, { minLength: 6, maxLength: 6 }), { minLength: 3, maxLength: 5 }),
+        (fields, timeAt, metaAt, rowsOf) => {
+          const names = [...fields];
+          names.splice(Math.min(timeAt, names.length), 0, 't');
+          names.splice(Math.min(metaAt, names.length), 0, 'm');
+          const docs = rowsOf.map((numbers, k) => {
+            const doc: Record<string, unknown> = {};
+            let v = 0;
+            for (const name of names) {
+              const value = name === 't' ? new Date(k * 1000) : name === 'm' ? 'series' : numbers[v++];
+              Object.defineProperty(doc, name, {
+                value,
+                enumerable: true,
+                writable: true,
+                configurable: true,
+              });
+            }
+            return doc;
+          });
+          const walk = makeWalk();
+          const rows = new PackedRows(docs.length);
+          let packed = 0;
+          for (const doc of docs) {
+            // Act: the walk holds a measurement as a row once the layout repeats; each is sized both ways.
+            if (packOrCopy(doc, walk, rows, 'm', 't') !== undefined) continue;
+            packed++;
+            const layout = walk.layout!;
+            const item = new PackedItem(
+              rows,
+              walk.row,
+              walk.rowTimeMs,
+              makeBucketMetadata('series'),
+              layout,
+              layout.rowPlan('m', 't')!,
+            );
+            const empty = {
+              fieldNames: new Set<string>(),
+              uncommittedFieldNames: undefined,
+              numMeasurements: 0,
+              measurementMap: {} as never,
+            };
+            // Assert
+            expect(firstRowSizeChange(item)).toEqual(
+              calculateBucketFieldsAndSizeChange(empty, item.measurement, 'm'),
+            );
+          }
+          expect(packed).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('answer, store and read back what copies do, reading each field once', async () => {

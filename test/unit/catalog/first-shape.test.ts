@@ -3,13 +3,17 @@
  * validation walk gave that measurement: its second measurement of that layout skips the size and schema
  * checks without its fields being read.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 import type { BucketCatalog, InsertItem } from '../../../src/index.js';
 import { makeBucketMetadata } from '../../../src/catalog/bucket-metadata.js';
-import { kNoFlatShape } from '../../../src/catalog/flat-shape.js';
+import { flatShapeOf, kNoFlatShape } from '../../../src/catalog/flat-shape.js';
 import type { Bucket } from '../../../src/catalog/bucket.js';
-import { copyMeasurement, makeWalk } from '../../../src/util/bson-validation.js';
+import { PackedItem } from '../../../src/catalog/packed-item.js';
+import { createSchema, sameSchema, updateSchema } from '../../../src/bucket-format/schema.js';
+import { copyMeasurement, makeWalk, packOrCopy } from '../../../src/util/bson-validation.js';
+import { PackedRows } from '../../../src/util/packed-rows.js';
 import { kTestBucketing, newTestCatalog } from '../../support/catalog.js';
 
 const ns = 'db.system.buckets.t';
@@ -60,5 +64,55 @@ describe("a new bucket's flat shape", () => {
     const [item] = walked([{ time: new Date(T0), m: 'a', v: 'text' }]);
     await catalog.insert(ns, kTestBucketing, [item as InsertItem], 'allow', catalog.newOpId());
     expect(onlyBucket(catalog).knownShape).toBe(kNoFlatShape);
+  });
+
+  it('and schema are its first measurement’s, whatever the new buckets before it had', async () => {
+    // Each measurement is a new series; layouts repeat (so that rows and remembered layouts are used) and
+    // change (a field left out, or of another kind), as the items of an insert call are made.
+    const field = fc.oneof(
+      { weight: 6, arbitrary: fc.constant<unknown>(1.5) },
+      { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, 'text', true, new Date(5), { n: 1 }) },
+    );
+    const doc = fc.record({ v: field, w: field });
+    await fc.assert(
+      fc.asyncProperty(fc.array(doc, { minLength: 1, maxLength: 25 }), async (docs) => {
+        const catalog = newCatalog();
+        const walk = makeWalk();
+        const rows = new PackedRows(docs.length);
+        for (let i = 0; i < docs.length; i++) {
+          const given: Record<string, unknown> = { time: new Date(T0 + i), m: `s${i}` };
+          const { v, w } = docs[i] as { v: unknown; w: unknown };
+          if (v !== undefined) given.v = v;
+          if (w !== undefined) given.w = w;
+          const copy = packOrCopy(given, walk, rows, 'm', 'time');
+          const metadata = makeBucketMetadata(given.m);
+          const layout = walk.layout;
+          const item: InsertItem =
+            copy === undefined
+              ? new PackedItem(
+                  rows,
+                  walk.row,
+                  walk.rowTimeMs,
+                  metadata,
+                  layout!,
+                  layout!.rowPlan('m', 'time')!,
+                )
+              : { measurement: copy, timeMs: T0 + i, metadata, layout };
+          // Act
+          await catalog.insert(ns, kTestBucketing, [item], 'allow', catalog.newOpId());
+          // Assert: the bucket just opened.
+          const bucket = catalog.state.stripes
+            .flatMap((stripe) => [...stripe.openBucketsById.values()])
+            .find((b) => b.normalizedMeta === metadata.normalizedMeta) as Bucket;
+          const expected = createSchema();
+          updateSchema(expected, item.measurement, { skipField: 'm' });
+          expect(sameSchema(bucket.schema, expected)).toBe(true);
+          const shape = flatShapeOf(item.measurement, 'm', undefined);
+          expect(bucket.knownShape?.names).toEqual(shape === undefined ? [] : shape.names);
+          expect(bucket.knownShape?.kinds).toEqual(shape === undefined ? [] : shape.kinds);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
