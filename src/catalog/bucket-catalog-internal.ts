@@ -16,6 +16,7 @@ import { invariant } from '../util/invariant.js';
 import {
   firstFlatShape,
   flatShapeOf,
+  isFlatLayout,
   kNoFlatShape,
   matchesKnownShape,
   widenedFlatShape,
@@ -116,8 +117,8 @@ export interface CollectionState {
   /** The schema of the last bucket opened, shared by the new buckets that record the same paths. */
   lastSchema?: Schema | undefined;
   /**
-   * A layout whose measurements start `lastSchema` (`startsFlatSchema`: the answer is the same for every
-   * measurement of a layout, as numbers share one canonical type): not asked again for that layout.
+   * A flat layout whose measurements start `lastSchema` (`startsFlatSchema`: the answer is the same for
+   * every measurement of a flat layout, see `isFlatLayout`): not asked again for that layout.
    */
   lastSchemaLayout?: MeasurementLayout | undefined;
   /** The field names a commit last gave a bucket, shared by the buckets with the same columns. */
@@ -618,7 +619,8 @@ function allocateBucket(
   let schema = coll.lastSchema;
   if (schema === undefined || layout === undefined || layout !== coll.lastSchemaLayout) {
     if (schema !== undefined && startsFlatSchema(schema, item.measurement, options.metaField)) {
-      coll.lastSchemaLayout = layout;
+      coll.lastSchemaLayout =
+        layout !== undefined && isFlatLayout(layout, options.metaField) ? layout : undefined;
     } else {
       const own = createSchema();
       updateSchema(own, item.measurement, { skipField: options.metaField });

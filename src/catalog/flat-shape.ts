@@ -151,6 +151,24 @@ export function matchesKnownShape(
 }
 
 /**
+ * Whether every value of a layout's measurements but the metaField's is a number, a date or a boolean:
+ * then the layout pins each value's canonical type, so whatever depends only on the names and those types
+ * (a flat shape, whether a flat schema starts with the measurement) is the same for all of them. Any
+ * other value (a string, an object, null) has one kind in a layout, whatever its type.
+ *
+ * @param layout - a layout the validation walk made.
+ * @param metaField - the collection's metaField (left out).
+ * @returns whether the layout is flat.
+ */
+export function isFlatLayout(layout: MeasurementLayout, metaField: string | undefined): boolean {
+  const { names, kinds } = layout;
+  for (let i = 0; i < names.length; i++) {
+    if (kinds[i] === 0 && names[i] !== metaField) return false;
+  }
+  return true;
+}
+
+/**
  * The flat shape of `measurement`, or `undefined` when a value is not a number, date or boolean.
  *
  * @param measurement - a measurement the bucket has just accepted through the full checks.

@@ -66,6 +66,27 @@ describe("a new bucket's flat shape", () => {
     expect(onlyBucket(catalog).knownShape).toBe(kNoFlatShape);
   });
 
+  it('and schema are its first measurement’s after a measurement of the same layout but another type', async () => {
+    // A string and an object are one kind of a layout: the walk gives both measurements one layout, whose
+    // start of the last schema (a string) must not be taken for the object's.
+    const catalog = newCatalog();
+    const items = walked(
+      ['text', 'text', { n: 1 }].map((w, i) => ({ time: new Date(T0 + i), m: `s${i}`, v: 1.5, w })),
+    );
+    expect((items[2] as InsertItem).layout).toBe((items[1] as InsertItem).layout);
+    for (const item of items) {
+      // Act
+      await catalog.insert(ns, kTestBucketing, [item], 'allow', catalog.newOpId());
+      // Assert
+      const bucket = catalog.state.stripes
+        .flatMap((stripe) => [...stripe.openBucketsById.values()])
+        .find((b) => b.normalizedMeta === item.metadata.normalizedMeta) as Bucket;
+      const expected = createSchema();
+      updateSchema(expected, item.measurement, { skipField: 'm' });
+      expect(sameSchema(bucket.schema, expected)).toBe(true);
+    }
+  });
+
   it('and schema are its first measurement’s, whatever the new buckets before it had', async () => {
     // Each measurement is a new series; layouts repeat (so that rows and remembered layouts are used) and
     // change (a field left out, or of another kind), as the items of an insert call are made.
