@@ -332,8 +332,7 @@ export function packOrCopy(
       // that does not fit is copied, meta and all, and a meta refused is refused having read every
       // field, as a copy reads them.
       fits =
-        stored !== undefined ||
-        (walk.newValue !== undefined && typeof value === 'object' && value !== null);
+        stored !== undefined || (walk.newValue !== undefined && typeof value === 'object' && value !== null);
     } else if (kinds[i] === kNumberKind) {
       fits = typeof value === 'number';
       if (fits) values[end++] = value as number;
