@@ -383,6 +383,8 @@ function storedMeta(value: unknown, walk: Walk): unknown {
  * then given to the hook.
  */
 function newMeta(doc: object, key: string, value: object, walk: Walk): unknown {
+  // A meta refused before may have left containers on the path: this one starts from the root.
+  if (walk.path.length !== 0) walk.path.length = 0;
   walk.path.push(doc);
   const copy = copyValue(value, walk, 1, key);
   walk.path.pop();

@@ -154,6 +154,32 @@ describe('measurements held as rows of their call', () => {
     }
   });
 
+  it('refuses a new series meta nested too deep as a copy does, each time it is sent', async () => {
+    // One meta object past the nesting limit, sent in three measurements after a run of their layout.
+    let deep: Record<string, unknown> = { end: 1 };
+    for (let i = 0; i < 200; i++) deep = { next: deep };
+    const answers: unknown[] = [];
+    for (const storage of [new MemoryStorage(), eagerColumns(new MemoryStorage())]) {
+      const engine = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+      const coll = await engine.createCollection('deep', { timeseries: { timeField: 't', metaField: 'm' } });
+      const docs = [0, 1, 2, 3, 4].map((i) => ({ t: new Date(i * 1000), m: i < 2 ? { s: i } : deep, v: i }));
+      // Act
+      const error = await coll.insertMany(docs, { ordered: false }).then(
+        () => undefined,
+        (e: unknown) => e as { writeErrors: Array<{ index: number; codeName: string }> },
+      );
+      answers.push(error?.writeErrors.map(({ index, codeName }) => [index, codeName]));
+      await engine.close();
+    }
+    // Assert: held as rows or copied, each is refused for its depth (not taken for a cycle).
+    expect(answers[0]).toEqual([
+      [2, 'Overflow'],
+      [3, 'Overflow'],
+      [4, 'Overflow'],
+    ]);
+    expect(answers[1]).toEqual(answers[0]);
+  });
+
   it('size a new compressed bucket from its first row as from the measurement built from it', () => {
     const number = fc.oneof(
       fc.double({ noNaN: false }),
