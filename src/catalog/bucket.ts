@@ -271,8 +271,7 @@ export function calculateBucketFieldsAndSizeChange(
     const valueSize = bsonValueSize(value);
     if (!bucket.fieldNames.has(field) && bucket.uncommittedFieldNames?.has(field) !== true) {
       (newFieldNames ??= []).push(field);
-      const nameSize = utf8ByteLength(field);
-      size += 12 + nameSize + 2 * (2 + nameSize + valueSize);
+      size += newFieldSize(utf8ByteLength(field), valueSize);
     }
     const element = 1 + valueSize + digits + 1;
     if (!compressed) size += element;
@@ -288,6 +287,14 @@ export function calculateBucketFieldsAndSizeChange(
 }
 
 const kNoFields: ReadonlyArray<string> = Object.freeze([]);
+
+/**
+ * What a field new to a bucket adds to its size: an empty column (`12 + len(name)`) and its first element
+ * in `control.min` and `control.max` (`2 × element size`, the element being type, name, NUL and value).
+ */
+function newFieldSize(nameSize: number, valueSize: number): number {
+  return 12 + nameSize + 2 * (2 + nameSize + valueSize);
+}
 
 /**
  * {@link calculateBucketFieldsAndSizeChange} of a new compressed bucket's first measurement when the call
@@ -309,9 +316,8 @@ export function firstRowSizeChange(item: PackedItem): BucketSizeChange {
     const name = names[i] as string;
     const value = values[v++] as number;
     const valueSize = kinds[i] === kDateKind ? 8 : bsonValueSize(value);
-    const nameSize = utf8ByteLength(name);
     newFieldNames.push(name);
-    size += 12 + nameSize + 2 * (2 + nameSize + valueSize);
+    size += newFieldSize(utf8ByteLength(name), valueSize);
   }
   return { sizeToBeAdded: size, uncommittedEstimate: 0, newFieldNames };
 }
