@@ -32,7 +32,6 @@
  *
  * @packageDocumentation
  */
-import { kDeferredDrainThreshold } from '../bucket-format/measurement-map.js';
 import type { Bucket } from './bucket.js';
 import type { BucketKey } from './bucket-identifiers.js';
 
@@ -77,12 +76,18 @@ const kKeptValueBytes = 30;
 
 /**
  * Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room), per
- * {@link kDeferredDrainThreshold} measurements of room (the runs they were calibrated with).
+ * {@link kRunRoomCalibration} measurements of room.
  */
 const kRunRoomBytes = 1900;
 
-/** Bytes per field of that room, per {@link kDeferredDrainThreshold} measurements of room. */
+/** Bytes per field of that room, per {@link kRunRoomCalibration} measurements of room. */
 const kRunRoomPerFieldBytes = 20;
+
+/**
+ * The room the two figures above were measured for (runs of 16): a fact of the calibration, not the drain
+ * threshold, which may change without the bytes per measurement of room changing.
+ */
+const kRunRoomCalibration = 16;
 
 /** Bytes a compressed bucket with typed min/max slots does not hold (the tree's root children). */
 const kFlatMinMaxSavedBytes = 100;
@@ -113,7 +118,7 @@ export function bucketMemoryUsage(bucket: Bucket): number {
     (map.encodedColumns - map.parkedColumns) * kPerColumnBuilderBytes +
     (parked === 0 ? 0 : kParkedArrayBytes + parked * kParkedNumberBytes) +
     (kept === 0 ? 0 : fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes)) +
-    ((kRunRoomBytes + fields * kRunRoomPerFieldBytes) * map.runRoom) / kDeferredDrainThreshold
+    ((kRunRoomBytes + fields * kRunRoomPerFieldBytes) * map.runRoom) / kRunRoomCalibration
   );
 }
 
