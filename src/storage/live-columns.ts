@@ -87,8 +87,9 @@ export class LiveColumns {
     if (live === undefined) {
       // No live columns: the bucket was written otherwise since its last commit (or never committed to
       // here): it may have been rewritten and marked closed (a delete of some of its measurements by
-      // another catalog), or its meta changed (an update of the metaField): then the commit does not apply. Live columns are dropped by every such write, so while they
-      // exist the meta is the one checked here, or the inserting catalog's.
+      // another catalog), or its meta changed (an update of the metaField): then the commit does not
+      // apply. Live columns are dropped by every such write, so while they exist the meta is the one
+      // checked here, or the inserting catalog's.
       const doc = docs.get(key);
       if (
         doc === undefined ||
