@@ -11,7 +11,7 @@ import { compressBucket } from '../../../src/bucket-format/bucket-compression.js
 import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
 import { applyBinaryDiff } from '../../../src/bucket-format/bson-column/binary-diff.js';
 import { columnDiffsOf } from '../../../src/bucket-format/column-tails.js';
-import { MeasurementMap } from '../../../src/bucket-format/measurement-map.js';
+import { kDeferredDrainThreshold, MeasurementMap } from '../../../src/bucket-format/measurement-map.js';
 
 const at = (s: string) => new Date(s);
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
@@ -388,6 +388,23 @@ describe('MeasurementMap', () => {
     numbers.seal(rows.length);
     expect(numbers.parkedColumns).toBe(0);
     expect(numbers.parkedArrayLength).toBe(0);
+  });
+
+  it('deferred: keeps the room of a commit of up to a run and a half for its later runs, not more', () => {
+    // Arrange: one map taken after a run and a half, one after one measurement more.
+    const run = kDeferredDrainThreshold;
+    const roomAfter = (count: number): number => {
+      const map = new MeasurementMap('t', 'deferred');
+      for (let i = 0; i < count; i++) map.insertOne({ t: new Date(i * 1000), v: i + 0.5 }, undefined);
+      // Act
+      map.takeTails(count, () => undefined);
+      return map.runRoom;
+    };
+    // Assert: the room reused for later runs is bounded by a run and a half; fewer than a run keep none.
+    expect(roomAfter(run - 1)).toBe(0);
+    expect(roomAfter(run)).toBe(run);
+    expect(roomAfter(run + run / 2)).toBe(run + run / 2);
+    expect(roomAfter(run + run / 2 + 1)).toBe(0);
   });
 
   it('deferred: a parked record that outgrows its array gets room for later parks', () => {
