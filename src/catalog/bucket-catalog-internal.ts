@@ -125,6 +125,11 @@ export interface CollectionState {
   lastFieldNames?: ReadonlySet<string> | undefined;
   /** The uncommitted names last made for a new bucket, shared by the new buckets staging the same names. */
   lastNewFieldNames?: ReadonlySet<string> | undefined;
+  /**
+   * The frozen list of names `lastNewFieldNames` was last found equal to (a row plan's fields): the same
+   * list again is not compared name by name.
+   */
+  lastNewFieldNamesFrom?: ReadonlyArray<string> | undefined;
 }
 
 /** Called when a bucket is closed (soft or hard) so its document can be finalised (compressed). */
@@ -737,9 +742,13 @@ function withUncommitted(
 ): ReadonlySet<string> {
   if (current === undefined) {
     const last = coll.lastNewFieldNames;
-    if (last !== undefined && isUnionOf(last, kNoNames, added)) return last;
+    if (last !== undefined && (added === coll.lastNewFieldNamesFrom || isUnionOf(last, kNoNames, added))) {
+      if (Object.isFrozen(added)) coll.lastNewFieldNamesFrom = added;
+      return last;
+    }
     const names = new Set(added);
     coll.lastNewFieldNames = names;
+    coll.lastNewFieldNamesFrom = Object.isFrozen(added) ? added : undefined;
     return names;
   }
   const names = new Set(current);

@@ -307,19 +307,17 @@ function newFieldSize(nameSize: number, valueSize: number): number {
  */
 export function firstRowSizeChange(item: PackedItem): BucketSizeChange {
   const { names, kinds } = item.layout;
-  const metaAt = item.plan.metaAt;
+  const { metaAt, fields } = item.plan;
   const values = item.rows.values;
-  const newFieldNames: string[] = [];
   let size = 0;
   for (let i = 0, v = item.row; i < names.length; i++) {
     if (i === metaAt) continue;
-    const name = names[i] as string;
     const value = values[v++] as number;
     const valueSize = kinds[i] === kDateKind ? 8 : bsonValueSize(value);
-    newFieldNames.push(name);
-    size += newFieldSize(utf8ByteLength(name), valueSize);
+    size += newFieldSize(utf8ByteLength(names[i] as string), valueSize);
   }
-  return { sizeToBeAdded: size, uncommittedEstimate: 0, newFieldNames };
+  // Every field is new: the row's names, shared by the rows of the layout.
+  return { sizeToBeAdded: size, uncommittedEstimate: 0, newFieldNames: fields };
 }
 
 /** The size change of a measurement that adds no field and nothing to estimate (shared). */

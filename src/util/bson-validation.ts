@@ -198,6 +198,8 @@ export interface RowPlan {
   readonly timeAt: number;
   /** Values per row: every field but the meta. */
   readonly width: number;
+  /** The names of a row's values, in their order: the layout's names but the meta (frozen). */
+  readonly fields: ReadonlyArray<string>;
 }
 
 function planRow(
@@ -215,7 +217,8 @@ function planRow(
     if (names[i] === '_id' || (kind !== kNumberKind && kind !== kDateKind)) return undefined;
   }
   const timeAt = metaAt >= 0 && metaAt < timeIndex ? timeIndex - 1 : timeIndex;
-  return { metaAt, timeAt, width: names.length - (metaAt >= 0 ? 1 : 0) };
+  const fields = Object.freeze(names.filter((_, i) => i !== metaAt));
+  return { metaAt, timeAt, width: fields.length, fields };
 }
 
 /**
