@@ -149,8 +149,11 @@ export class MeasurementMap implements DeferredColumns {
    * that measurement is encoded: the encoders are a prefix of the names.
    */
   readonly #names: string[] = [];
-  readonly #builders: BSONColumnBuilder[] = [];
-  readonly #lastSeen: number[] = [];
+  // The shared empty arrays until a column gets an encoder ({@link MeasurementMap.#ownBuilders}), and
+  // the encoders' again while they are parked: a bucket waiting for its first run (one of many new
+  // series) or between runs holds no array of encoders.
+  #builders: BSONColumnBuilder[] = kNoBuilders;
+  #lastSeen: number[] = kNoEntries;
   /** Columns from this index on are not in the stored document yet (made since the last diffs). */
   #firstCreated = 0;
   /** Names from this index on were not reported by {@link MeasurementMap.takeNewColumns} yet. */
@@ -190,7 +193,8 @@ export class MeasurementMap implements DeferredColumns {
   #keptBound = 0;
   #keptUnbounded = 0;
   #rows: Array<Measurement | undefined> | undefined;
-  #packedColumns: number[] = [];
+  /** The shared empty array until an entry out of column order is kept ({@link MeasurementMap.#columnsToWrite}). */
+  #packedColumns: number[] = kNoEntries;
   #packedValues: number[] = [];
   #packedLength = 0;
   /** Deferred: tails made (the catalog measured the bucket) and not yet taken by the storage. */
@@ -253,6 +257,7 @@ export class MeasurementMap implements DeferredColumns {
       const { buffer, position } = column as unknown as { buffer: Uint8Array; position: number };
       const bytes = buffer.subarray(0, position);
       map.#addName(field);
+      map.#ownBuilders();
       map.#builders.push(BSONColumnBuilder.fromBinary(bytes));
       map.#lastSeen.push(count - 1);
       map.#compressedSize += bytes.length;
@@ -369,7 +374,7 @@ export class MeasurementMap implements DeferredColumns {
             this.#writeColumns(start, end);
             inOrder = false;
           }
-          if (!inOrder) this.#packedColumns[end] = at;
+          if (!inOrder) this.#columnsToWrite()[end] = at;
           this.#packedValues[end++] = value;
           bound += kValueBound;
         } else if (value instanceof Date) {
@@ -377,7 +382,7 @@ export class MeasurementMap implements DeferredColumns {
             this.#writeColumns(start, end);
             inOrder = false;
           }
-          if (!inOrder) this.#packedColumns[end] = ~at;
+          if (!inOrder) this.#columnsToWrite()[end] = ~at;
           this.#packedValues[end++] = value.getTime();
           bound += kValueBound;
         } else {
@@ -474,7 +479,7 @@ export class MeasurementMap implements DeferredColumns {
         this.#writeColumns(start, end);
         inOrder = false;
       }
-      if (!inOrder) this.#packedColumns[end] = date ? ~column : column;
+      if (!inOrder) this.#columnsToWrite()[end] = date ? ~column : column;
       this.#packedValues[end++] = values[v++] as number;
       bound += kValueBound;
       seen++;
@@ -487,7 +492,27 @@ export class MeasurementMap implements DeferredColumns {
 
   /** The entries `[start, end)` were in column order and the next is not: write their columns. */
   #writeColumns(start: number, end: number): void {
-    for (let e = start; e < end; e++) this.#packedColumns[e] = inOrderColumn(start, e);
+    const columns = this.#columnsToWrite();
+    for (let e = start; e < end; e++) columns[e] = inOrderColumn(start, e);
+  }
+
+  /** `#packedColumns`, made an array of the map's own first if it is the shared empty one. */
+  #columnsToWrite(): number[] {
+    if (this.#packedColumns === kNoEntries) this.#packedColumns = [];
+    return this.#packedColumns;
+  }
+
+  /** Give the map arrays of its own for its encoders, if it has the shared empty ones. */
+  #ownBuilders(): void {
+    if (this.#builders === kNoBuilders) this.#builders = [];
+    if (this.#lastSeen === kNoEntries) this.#lastSeen = [];
+  }
+
+  /** Give the encoders back to the pool and forget which measurement each column saw last. */
+  #dropBuilders(): void {
+    giveBack(this.#builders);
+    this.#builders = kNoBuilders;
+    this.#lastSeen = kNoEntries;
   }
 
   /**
@@ -698,6 +723,7 @@ export class MeasurementMap implements DeferredColumns {
     invariant(at === this.#builders.length, 2402, 'column encoders out of order');
     const builder = idleBuilders.pop() ?? new BSONColumnBuilder();
     for (let i = 0; i < this.#encoded; i++) builder.skip();
+    this.#ownBuilders();
     this.#builders.push(builder);
     this.#lastSeen.push(-1);
   }
@@ -772,7 +798,7 @@ export class MeasurementMap implements DeferredColumns {
       const runs = this.#drain.threshold / kDeferredDrainThreshold;
       if (2 * kept.length > 9 * this.#drain.threshold) this.#kept = [];
       if (this.#packedColumns.length > runs * kKeptEntriesRoom) {
-        this.#packedColumns = [];
+        this.#packedColumns = kNoEntries;
         this.#packedValues = [];
       }
     } else {
@@ -820,7 +846,7 @@ export class MeasurementMap implements DeferredColumns {
     for (let i = 0; i < n && parkedBuilders.length < kMaxParkedBuilders; i++) {
       parkedBuilders.push(builders[i] as BSONColumnBuilder);
     }
-    builders.length = 0;
+    this.#builders = kNoBuilders;
   }
 
   /** Take encoders from the pool and give them the parked state back (nothing when none is parked). */
@@ -828,6 +854,7 @@ export class MeasurementMap implements DeferredColumns {
     const n = this.#parkedCount;
     if (n === 0) return;
     const record = this.#parked as number[];
+    this.#ownBuilders();
     const builders = this.#builders;
     let at = 0;
     for (let i = 0; i < n; i++) {
@@ -891,8 +918,7 @@ export class MeasurementMap implements DeferredColumns {
       }
       return { names: this.#names, ends, bytes: sink.buf.subarray(0, sink.length) };
     } finally {
-      giveBack(this.#builders);
-      this.#lastSeen.length = 0;
+      this.#dropBuilders();
       this.#encoded = 0;
       this.#compressedSize = compressedSize;
     }
@@ -922,17 +948,16 @@ export class MeasurementMap implements DeferredColumns {
     this.#sealed = true;
     this.#queued = this.#queued?.map(ownTails);
     this.#columns = undefined;
-    giveBack(this.#builders);
+    this.#dropBuilders();
     this.#parked = undefined;
     this.#parkedCount = 0;
     this.#parkedLength = 0;
-    this.#lastSeen.length = 0;
     this.#kept = [];
     this.#keptCount = 0;
     this.#keptBound = 0;
     this.#keptUnbounded = 0;
     this.#rows = undefined;
-    this.#packedColumns = [];
+    this.#packedColumns = kNoEntries;
     this.#packedValues = [];
     this.#packedLength = 0;
   }
@@ -1085,6 +1110,7 @@ const parkScratch: number[] = [0.5];
 
 /** Reset `builders` into {@link idleBuilders} (as many as it has room for) and empty the list. */
 function giveBack(builders: BSONColumnBuilder[]): void {
+  if (builders.length === 0) return;
   for (const builder of builders) {
     if (idleBuilders.length >= kMaxIdleBuilders) break;
     builder.reset();
@@ -1115,6 +1141,10 @@ const kKeptEntriesRoom = 512;
 
 /** Up to this many columns a name is looked up by a scan, not a map. */
 const kScannedNames = 16;
+
+/** The arrays a map shares until it needs its own (frozen: a write to one by mistake throws). */
+const kNoBuilders: BSONColumnBuilder[] = Object.freeze([]) as unknown as BSONColumnBuilder[];
+const kNoEntries: number[] = Object.freeze([]) as unknown as number[];
 
 /** BinData subtype 7: a BSONColumn. */
 const kColumnSubtype = 7;
