@@ -148,7 +148,9 @@ export class MeasurementMap implements DeferredColumns {
    * Deferred, a column is named when a measurement with the field is appended and gets its encoder when
    * that measurement is encoded: the encoders are a prefix of the names.
    */
-  readonly #names: string[] = [];
+  // A bucket opened from a row takes the row's names (frozen, shared by the rows of its layout) until it
+  // adds a column ({@link MeasurementMap.#addName} copies them first).
+  #names: string[] = [];
   // The shared empty arrays until a column gets an encoder ({@link MeasurementMap.#ownBuilders}), and
   // the encoders' again while they are parked: a bucket waiting for its first run (one of many new
   // series) or between runs holds no array of encoders.
@@ -349,8 +351,8 @@ export class MeasurementMap implements DeferredColumns {
       return;
     }
     const index = this.#count;
-    const names = this.#names;
     let bound = this.#rowStartBound();
+    let names = this.#names;
     let guess = 0;
     let seen = 0;
     const start = this.#packedLength;
@@ -365,7 +367,9 @@ export class MeasurementMap implements DeferredColumns {
       let at = names[guess] === field ? guess++ : this.#placeColumn(field);
       if (at < 0) {
         at = ~at;
-        // A new column: its skips for the measurements before it.
+        // A new column (in names of the map's own: a shared list was copied to add it).
+        names = this.#names;
+        // Its skips for the measurements before it.
         bound += kNewColumnBound + kValueBound * index;
       }
       if (packed) {
@@ -441,6 +445,8 @@ export class MeasurementMap implements DeferredColumns {
    * @param names - the measurement's field names.
    * @param kinds - their values' kinds.
    * @param metaAt - the metaField's position among `names` (-1: none); not in the row.
+   * @param fields - the names of the row's values: `names` but the metaField (frozen: a map with no
+   *   column yet takes it as its columns when it starts with the time field).
    * @param values - the rows.
    * @param at - where this measurement's row starts.
    * @param timeMs - its time, epoch ms.
@@ -449,6 +455,7 @@ export class MeasurementMap implements DeferredColumns {
     names: ReadonlyArray<string>,
     kinds: ReadonlyArray<number>,
     metaAt: number,
+    fields: ReadonlyArray<string>,
     values: Float64Array,
     at: number,
     timeMs: number,
@@ -456,8 +463,15 @@ export class MeasurementMap implements DeferredColumns {
     invariant(!this.#sealed && this.#deferred, 2407, 'a row appended to a closed or eager map');
     this.#lastTimeMs = timeMs;
     const index = this.#count;
-    const columns = this.#names;
-    let bound = this.#rowStartBound();
+    // A first row whose values start with the time: its names are the map's columns, each new (what
+    // #rowStartBound and a #placeColumn per field would make, without a list of the map's own).
+    const fresh = this.#names.length === 0 && fields[0] === this.#timeField && Object.isFrozen(fields);
+    let bound: number;
+    if (fresh) {
+      this.#names = fields as string[];
+      bound = kNewColumnBound;
+    } else bound = this.#rowStartBound();
+    let columns = this.#names;
     let guess = 0;
     let seen = 0;
     const start = this.#packedLength;
@@ -471,9 +485,11 @@ export class MeasurementMap implements DeferredColumns {
       let column = columns[guess] === field ? guess++ : this.#placeColumn(field);
       if (column < 0) {
         column = ~column;
-        // A new column: its skips for the measurements before it.
+        // A new column (in names of the map's own: a shared list was copied to add it).
+        columns = this.#names;
+        // Its skips for the measurements before it.
         bound += kNewColumnBound + kValueBound * index;
-      }
+      } else if (fresh && column > 0) bound += kNewColumnBound + kValueBound * index;
       const date = kinds[i] === kDateKind;
       if (inOrder && (column !== end - start || (column === 0) !== date)) {
         this.#writeColumns(start, end);
@@ -647,7 +663,7 @@ export class MeasurementMap implements DeferredColumns {
   /** Encode one measurement into the columns' encoders. */
   #encode(measurement: Measurement): void {
     const index = this.#startRow();
-    const names = this.#names;
+    let names = this.#names;
     const builders = this.#builders;
     const lastSeen = this.#lastSeen;
     const metaField = this.#metaField;
@@ -660,7 +676,10 @@ export class MeasurementMap implements DeferredColumns {
       const value = measurement[field];
       if (value === undefined) continue;
       let at = names[guess] === field ? guess++ : -1;
-      if (at < 0) at = this.#columnOf(field) ?? this.#addName(field);
+      if (at < 0) {
+        at = this.#columnOf(field) ?? this.#addName(field);
+        names = this.#names;
+      }
       if (at >= builders.length) this.#addBuilder(at);
       // The builder encodes the value now: the caller may reuse its objects afterwards.
       (builders[at] as BSONColumnBuilder).append(value);
@@ -695,7 +714,9 @@ export class MeasurementMap implements DeferredColumns {
   #addName(field: string): number {
     const at = this.#names.length;
     this.#columns?.set(field, at);
-    this.#names.push(field);
+    // The names of the row that opened the bucket are shared: the map's own copy takes the new one.
+    if (Object.isFrozen(this.#names)) this.#names = [...this.#names, field];
+    else this.#names.push(field);
     return at;
   }
 
@@ -736,7 +757,8 @@ export class MeasurementMap implements DeferredColumns {
   takeNewColumns(): ReadonlyArray<string> | undefined {
     const names = this.#names;
     if (this.#namesTaken === names.length) return undefined;
-    const created = names.slice(this.#namesTaken);
+    // Every name of a shared (frozen) list: the list itself.
+    const created = this.#namesTaken === 0 && Object.isFrozen(names) ? names : names.slice(this.#namesTaken);
     this.#namesTaken = names.length;
     return created;
   }

@@ -173,6 +173,7 @@ function keep(map: MeasurementMap, item: InsertItem, metaField: string | undefin
       item.layout.names,
       item.layout.kinds,
       item.plan.metaAt,
+      item.plan.fields,
       item.rows.values,
       item.row,
       item.timeMs,

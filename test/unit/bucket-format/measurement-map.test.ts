@@ -12,6 +12,7 @@ import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.j
 import { applyBinaryDiff } from '../../../src/bucket-format/bson-column/binary-diff.js';
 import { columnDiffsOf } from '../../../src/bucket-format/column-tails.js';
 import { kDeferredDrainThreshold, MeasurementMap } from '../../../src/bucket-format/measurement-map.js';
+import { kDateKind, kNumberKind } from '../../../src/util/bson-validation.js';
 
 const at = (s: string) => new Date(s);
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
@@ -388,6 +389,38 @@ describe('MeasurementMap', () => {
     numbers.seal(rows.length);
     expect(numbers.parkedColumns).toBe(0);
     expect(numbers.parkedArrayLength).toBe(0);
+  });
+
+  it("deferred: a map opened from a row shares the row's names until a row adds a column, then copies them", () => {
+    // Arrange: rows of a layout {t, m (the meta, not in the row), a}, then of {t, a, b}, as calls hold them.
+    const first = Object.freeze(['t', 'a']);
+    const second = Object.freeze(['t', 'a', 'b']);
+    const map = new MeasurementMap('t', 'deferred');
+    const rows = new Float64Array([0, 1.5, 1000, 2.5, 2000, 3.5, 7]);
+    // Act
+    map.insertRow(['t', 'm', 'a'], [kDateKind, 0, kNumberKind], 1, first, rows, 0, 0);
+    const created = map.takeNewColumns();
+    map.insertRow(['t', 'm', 'a'], [kDateKind, 0, kNumberKind], 1, first, rows, 2, 1000);
+    map.insertRow(['t', 'a', 'b'], [kDateKind, kNumberKind, kNumberKind], -1, second, rows, 4, 2000);
+    const stored = new Map<string, Uint8Array>();
+    map.takeTails(3, (tails) => {
+      for (const d of columnDiffsOf(tails)) {
+        stored.set(d.field, applyBinaryDiff(stored.get(d.field) ?? new Uint8Array(0), d));
+      }
+    });
+    // Assert: the first row's names were the map's columns (its new columns, as they are), the lists
+    // given are unchanged, and the columns hold what encoding the measurements gives.
+    expect(created).toBe(first);
+    expect(map.takeNewColumns()).toEqual(['b']);
+    expect([first, second]).toEqual([
+      ['t', 'a'],
+      ['t', 'a', 'b'],
+    ]);
+    expect([...stored.keys()]).toEqual(['t', 'a', 'b']);
+    const t = [new Date(0), new Date(1000), new Date(2000)];
+    expect(base64(stored.get('t')!)).toBe(base64(BSONColumn.encode(t)));
+    expect(base64(stored.get('a')!)).toBe(base64(BSONColumn.encode([1.5, 2.5, 3.5])));
+    expect(base64(stored.get('b')!)).toBe(base64(BSONColumn.encode([undefined, undefined, 7])));
   });
 
   it('deferred: keeps the room of a commit of up to a run and a half for its later runs, not more', () => {
