@@ -13,22 +13,24 @@
  * sets that hold the same columns, the names and types of the typed min/max slots. A bucket whose fields
  * differ from its neighbours' holds its own (about 90 bytes per field more than estimated).
  *
- * Measured 2026-11-28 and, for the 20-measurement column, 2026-11-29 with parked builders (bytes per
- * open bucket, 3 / 11 fields; the 3-field, 20-measurement case moves by about 5% from one run to the next):
+ * Measured 2026-11-29 (19:41 UTC on; bytes per open bucket, 3 / 11 fields; the 20-measurement buckets
+ * have run once, with runs of 20, and parked their builders):
  *
  * | format                                                      | 1 measurement | 20 measurements |
  * |-------------------------------------------------------------|---------------|-----------------|
- * | 5.x-7.x (version-1 buckets)                                 | 2 085 / 3 407 |                 |
- * | compressed, deferred (over `MemoryStorage`), typed slots    | 2 151 / 2 276 | 4 940 / 7 996   |
- * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 911 / 8 617 |                 |
+ * | 5.x-7.x (version-1 buckets)                                 | 2 037 / 3 384 |                 |
+ * | compressed, deferred (over `MemoryStorage`), typed slots    | 1 859 / 2 009 | 4 292 / 7 551   |
+ * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 855 / 8 572 |                 |
  *
- * so about 1 520 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
- * slots about 560 more per bucket and 4 less per field, plus about 590 per column with a builder; a
- * deferred one parks its builders between runs (one array of numbers, 8 bytes each: 40 to 50 per column
- * of numbers), keeps its measurements (about 16 bytes per field for the first, 30 for each further value;
- * measurements whose values come in column order record no columns), and once the arrays that keep them
- * have held a run of 16 they keep that room (about 1 900 bytes and 20 per field). Before builders were
- * parked, the 20-measurement buckets held 6 355 / 11 897 bytes.
+ * so about 1 480 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
+ * slots about 250 less per bucket and 4 less per field, plus about 590 per column with a builder and, once
+ * its map has encoded, about 290 for its lists of encoders (a bucket opened from a row shares the row's
+ * column names until then, and holds no list); a deferred one parks its builders between runs (one array of
+ * numbers, 8 bytes each: 40 to 50 per column of numbers), keeps its measurements (about 23 bytes per field
+ * for the first, 30 for each further value; measurements whose values come in column order record no
+ * columns), and once the arrays that keep them have held a run they keep that room (per 16 measurements
+ * of room about 720 bytes and 118 per field). Before the lists were made only when needed (2026-11-28/29,
+ * runs of 16), the same buckets held 2 151 / 2 276 and 4 940 / 7 996 bytes.
  *
  * @packageDocumentation
  */
@@ -36,7 +38,7 @@ import type { Bucket } from './bucket.js';
 import type { BucketKey } from './bucket-identifiers.js';
 
 /** Fixed bytes per open bucket: the object, its maps and sets, ids, counters, min/max and schema roots. */
-export const kBucketOverheadBytes = 1519;
+export const kBucketOverheadBytes = 1484;
 
 /**
  * Fixed bytes per archived record: the record, its `ObjectId` (an object and a 12-byte array), the
@@ -54,7 +56,15 @@ export const kArchivedBucketOverheadBytes = 370;
 const kPerFieldBytes = 166;
 
 /** Extra bytes per open bucket of the compressed format: its column map, min/max slots and snapshot. */
-const kCompressedBucketExtraBytes = 658;
+const kCompressedBucketExtraBytes = 355;
+
+/**
+ * Extra bytes of a compressed bucket's map once it has encoded (every commit over `MongoStorage`, a run
+ * over `MemoryStorage`, a bucket reopened from its binary): its lists of encoders and of the measurement
+ * each column last saw, and column names of its own (a bucket opened from a row shares that row's until
+ * then).
+ */
+const kEncoderListsBytes = 285;
 
 /** Extra bytes per field of a compressed bucket: its incremental column builder (encoder state, tail). */
 const kPerColumnBuilderBytes = 593;
@@ -69,7 +79,7 @@ const kParkedNumberBytes = 8;
  * Extra bytes per field of a deferred compressed bucket that keeps measurements: the first one's value,
  * its share of the kept measurements' arrays and bounds.
  */
-const kDeferredPerFieldBytes = 16;
+const kDeferredPerFieldBytes = 23;
 
 /** Bytes per field of each further measurement a deferred bucket keeps. */
 const kKeptValueBytes = 30;
@@ -78,13 +88,13 @@ const kKeptValueBytes = 30;
  * Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room), per
  * {@link kRunRoomCalibration} measurements of room.
  */
-const kRunRoomBytes = 1900;
+const kRunRoomBytes = 717;
 
 /** Bytes per field of that room, per {@link kRunRoomCalibration} measurements of room. */
-const kRunRoomPerFieldBytes = 20;
+const kRunRoomPerFieldBytes = 118;
 
 /**
- * The room the two figures above were measured for (runs of 16): a fact of the calibration, not the drain
+ * The measurements of room the two figures above are given for: a unit of the calibration, not the drain
  * threshold, which may change without the bytes per measurement of room changing.
  */
 const kRunRoomCalibration = 16;
@@ -110,11 +120,12 @@ export function bucketMemoryUsage(bucket: Bucket): number {
     base -
     (bucket.minMax.slots === undefined ? 0 : kFlatMinMaxSavedBytes + fields * kFlatMinMaxSavedPerFieldBytes) +
     kCompressedBucketExtraBytes;
-  if (!map.deferred) return compressed + fields * kPerColumnBuilderBytes;
+  if (!map.deferred) return compressed + kEncoderListsBytes + fields * kPerColumnBuilderBytes;
   const kept = map.keptCount;
   const parked = map.parkedArrayLength;
   return (
     compressed +
+    (map.encodedColumns === 0 ? 0 : kEncoderListsBytes) +
     (map.encodedColumns - map.parkedColumns) * kPerColumnBuilderBytes +
     (parked === 0 ? 0 : kParkedArrayBytes + parked * kParkedNumberBytes) +
     (kept === 0 ? 0 : fields * (kDeferredPerFieldBytes + (kept - 1) * kKeptValueBytes)) +

@@ -76,6 +76,7 @@ describe('docs/stats.md', () => {
     const compressed = /\+ (\d+) \+ (\d+) × \(columns with a builder\)\s+only in the compressed format/.exec(
       formula,
     );
+    const lists = /\+ (\d+)\s+once its map has encoded/.exec(formula);
     const flat = /− (\d+) − (\d+) × columns\s+only while control\.min\/max are in typed slots/.exec(formula);
     const kept = /\+ \((\d+) \+ \d+ × \(kept − 1\)\) × columns\s+only while it keeps measurements/.exec(
       formula,
@@ -83,14 +84,15 @@ describe('docs/stats.md', () => {
     const archived = /archived record =\s*(\d+) \+ 2 × len\(signature\)/.exec(formula);
     expect(open).not.toBeNull();
     expect(compressed).not.toBeNull();
+    expect(lists).not.toBeNull();
     expect(kept).not.toBeNull();
     expect(flat).not.toBeNull();
     expect(archived).not.toBeNull();
     const signature = 'tsbuckets.weather'.length + 1 + calculateObjectSize({ '': 'a' });
     expect(signature).toBe(31);
     // The example writes the default (compressed) format over MemoryStorage, one measurement kept per
-    // bucket, numbers and dates (typed min/max slots): no builder while new, the 4 columns' builders once
-    // reopened from the stored document.
+    // bucket, numbers and dates (typed min/max slots): no builder while new, the 4 columns' builders (and
+    // the lists of a map that has encoded) once reopened from the stored document.
     const openBytes = (builders: number) =>
       Number(open![1]) +
       2 * signature +
@@ -99,6 +101,7 @@ describe('docs/stats.md', () => {
       Number(flat![2]) * 4 +
       Number(compressed![1]) +
       Number(compressed![2]) * builders +
+      (builders > 0 ? Number(lists![1]) : 0) +
       Number(kept![1]) * 4;
     const archivedBytes = Number(archived![1]) + 2 * signature;
     const memory = rows.map((row) => row[7]);
