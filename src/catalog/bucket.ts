@@ -400,12 +400,6 @@ export function removeOpenBatch(bucket: Bucket, batch: WriteBatch): void {
   const batches = bucket.openBatches;
   const at = batches.indexOf(batch);
   if (at < 0) return;
-  // The last one: the bucket goes back to the shared empty list, holding no array while it waits (a
-  // bucket of a large ingest waits for most of its life; its next batch makes an array of one again).
-  if (batches.length === 1) {
-    bucket.openBatches = kNoOpenBatches;
-    return;
-  }
   // Shift and pop rather than splice: splice makes an array of what it removes, and this runs per commit.
   for (let i = at + 1; i < batches.length; i++) batches[i - 1] = batches[i] as WriteBatch;
   batches.pop();
