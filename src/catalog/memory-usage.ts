@@ -18,11 +18,11 @@
  *
  * | format                                                      | 1 measurement | 20 measurements |
  * |-------------------------------------------------------------|---------------|-----------------|
- * | 5.x-7.x (version-1 buckets)                                 | 2 037 / 3 384 |                 |
- * | compressed, deferred (over `MemoryStorage`), typed slots    | 1 859 / 2 009 | 4 292 / 7 551   |
- * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 855 / 8 572 |                 |
+ * | 5.x-7.x (version-1 buckets)                                 | 2 095 / 3 438 |                 |
+ * | compressed, deferred (over `MemoryStorage`), typed slots    | 1 912 / 2 059 | 4 349 / 7 609   |
+ * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 912 / 8 629 |                 |
  *
- * so about 1 480 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
+ * so about 1 540 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
  * slots about 250 less per bucket and 4 less per field, plus about 590 per column with a builder and, once
  * its map has encoded, about 290 for its lists of encoders (a bucket opened from a row shares the row's
  * column names until then, and holds no list); a deferred one parks its builders between runs (one array of
@@ -38,7 +38,7 @@ import type { Bucket } from './bucket.js';
 import type { BucketKey } from './bucket-identifiers.js';
 
 /** Fixed bytes per open bucket: the object, its maps and sets, ids, counters, min/max and schema roots. */
-export const kBucketOverheadBytes = 1484;
+export const kBucketOverheadBytes = 1539;
 
 /**
  * Fixed bytes per archived record: the record, its `ObjectId` (an object and a 12-byte array), the

@@ -108,11 +108,11 @@ queries:  20 time-range queries of 1h over all series
 ┌────────────┬──────┬─────────┬─────────────────────┬───────────────────┬─────────────────┬──────────────────────────┬───────────────┬───────────────────┐
 │ candidate  │ span │ buckets │ measurements/bucket │ bytes/measurement │        closures │       open-bucket memory │ buckets/query │ unpacked/returned │
 ├────────────┼──────┼─────────┼─────────────────────┼───────────────────┼─────────────────┼──────────────────────────┼───────────────┼───────────────────┤
-│ seconds    │   1h │      24 │                60.0 │               7.5 │ time forward 21 │ 9.4 KiB (3.1 KiB/series) │           5.9 │               2.0 │
-│ minutes    │   1d │       3 │               480.0 │               3.6 │            none │ 9.7 KiB (3.2 KiB/series) │           3.0 │               8.0 │
-│ hours      │  30d │       3 │               480.0 │               3.6 │            none │ 9.7 KiB (3.2 KiB/series) │           3.0 │               8.0 │
-│ custom 2h  │   2h │      12 │               120.0 │               5.3 │  time forward 9 │ 9.7 KiB (3.2 KiB/series) │           4.2 │               2.8 │
-│ custom 12h │  12h │       3 │               480.0 │               3.6 │            none │ 9.7 KiB (3.2 KiB/series) │           3.0 │               8.0 │
+│ seconds    │   1h │      24 │                60.0 │               7.5 │ time forward 21 │ 9.6 KiB (3.2 KiB/series) │           5.9 │               2.0 │
+│ minutes    │   1d │       3 │               480.0 │               3.6 │            none │ 9.9 KiB (3.3 KiB/series) │           3.0 │               8.0 │
+│ hours      │  30d │       3 │               480.0 │               3.6 │            none │ 9.9 KiB (3.3 KiB/series) │           3.0 │               8.0 │
+│ custom 2h  │   2h │      12 │               120.0 │               5.3 │  time forward 9 │ 9.8 KiB (3.3 KiB/series) │           4.2 │               2.8 │
+│ custom 12h │  12h │       3 │               480.0 │               3.6 │            none │ 9.9 KiB (3.3 KiB/series) │           3.0 │               8.0 │
 └────────────┴──────┴─────────┴─────────────────────┴───────────────────┴─────────────────┴──────────────────────────┴───────────────┴───────────────────┘
 bytes/measurement: compressed BSON bytes of the buckets per measurement; open-bucket memory: the catalog's
 estimate at its peak during the replay; buckets/query and unpacked/returned: per time-range query.
