@@ -6,7 +6,7 @@
  * One field count and bucket format per process (a finished run's heap is not reliably gone before the
  * next one starts); the second argument `v1` writes the 5.x–7.x format instead of the compressed one, the
  * third the measurements per bucket (default 1; a compressed bucket encodes its measurements in runs of
- * 20, so 20 gives buckets with their column encoders), a fourth `eager` encodes every commit at once (as
+ * 16, so 20 gives buckets with their column encoders), a fourth `eager` encodes every commit at once (as
  * over MongoStorage) instead:
  *   node --expose-gc --import tsx bench/memory-calibration.ts 3
  *   node --expose-gc --import tsx bench/memory-calibration.ts 11 v1

@@ -24,19 +24,20 @@ import type { MinMaxSlots } from './min-max-slots.js';
  * How many measurements a deferred map keeps before its storage should take their tails (see
  * {@link MeasurementMap.shouldDrain}): enough that encoding them touches each column's encoder once per
  * run rather than once per measurement, few enough that what the bucket keeps stays small next to the
- * encoders. Measured on the bulk-loader benchmark (1 000 series): 16 was faster than 2, 4, 8 and 32; 20
- * is 7% faster than 16 for about 3 bytes more heap per measurement held, 24 no faster than 20 and 10
- * bytes more.
+ * encoders. Measured on the bulk-loader benchmark (1 000 series) against 2, 4, 8 and 32: the fastest. 20
+ * was 7% faster on that shape in a process of its own, but in the benchmark suite, where that shape runs
+ * first, it made the next one (10 measurements per call to each of 100 series, whose runs are of 64)
+ * 8-14% slower, also in a build of 16's code with only this constant changed: kept at 16.
  */
-export const kDeferredDrainThreshold = 20;
+export const kDeferredDrainThreshold = 16;
 
 /**
- * The threshold while a catalog holds at most {@link kFewBuckets} buckets: runs three times as long cost
+ * The threshold while a catalog holds at most {@link kFewBuckets} buckets: runs four times as long cost
  * each bucket a few kilobytes more while it waits (what a thousand buckets would feel, a few hundred do
  * not), and spread each run's fixed work (the encoders taken out and parked again, the tails cut and
- * spliced) over more values. 10 measurements per call to each of 100 series: about 8% faster than runs
- * of 16 (and than 32 or 128), one per call to each of 100 series 14%; 1 000 series were no faster, and
- * held a third more heap per measurement.
+ * spliced) over more values. 10 measurements per call to each of 100 series: about 8% faster than 16
+ * (and than 32 or 128), one per call to each of 100 series 14%; 1 000 series were no faster, and held a
+ * third more heap per measurement.
  */
 export const kFewBucketsDrainThreshold = 64;
 
@@ -306,8 +307,8 @@ export class MeasurementMap implements DeferredColumns {
   /**
    * How many measurements the arrays of the kept measurements have room for once they have held a run of
    * at least {@link kDeferredDrainThreshold} (they keep that room for the bucket's life, reused rather
-   * than grown again for every run; {@link MeasurementMap.settle} lets go of more than a run and a half);
-   * 0 before.
+   * than grown again for every run; {@link MeasurementMap.settle} lets go of more than two runs); 0
+   * before.
    */
   get runRoom(): number {
     const room = Math.floor(this.#kept.length / 3);
@@ -815,10 +816,9 @@ export class MeasurementMap implements DeferredColumns {
       this.#keptCount = 0;
       this.#rows = undefined;
       this.#packedLength = 0;
-      // The room of a large batch is not kept for the bucket's life: a usual run fits in much less. A run
-      // and a half (three entries per measurement) covers the commit that crosses the threshold.
+      // The room of a large batch is not kept for the bucket's life: a usual run fits in much less.
       const runs = this.#drain.threshold / kDeferredDrainThreshold;
-      if (2 * kept.length > 9 * this.#drain.threshold) this.#kept = [];
+      if (kept.length > 6 * this.#drain.threshold) this.#kept = [];
       if (this.#packedColumns.length > runs * kKeptEntriesRoom) {
         this.#packedColumns = kNoEntries;
         this.#packedValues = [];
@@ -1156,8 +1156,8 @@ function inOrderColumn(start: number, e: number): number {
 let columnScratch = new Float64Array(4 * kDeferredDrainThreshold);
 
 /**
- * Packed entries a deferred map keeps room for between runs of {@link kDeferredDrainThreshold} (20
- * measurements of 25 fields; proportionally more for longer runs).
+ * Packed entries a deferred map keeps room for between runs of {@link kDeferredDrainThreshold} (16
+ * measurements of 32 fields; proportionally more for longer runs).
  */
 const kKeptEntriesRoom = 512;
 

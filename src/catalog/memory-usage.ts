@@ -14,12 +14,12 @@
  * differ from its neighbours' holds its own (about 90 bytes per field more than estimated).
  *
  * Measured 2026-11-29 (19:41 UTC on; bytes per open bucket, 3 / 11 fields; the 20-measurement buckets
- * have run once, with runs of 20, and parked their builders):
+ * have run once, a run of 16, parked their builders and keep 4 measurements):
  *
  * | format                                                      | 1 measurement | 20 measurements |
  * |-------------------------------------------------------------|---------------|-----------------|
  * | 5.x-7.x (version-1 buckets)                                 | 2 095 / 3 438 |                 |
- * | compressed, deferred (over `MemoryStorage`), typed slots    | 1 912 / 2 059 | 4 349 / 7 609   |
+ * | compressed, deferred (over `MemoryStorage`), typed slots    | 1 912 / 2 059 | 4 334 / 7 595   |
  * | compressed, each commit encoded (`... 8.0 1 eager`)          | 3 912 / 8 629 |                 |
  *
  * so about 1 540 bytes per bucket and 166 per field for a version-1 bucket; a compressed bucket with typed
@@ -29,8 +29,8 @@
  * numbers, 8 bytes each: 40 to 50 per column of numbers), keeps its measurements (about 23 bytes per field
  * for the first, 30 for each further value; measurements whose values come in column order record no
  * columns), and once the arrays that keep them have held a run they keep that room (per 16 measurements
- * of room about 720 bytes and 118 per field). Before the lists were made only when needed (2026-11-28/29,
- * runs of 16), the same buckets held 2 151 / 2 276 and 4 940 / 7 996 bytes.
+ * of room about 900 bytes and 34 per field). Before the lists were made only when needed (2026-11-28/29),
+ * the same buckets held 2 151 / 2 276 and 4 940 / 7 996 bytes.
  *
  * @packageDocumentation
  */
@@ -88,10 +88,10 @@ const kKeptValueBytes = 30;
  * Bytes of the arrays of a deferred bucket that have held a run of kept measurements (their room), per
  * {@link kRunRoomCalibration} measurements of room.
  */
-const kRunRoomBytes = 717;
+const kRunRoomBytes = 906;
 
 /** Bytes per field of that room, per {@link kRunRoomCalibration} measurements of room. */
-const kRunRoomPerFieldBytes = 118;
+const kRunRoomPerFieldBytes = 34;
 
 /**
  * The measurements of room the two figures above are given for: a unit of the calibration, not the drain

@@ -3,7 +3,7 @@
  * one growable buffer, a region per column, that a commit splices its bytes into (cost proportional to
  * the bytes appended), and the bucket document rebuilt only when someone reads it. A commit with deferred
  * columns brings no bytes: the bucket records the catalog's map as its source and takes the tails from it
- * when 20 measurements wait or the bucket is read (see `MeasurementMap`).
+ * when 16 measurements wait or the bucket is read (see `MeasurementMap`).
  *
  * A reader (`find`) gets a document built for it, owning its bytes and values, which the storage does not
  * keep (`readerDocument`). A document the storage keeps for its own reads (`materialize`: guards, updates,

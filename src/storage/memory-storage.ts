@@ -67,7 +67,7 @@ interface MemoryNamespace {
  * size of its bucket. Filters that pin `_id` to one ObjectId are answered by a map lookup.
  *
  * Compressed buckets (the default format) reach it as deferred columns: their commits carry the catalog's
- * encoder state instead of bytes, and the bytes are taken when a bucket is read or 20 measurements wait
+ * encoder state instead of bytes, and the bytes are taken when a bucket is read or 16 measurements wait
  * (docs/bucket-format.md, "Deferred columns"). A subclass inherits this; one that overrides the write
  * methods should pass the writes on to these methods rather than store the documents itself.
  *

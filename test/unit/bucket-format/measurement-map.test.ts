@@ -423,8 +423,8 @@ describe('MeasurementMap', () => {
     expect(base64(stored.get('b')!)).toBe(base64(BSONColumn.encode([undefined, undefined, 7])));
   });
 
-  it('deferred: keeps the room of a commit of up to a run and a half for its later runs, not more', () => {
-    // Arrange: one map taken after a run and a half, one after one measurement more.
+  it('deferred: keeps the room of a commit of up to two runs for its later runs, not more', () => {
+    // Arrange: maps taken after fewer than a run, a run, two runs and one measurement more.
     const run = kDeferredDrainThreshold;
     const roomAfter = (count: number): number => {
       const map = new MeasurementMap('t', 'deferred');
@@ -433,11 +433,11 @@ describe('MeasurementMap', () => {
       map.takeTails(count, () => undefined);
       return map.runRoom;
     };
-    // Assert: the room reused for later runs is bounded by a run and a half; fewer than a run keep none.
+    // Assert: the room reused for later runs is bounded by two runs; fewer than a run keep none.
     expect(roomAfter(run - 1)).toBe(0);
     expect(roomAfter(run)).toBe(run);
-    expect(roomAfter(run + run / 2)).toBe(run + run / 2);
-    expect(roomAfter(run + run / 2 + 1)).toBe(0);
+    expect(roomAfter(2 * run)).toBe(2 * run);
+    expect(roomAfter(2 * run + 1)).toBe(0);
   });
 
   it('deferred: a parked record that outgrows its array gets room for later parks', () => {

@@ -80,11 +80,11 @@ function newCatalog(): BucketCatalog {
 }
 
 describe('the drain threshold of deferred maps', () => {
-  it('is 64 up to 256 buckets and 20 beyond', () => {
-    expect([kFewBuckets, kFewBucketsDrainThreshold, kDeferredDrainThreshold]).toEqual([256, 64, 20]);
+  it('is 64 up to 256 buckets and 16 beyond', () => {
+    expect([kFewBuckets, kFewBucketsDrainThreshold, kDeferredDrainThreshold]).toEqual([256, 64, 16]);
     expect(drainThresholdFor(0)).toBe(64);
     expect(drainThresholdFor(256)).toBe(64);
-    expect(drainThresholdFor(257)).toBe(20);
+    expect(drainThresholdFor(257)).toBe(16);
   });
 
   it('keeps 63 measurements of a catalog with one bucket and drains at the 64th', async () => {
@@ -100,18 +100,18 @@ describe('the drain threshold of deferred maps', () => {
     expect(await storedValues(storage, 'a')).toEqual(Array.from({ length: 64 }, (_, i) => i));
   });
 
-  it('drains at 20 once the catalog holds more than 256 buckets', async () => {
-    // Arrange: 257 series with one measurement each; then 19 measurements kept in the first one's bucket.
+  it('drains at 16 once the catalog holds more than 256 buckets', async () => {
+    // Arrange: 257 series with one measurement each; then 15 measurements kept in the first one's bucket.
     const catalog = newCatalog();
     const storage = new MemoryStorage();
     for (let s = 0; s < 257; s++) await commitOne(catalog, storage, `s${s}`, T0, s);
-    expect(catalog.state.drain.threshold).toBe(20);
-    for (let i = 1; i < 19; i++) await commitOne(catalog, storage, 's0', T0 + i * 1000, i);
-    expect(mapOf(catalog, 's0').keptCount).toBe(19);
+    expect(catalog.state.drain.threshold).toBe(16);
+    for (let i = 1; i < 15; i++) await commitOne(catalog, storage, 's0', T0 + i * 1000, i);
+    expect(mapOf(catalog, 's0').keptCount).toBe(15);
     // Act
-    await commitOne(catalog, storage, 's0', T0 + 19_000, 19);
+    await commitOne(catalog, storage, 's0', T0 + 15_000, 15);
     // Assert
     expect(mapOf(catalog, 's0').keptCount).toBe(0);
-    expect(await storedValues(storage, 's0')).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(await storedValues(storage, 's0')).toEqual(Array.from({ length: 16 }, (_, i) => i));
   });
 });
