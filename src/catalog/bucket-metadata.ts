@@ -150,7 +150,8 @@ function stringsMetaKey(meta: unknown): string | undefined {
     const value = meta[name];
     // A name is NUL-terminated: one holding a NUL is js-bson's to refuse.
     if (typeof value !== 'string' || name.includes('\0')) return undefined;
-    if (at + 3 * (name.length + value.length) + 8 > buf.length) return undefined;
+    // Room for the field (at most 7 bytes besides the text, 3 per UTF-16 unit) and the two closing NULs.
+    if (at + 3 * (name.length + value.length) + 9 > buf.length) return undefined;
     buf[at++] = 0x02;
     at += writeUtf8(name, at);
     buf[at++] = 0;

@@ -79,6 +79,26 @@ describe('series identity (makeBucketMetadata)', () => {
     expect(key({ a: 1 })).not.toBe(key({ a: 2 }));
     expect(key('a')).not.toBe(key(['a']));
   });
+  it('is the BSON of { "": meta } for strings and tags of any length, also about 4 KiB', () => {
+    const bsonKey = (m: unknown) => {
+      const holder: Record<string, unknown> = {};
+      Object.defineProperty(holder, '', { value: normalizeMetadata(m), enumerable: true });
+      return Buffer.from(serialize(holder)).toString('latin1');
+    };
+    // Lengths that put the end of the key on either side of the writer's 4 KiB scratch, in ASCII and in
+    // characters of three UTF-8 bytes (whose worst case the writer reserves).
+    for (let n = 1300; n < 1400; n++) {
+      for (const text of ['x'.repeat(3 * n + (n % 3)), '\u20ac'.repeat(n)]) {
+        expect(key(text)).toBe(bsonKey(text));
+        expect(key({ a: text })).toBe(bsonKey({ a: text }));
+        expect(key({ host: 'h1', a: text.slice(7) })).toBe(bsonKey({ host: 'h1', a: text.slice(7) }));
+      }
+      // Names and values all of three-byte characters after a short field: a key that fills the scratch.
+      const tags = { h: 'xx', '\u20ac': '\u20ac'.repeat(n - 20) };
+      expect(key(tags)).toBe(bsonKey(tags));
+    }
+  });
+
   it('is the BSON of { "": normalised meta } as latin1, for tags of any characters and any other meta', () => {
     // Strings of ASCII (NUL included), characters past it and lone surrogates, so that both the direct
     // writer of ASCII tags and js-bson's serialisation are compared with js-bson's bytes.
