@@ -666,7 +666,7 @@ function equalityKey(value: unknown): string {
     // An object of strings only (the usual meta: tags) as its JSON text, in one native call. Its values
     // are strings without a type prefix, so its key equals no key of the general form below (whose values
     // all start with one), and the same value always takes the same form.
-    if (stringsOnly(value)) return JSON.stringify(value);
+    if (everyOwnValue(value, isString)) return JSON.stringify(value);
     // Joined, not concatenated field by field: the index keeps its keys, and a string built by `+=` stays
     // a tree of its pieces (about 300 bytes more per bucket of three string fields).
     return `{${Object.keys(value)
@@ -678,12 +678,17 @@ function equalityKey(value: unknown): string {
   return `b${Buffer.from(serialize(holder)).toString('hex')}`;
 }
 
-/** Whether every own enumerable value of `value` is a string. */
-function stringsOnly(value: Record<string, unknown>): boolean {
+/** Whether `test` holds for every own enumerable value of `value`. */
+function everyOwnValue(value: Record<string, unknown>, test: (v: unknown) => boolean): boolean {
   for (const key in value) {
-    if (hasOwnField(value, key) && typeof value[key] !== 'string') return false;
+    if (hasOwnField(value, key) && !test(value[key])) return false;
   }
   return true;
+}
+
+/** Whether `value` is a string (for {@link everyOwnValue}). */
+function isString(value: unknown): boolean {
+  return typeof value === 'string';
 }
 
 /**
@@ -717,16 +722,7 @@ function metaIndexOf(entry: MemoryNamespace): MetaIndex {
 function checkIndexable(doc: Readonly<Record<string, unknown>>): void {
   if (!Object.prototype.hasOwnProperty.call(doc, 'meta') || isScalarMeta(doc.meta)) return;
   const meta = doc.meta;
-  if (isPlainObject(meta)) {
-    let flat = true;
-    for (const key in meta) {
-      if (hasOwnField(meta, key) && !isScalarMeta(meta[key])) {
-        flat = false;
-        break;
-      }
-    }
-    if (flat) return;
-  }
+  if (isPlainObject(meta) && everyOwnValue(meta, isScalarMeta)) return;
   metaIndexKeys(doc);
 }
 
