@@ -441,7 +441,9 @@ function widthOf(widths: number, type: number): number {
  * lanes).
  */
 function maxWidths(a: number, b: number): number {
-  const aGreaterOrEqual = Math.imul((((a | 0x80808080) - b) & 0x80808080) >>> 7, 0xff);
+  // `b | 0` types both operands as int32, so that the subtraction is an int32 one that wraps: with an
+  // operand of unknown type, TurboFan subtracts doubles (the difference overflows int32) and converts back.
+  const aGreaterOrEqual = Math.imul((((a | 0x80808080) - (b | 0)) & 0x80808080) >>> 7, 0xff);
   return (a & aGreaterOrEqual) | (b & ~aGreaterOrEqual);
 }
 
