@@ -136,7 +136,10 @@ function groupSeries(ns: string, items: ReadonlyArray<InsertItem>): SeriesGroups
   // Counting sort of the series by stripe (stable: first appearance within a stripe).
   const stripes = keys.map(stripeNumber);
   const next = new Array<number>(kNumberOfStripes).fill(0);
-  for (const stripe of stripes) next[stripe] = (next[stripe] as number) + 1;
+  for (let s = 0; s < stripes.length; s++) {
+    const stripe = stripes[s] as number;
+    next[stripe] = (next[stripe] as number) + 1;
+  }
   for (let t = 0, at = 0; t < kNumberOfStripes; t++) {
     const count = next[t] as number;
     next[t] = at;

@@ -155,7 +155,8 @@ async function commitRound(
     else await commitAll(ctx, ordered, opId, ctx.storage.writeConcurrency ?? 1);
     // A batch this writer committed is settled already: read it without a promise round trip. Either way
     // the outcome is then read from the batch's result.
-    for (const batch of ordered) {
+    for (let k = 0; k < ordered.length; k++) {
+      const batch = ordered[k] as WriteBatch;
       if (batch.result.state === 'pending') {
         await ctx.catalog.getWriteBatchResult(batch).catch(() => undefined);
       }
