@@ -743,7 +743,7 @@ export class MeasurementMap implements DeferredColumns {
   /** Give column `at` (the first without one) its encoder, with a skip for each measurement before. */
   #addBuilder(at: number): void {
     invariant(at === this.#builders.length, 2402, 'column encoders out of order');
-    const builder = idleBuilders.pop() ?? new BSONColumnBuilder();
+    const builder = idleBuilders.pop() ?? resetBuilder(parkedBuilders.pop()) ?? new BSONColumnBuilder();
     for (let i = 0; i < this.#encoded; i++) builder.skip();
     this.#ownBuilders();
     this.#builders.push(builder);
@@ -1129,6 +1129,16 @@ const kMaxParkedBuilders = 32;
  * start (an array of small integers changes its storage at its first double).
  */
 const parkScratch: number[] = [0.5];
+
+/**
+ * `builder` reset, when there is one: a new column takes a parked map's builder when no reset one is idle
+ * (a bulk load's buckets start encoding one after another, each right after the previous one parked: new
+ * builders for them were 11 000 per 1 000 TSBS series, a tenth of what the load allocated).
+ */
+function resetBuilder(builder: BSONColumnBuilder | undefined): BSONColumnBuilder | undefined {
+  builder?.reset();
+  return builder;
+}
 
 /** Reset `builders` into {@link idleBuilders} (as many as it has room for) and empty the list. */
 function giveBack(builders: BSONColumnBuilder[]): void {
