@@ -114,8 +114,11 @@ describe('Simple8bBuilder64 writes what the bigint Simple8bBuilder writes', () =
           false,
         );
         const fast = new Simple8bBuilder64({
+          // The halves come as int32s: their unsigned values first.
           writeBlock64: (wlo, whi, entries, slo, shi) =>
-            actual.push(`${u64({ lo: wlo, hi: whi })}/${entries}/${u64({ lo: slo, hi: shi })}`),
+            actual.push(
+              `${u64({ lo: wlo >>> 0, hi: whi >>> 0 })}/${entries}/${u64({ lo: slo >>> 0, hi: shi >>> 0 })}`,
+            ),
         });
         reference.trackSum = trackSum;
         fast.trackSum = trackSum;

@@ -956,7 +956,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   /** @internal Simple-8b sink of the 128-bit builder: place a block under a control byte. */
   writeBlock(word: bigint, entries: number): void {
     // 128-bit streams never track sums (only doubles do).
-    this.writeBlock64(Number(word & 0xffffffffn), Number(word >> 32n), entries, 0, 0);
+    this.writeBlock64(Number(word & 0xffffffffn) | 0, Number(word >> 32n) | 0, entries, 0, 0);
   }
 
   /** @internal Simple-8b sink: place a block under a control byte of the current scale. */
@@ -984,7 +984,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
     this.#controlEntries += entries;
     if (isDouble) {
       const end = shared.block;
-      add64(this.#blockEndLo >>> 0, this.#blockEndHi >>> 0, sumLo, sumHi, end);
+      add64(this.#blockEndLo >>> 0, this.#blockEndHi >>> 0, sumLo >>> 0, sumHi >>> 0, end);
       this.#blockEndLo = end.lo | 0;
       this.#blockEndHi = end.hi | 0;
       this.#lastValueInPrevBlock = decodeDouble(end.lo, end.hi, this.#scaleIndex);

@@ -341,6 +341,9 @@ export interface Simple8bSink64 {
   /**
    * One block, in stream order.
    *
+   * The halves come as int32s (`| 0`; `>>> 0` reads the unsigned half): a small integer is passed to a
+   * call as it is, where a half of 2^31 or more was a heap number per block when the call is not inlined.
+   *
    * @param lo - bits 0..31 of the block.
    * @param hi - bits 32..63 of the block.
    * @param entries - entries it holds (RLE blocks: 120..1920).
@@ -566,10 +569,10 @@ function packBlock(
       wordHi |= slo << (offset - 32);
     }
   }
-  packed.lo = wordLo >>> 0;
-  packed.hi = wordHi >>> 0;
-  packed.sumLo = sumLo;
-  packed.sumHi = sumHi;
+  packed.lo = wordLo | 0;
+  packed.hi = wordHi | 0;
+  packed.sumLo = sumLo | 0;
+  packed.sumHi = sumHi | 0;
   return entries;
 }
 
@@ -603,10 +606,10 @@ function packBase32(
       hi |= slo >>> (32 - offset);
     } else hi |= slo << (offset - 32);
   }
-  packed.lo = lo >>> 0;
-  packed.hi = hi >>> 0;
-  packed.sumLo = trackSum ? sum >>> 0 : 0;
-  packed.sumHi = trackSum ? Math.floor(sum / 4294967296) >>> 0 : 0;
+  packed.lo = lo | 0;
+  packed.hi = hi | 0;
+  packed.sumLo = trackSum ? sum | 0 : 0;
+  packed.sumHi = trackSum ? Math.floor(sum / 4294967296) | 0 : 0;
   return true;
 }
 
@@ -1148,8 +1151,8 @@ export class Simple8bBuilder64 {
         const dlo = (((lo >>> 1) | (hi << 31)) ^ sign) >>> 0;
         const dhi = ((hi >>> 1) ^ sign) >>> 0;
         const p = dlo * m;
-        sumLo = p >>> 0;
-        sumHi = (Math.imul(dhi, m) + Math.floor(p / 4294967296)) >>> 0;
+        sumLo = p | 0;
+        sumHi = (Math.imul(dhi, m) + Math.floor(p / 4294967296)) | 0;
       }
       this.blocksWritten++;
       this.sink.writeBlock64(((k - 1) << 4) | kRleSelector, 0, k * kRleMultiplier, sumLo, sumHi);
