@@ -873,12 +873,15 @@ export class Simple8bBuilder64 {
     const rleOpen =
       this.#rleHi === 0 && this.#rleLo === this.lastWrittenLo && this.#rleHi === this.lastWrittenHi;
     const rleLo = this.#rleLo;
-    let count = this.#count;
+    // Loop variables typed as int32 (`| 0`): started from a parameter, whose type TurboFan does not know,
+    // the index and the count were doubles across the loop (converted at each use and after each block).
+    let count = this.#count | 0;
     let max = this.#maxWidths;
     let possible = this.#possible;
     let lastValidType = this.#lastValidType;
-    let i = from;
-    for (; i < to; i++) {
+    let i = from | 0;
+    const end = to | 0;
+    for (; i < end; i++) {
       const lo = (values[i] as number) >>> 0;
       if (count === 0 && rleOpen && lo === rleLo) break;
       // #fits, on locals: the first still possible type whose widths hold the block with this value.
