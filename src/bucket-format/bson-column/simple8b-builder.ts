@@ -399,6 +399,11 @@ function isMissing(lo: number, hi: number): boolean {
   return (lo & hi) === -1;
 }
 
+/** Make `pending` (a builder's pending halves) at least `n` long, with zeros: its only growth. */
+function roomFor(pending: number[], n: number): void {
+  while (pending.length < n) pending.push(0);
+}
+
 function ctz32(x: number): number {
   return 31 - Math.clz32(x & -x);
 }
@@ -633,10 +638,12 @@ export class Simple8bBuilder64 {
   blocksWritten = 0;
 
   // Pending values as halves, value i at [2i] (low) and [2i + 1] (high), stored as int32 (`| 0`, read
-  // back with `>>> 0`); (kMissingHalf, kMissingHalf) is a skip. A plain array, grown by writes past its
-  // end: a builder lives as long as its column's open bucket, a typed array costs about 260 bytes of heap
-  // whatever it holds, and a stream's blocks mostly hold a few values, which as int32 are small integers
-  // (4 bytes each in the array).
+  // back with `>>> 0`); (kMissingHalf, kMissingHalf) is a skip. A plain array of small integers (4 bytes
+  // each): a builder lives as long as its column's open bucket, a typed array costs about 260 bytes of heap
+  // whatever it holds, and a stream's blocks mostly hold a few values. Grown only by `roomFor`, so that
+  // every store is an in-bounds store of a small integer: stores that grew the array at its end, and
+  // doubles copied in from a parked record, gave each store site several handlers for one array kind
+  // (megamorphic: a call per value appended).
   #pending: number[] = [];
   // Per extension type (packed), the largest width among the pending values.
   #maxWidths = kMinWidths;
@@ -713,7 +720,8 @@ export class Simple8bBuilder64 {
     const n = other.#count;
     const pending = this.#pending;
     const from = other.#pending;
-    for (let i = 0; i < 2 * n; i++) pending[i] = from[i] ?? 0;
+    roomFor(pending, 2 * n);
+    for (let i = 0; i < 2 * n; i++) pending[i] = (from[i] ?? 0) | 0;
     this.#maxWidths = other.#maxWidths;
     this.#possible = other.#possible;
     this.#fittingMaxWidths = other.#fittingMaxWidths;
@@ -780,7 +788,8 @@ export class Simple8bBuilder64 {
     const n = record[at + 11] as number;
     at += 12;
     const pending = this.#pending;
-    for (let i = 0; i < n; i++) pending[i] = record[at++] as number;
+    roomFor(pending, n);
+    for (let i = 0; i < n; i++) pending[i] = (record[at++] as number) | 0;
     this.#count = n / 2;
     return at;
   }
@@ -907,6 +916,7 @@ export class Simple8bBuilder64 {
         return i + 1;
       }
       lastValidType = t;
+      if (2 * count + 2 > pending.length) roomFor(pending, 2 * count + 2);
       pending[2 * count] = lo | 0;
       pending[2 * count + 1] = 0;
       count++;
@@ -933,6 +943,7 @@ export class Simple8bBuilder64 {
       return;
     }
     const p = this.#count++;
+    roomFor(this.#pending, 2 * p + 2);
     this.#pending[2 * p] = lo | 0;
     this.#pending[2 * p + 1] = hi | 0;
     this.#maxWidths = this.#fittingMaxWidths;
@@ -1082,6 +1093,7 @@ export class Simple8bBuilder64 {
       return true;
     }
     const p = this.#count++;
+    roomFor(this.#pending, 2 * p + 2);
     this.#pending[2 * p] = lo | 0;
     this.#pending[2 * p + 1] = hi | 0;
     this.#maxWidths = this.#fittingMaxWidths;
@@ -1178,6 +1190,7 @@ export class Simple8bBuilder64 {
     for (let k = 0; k < n; k++) {
       while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
       const p = this.#count++;
+      roomFor(this.#pending, 2 * p + 2);
       this.#pending[2 * p] = lo | 0;
       this.#pending[2 * p + 1] = hi | 0;
       this.#maxWidths = this.#fittingMaxWidths;
