@@ -359,6 +359,7 @@ export class MeasurementMap implements DeferredColumns {
     const start = this.#packedLength;
     let end = start;
     let packed = true;
+    let values = this.#packedValues;
     // Whether the entries so far are in column order (see #kept): then no column is written for them.
     let inOrder = true;
     for (const field in measurement) {
@@ -380,7 +381,8 @@ export class MeasurementMap implements DeferredColumns {
             inOrder = false;
           }
           if (!inOrder) this.#columnsToWrite()[end] = at;
-          this.#packedValues[end++] = value;
+          if (end >= values.length) values = this.#valuesRoom(end + 1);
+          values[end++] = value;
           bound += kValueBound;
         } else if (value instanceof Date) {
           if (inOrder && (at !== end - start || at !== 0)) {
@@ -388,7 +390,8 @@ export class MeasurementMap implements DeferredColumns {
             inOrder = false;
           }
           if (!inOrder) this.#columnsToWrite()[end] = ~at;
-          this.#packedValues[end++] = value.getTime();
+          if (end >= values.length) values = this.#valuesRoom(end + 1);
+          values[end++] = value.getTime();
           bound += kValueBound;
         } else {
           packed = false;
@@ -473,21 +476,28 @@ export class MeasurementMap implements DeferredColumns {
       bound = kNewColumnBound;
     } else bound = this.#rowStartBound();
     let columns = this.#names;
+    // The map's names are the row's (a bucket opened from a row of this layout, no column added since):
+    // the row's k-th value is column k, and the names need not be read. Reading them at one site for
+    // every map made it see both shared (frozen) lists and own ones, which TurboFan leaves to an inline
+    // cache call per value.
+    let same = columns === fields;
     let guess = 0;
     let seen = 0;
     const start = this.#packedLength;
     let end = start;
+    const packedValues = this.#valuesRoom(start + fields.length);
     // Whether the entries so far are in column order (see #kept): the time first, then numbers.
     let inOrder = true;
     let v = at;
     for (let i = 0; i < names.length; i++) {
       if (i === metaAt) continue;
       const field = names[i] as string;
-      let column = columns[guess] === field ? guess++ : this.#placeColumn(field);
+      let column = same || columns[guess] === field ? guess++ : this.#placeColumn(field);
       if (column < 0) {
         column = ~column;
         // A new column (in names of the map's own: a shared list was copied to add it).
         columns = this.#names;
+        same = false;
         // Its skips for the measurements before it.
         bound += kNewColumnBound + kValueBound * index;
       } else if (fresh && column > 0) bound += kNewColumnBound + kValueBound * index;
@@ -497,7 +507,7 @@ export class MeasurementMap implements DeferredColumns {
         inOrder = false;
       }
       if (!inOrder) this.#columnsToWrite()[end] = date ? ~column : column;
-      this.#packedValues[end++] = values[v++] as number;
+      packedValues[end++] = values[v++] as number;
       bound += kValueBound;
       seen++;
     }
@@ -514,6 +524,18 @@ export class MeasurementMap implements DeferredColumns {
   }
 
   /** `#packedColumns`, made an array of the map's own first if it is the shared empty one. */
+  /**
+   * The packed values, at least `n` long: their only growth (pushes of a double, so that the array holds
+   * unboxed doubles from its first element), so that the per-value stores are in-bounds stores into one
+   * kind of array (stores that also grew the array, into an array that started as small integers, were
+   * two inline cache handlers for one site, a call per value).
+   */
+  #valuesRoom(n: number): number[] {
+    const values = this.#packedValues;
+    while (values.length < n) values.push(0.5);
+    return values;
+  }
+
   #columnsToWrite(): number[] {
     if (this.#packedColumns === kNoEntries) this.#packedColumns = [];
     return this.#packedColumns;
