@@ -417,9 +417,11 @@ function applyTails(live: LiveBucket, tails: ColumnTails): void {
     const end = tailEnd[i] as number;
     const stop = layout[layoutStart + 2 * i + 1] as number;
     const to = (starts[at] as number) + end - (stop - start);
-    // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy.
+    // A tail is mostly a dozen bytes: a loop beats `set`, whose call costs more than the copy. Its
+    // indices typed as int32 (`| 0`): from fields and arrays of unknown type they were doubles, converted
+    // at each byte.
     if (stop - start > 64) arena.set(bytes.subarray(start, stop), to);
-    else for (let k = start, o = to; k < stop; k++, o++) arena[o] = bytes[k] as number;
+    else for (let k = start | 0, o = to | 0; k < stop; k++, o++) arena[o] = bytes[k] as number;
     lengths[at] = end;
     start = stop;
   }

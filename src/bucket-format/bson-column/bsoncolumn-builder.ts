@@ -159,8 +159,9 @@ const kLoopCopyMax = 48;
 function copyInto(dest: Uint8Array, at: number, src: Uint8Array, start: number, end: number): number {
   const n = end - start;
   if (n <= 0) return at;
-  // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates a view.
-  if (n <= kLoopCopyMax) for (let i = 0; i < n; i++) dest[at + i] = src[start + i] ?? 0;
+  // Diffs are mostly a few dozen bytes: a loop beats `set(subarray())`, which allocates a view. The
+  // indices typed as int32 (`| 0`), so that the loop does no double arithmetic.
+  if (n <= kLoopCopyMax) for (let i = start | 0, o = at | 0; i < end; i++, o++) dest[o] = src[i] ?? 0;
   else dest.set(src.subarray(start, end), at);
   return at + n;
 }
