@@ -1297,9 +1297,9 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * them needs the current scale from that smaller one, the first moves the scale back up by re-scaling
    * the pending values (none yet: one value, which writes no block) and the others follow at that scale,
    * with the deltas the builder holds: the builder then replays them as it holds them, and the state is
-   * as before. On TSBS readings (two decimals, one in ten ending in 0) the restart and the re-scaling it
-   * undid were about a sixth of encoding. Only the run path asks (the value-by-value path restarts, and the
-   * property comparing the two paths byte for byte checks this one).
+   * as before. On TSBS readings (two decimals, one in ten ending in 0) six restarts in seven are such,
+   * each with its re-scaling about 200 ns (4% of encoding). Only the run path asks (the value-by-value
+   * path restarts, and the property comparing the two paths byte for byte checks this one).
    *
    * @param values - the run's values; the builder's pending values are the last ones before `end`.
    * @param end - the index after the value just appended.
