@@ -523,7 +523,6 @@ export class MeasurementMap implements DeferredColumns {
     for (let e = start; e < end; e++) columns[e] = inOrderColumn(start, e);
   }
 
-  /** `#packedColumns`, made an array of the map's own first if it is the shared empty one. */
   /**
    * The packed values, at least `n` long: their only growth (pushes of a double, so that the array holds
    * unboxed doubles from its first element), so that the per-value stores are in-bounds stores into one
@@ -536,6 +535,7 @@ export class MeasurementMap implements DeferredColumns {
     return values;
   }
 
+  /** `#packedColumns`, made an array of the map's own first if it is the shared empty one. */
   #columnsToWrite(): number[] {
     if (this.#packedColumns === kNoEntries) this.#packedColumns = [];
     return this.#packedColumns;
