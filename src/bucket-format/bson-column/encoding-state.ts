@@ -699,8 +699,7 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
           if (
             builder.blocksWritten === blocks ||
             runDeltas[j - 1] === 0 ||
-            this.#restartChangesNothing(builder) ||
-            this.#restartUndone(builder, values, i + j)
+            this.#runRestartSkippable(builder, values, i + j)
           ) {
             this.#tookRun(words, last, encoded);
             continue;
@@ -1291,28 +1290,28 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
   }
 
   /**
-   * After a run's `builder` wrote a block, when {@link #restartChangesNothing} says the restart would
-   * change something: whether it would undo itself, so it can be skipped. The restart drops the scale to
-   * the smallest that encodes the block's last value, then adds the pending values again; when each of
-   * them needs the current scale from that smaller one, the first moves the scale back up by re-scaling
-   * the pending values (none yet: one value, which writes no block) and the others follow at that scale,
-   * with the deltas the builder holds: the builder then replays them as it holds them, and the state is
-   * as before. On TSBS readings (two decimals, one in ten ending in 0) six restarts in seven are such,
-   * each with its re-scaling about 200 ns (4% of encoding). Only the run path asks (the value-by-value
-   * path restarts, and the property comparing the two paths byte for byte checks this one).
+   * After a run's `builder` wrote a block: whether the run may skip {@link #restartScaleAfterBlock}, because
+   * the restart changes nothing ({@link #restartChangesNothing}) or would undo itself. The restart drops
+   * the scale to the smallest that encodes the block's last value, then adds the pending values again;
+   * when each of them needs the current scale from that smaller one, the first moves the scale back up by
+   * re-scaling the pending values (none yet: one value, which writes no block) and the others follow at
+   * that scale, with the deltas the builder holds: the builder then replays them as it holds them, and the
+   * state is as before. On TSBS readings (two decimals, one in ten ending in 0) six restarts in seven are
+   * such, each with its re-scaling about 200 ns (4% of encoding). Only the run path skips those (the
+   * value-by-value path restarts, and the property comparing the two paths byte for byte checks this one).
    *
    * @param values - the run's values; the builder's pending values are the last ones before `end`.
    * @param end - the index after the value just appended.
    */
-  #restartUndone(builder: Simple8bBuilder64, values: Float64Array, end: number): boolean {
-    const pending = builder.pendingCount;
-    // The pending values among the run's, and every value the restart would add back.
-    if (!builder.replaysUnchanged || pending > end) return false;
+  #runRestartSkippable(builder: Simple8bBuilder64, values: Float64Array, end: number): boolean {
+    if (!builder.replaysUnchanged) return false;
     const scale = this.#scaleIndex;
-    const last = this.#lastValueInPrevBlock;
+    const low = this.#restartScale();
+    if (low === scale) return true;
+    // The pending values among the run's, and every value the restart would add back.
+    const pending = builder.pendingCount;
+    if (pending > end) return false;
     const v = shared.pending;
-    let low = 0;
-    while (low < scale && !encodeDouble(last, low, v)) low++;
     for (let k = end - pending; k < end; k++) {
       const x = values[k] as number;
       for (let t = low; t < scale; t++) if (encodeDouble(x, t, v)) return false;
@@ -1328,18 +1327,23 @@ export class EncodingState implements Simple8bSink, Simple8bSink64 {
    * The value appended last is the last pending one, so the previous encoded value is the caller's.
    */
   #restartChangesNothing(builder: Simple8bBuilder64): boolean {
-    if (!builder.replaysUnchanged) return false;
-    // The restart's smallest scale for the last value written is the current one when no smaller scale
-    // encodes it (the current scale does: the block holds it).
+    return builder.replaysUnchanged && this.#restartScale() === this.#scaleIndex;
+  }
+
+  /**
+   * The scale a restart after the block just written would take: the smallest that encodes the block's
+   * last value (the current one when no smaller does; the current one does, the block holds the value).
+   */
+  #restartScale(): number {
     const scale = this.#scaleIndex;
     // The block's last value encoded at this scale tells, mostly, that no smaller scale encodes it.
     if (scale !== kMemoryAsInteger && !mayEncodeAtSmallerScale(this.#blockEndLo, this.#blockEndHi)) {
-      return true;
+      return scale;
     }
     const last = this.#lastValueInPrevBlock;
     const v = shared.pending;
-    for (let i = 0; i < scale; i++) if (encodeDouble(last, i, v)) return false;
-    return true;
+    for (let i = 0; i < scale; i++) if (encodeDouble(last, i, v)) return i;
+    return scale;
   }
 
   /**
