@@ -942,11 +942,7 @@ export class Simple8bBuilder64 {
       this.#rleCount = 1;
       return;
     }
-    const p = this.#count++;
-    roomFor(this.#pending, 2 * p + 2);
-    this.#pending[2 * p] = lo | 0;
-    this.#pending[2 * p + 1] = hi | 0;
-    this.#maxWidths = this.#fittingMaxWidths;
+    this.#pushPending(lo, hi);
   }
 
   /**
@@ -1092,12 +1088,17 @@ export class Simple8bBuilder64 {
       this.#appendAfterBlocks(lo, hi, widths, tryRle);
       return true;
     }
+    this.#pushPending(lo, hi);
+    return true;
+  }
+
+  /** Make `(hi:lo)` the next pending value, with the widths #fits accepted it with. */
+  #pushPending(lo: number, hi: number): void {
     const p = this.#count++;
     roomFor(this.#pending, 2 * p + 2);
     this.#pending[2 * p] = lo | 0;
     this.#pending[2 * p + 1] = hi | 0;
     this.#maxWidths = this.#fittingMaxWidths;
-    return true;
   }
 
   /**
@@ -1189,11 +1190,7 @@ export class Simple8bBuilder64 {
     const widths = isMissing(lo, hi) ? 0 : valueWidths(lo, hi);
     for (let k = 0; k < n; k++) {
       while (!this.#fits(widths)) this.#writeBlock(this.#lastValidType);
-      const p = this.#count++;
-      roomFor(this.#pending, 2 * p + 2);
-      this.#pending[2 * p] = lo | 0;
-      this.#pending[2 * p + 1] = hi | 0;
-      this.#maxWidths = this.#fittingMaxWidths;
+      this.#pushPending(lo, hi);
     }
   }
 }
