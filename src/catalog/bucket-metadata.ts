@@ -16,7 +16,7 @@ import { serialize } from 'bson';
 import { LRUCache } from 'lru-cache';
 
 import { defineField, hasOwnField } from '../util/safe-record.js';
-import { cloneBsonValue, compareUtf8, isPlainObject } from '../util/bson-value.js';
+import { cloneBsonValue, compareUtf8, isInt32Number, isPlainObject } from '../util/bson-value.js';
 import { kMaxDepthForUserStorage } from '../util/bson-validation.js';
 
 /** The identity of a series: its normalised meta and the binary key derived from it. */
@@ -85,7 +85,7 @@ function sortNames(names: string[]): void {
 export function makeBucketMetadata(meta: unknown): BucketMetadata {
   if (meta === undefined) return { normalizedMeta: undefined, key: kNoMetaKey };
   const normalizedMeta = normalizeMetadata(meta);
-  let key = stringsMetaKey(normalizedMeta);
+  let key = directMetaKey(normalizedMeta);
   if (key === undefined) {
     const holder: Record<string, unknown> = {};
     defineField(holder, '', normalizedMeta);
@@ -94,7 +94,7 @@ export function makeBucketMetadata(meta: unknown): BucketMetadata {
   return { normalizedMeta, key };
 }
 
-/** Where {@link stringsMetaKey} writes a key's bytes (a meta of strings longer than this takes js-bson). */
+/** Where {@link directMetaKey} writes a key's bytes (a meta of strings longer than this takes js-bson). */
 const keyScratch = Buffer.allocUnsafeSlow(4096);
 
 /**
@@ -123,23 +123,42 @@ function writeBsonString(value: string, at: number): number {
 }
 
 /**
- * The key of a normalised meta that is a string, or a document whose fields are strings (tags, mostly),
- * written directly: the latin1 string of the BSON bytes of `{"": meta}` that js-bson's `serialize` gives
- * (fields in the order it enumerates them, strings as Node writes UTF-8), without its buffers, frames and
- * cycle check (about 700 bytes allocated per new series). Any other meta gives `undefined`.
+ * The key of a normalised meta that is a number, a boolean, `null`, a string, or a document whose fields
+ * are strings (tags, mostly), written directly: the latin1 string of the BSON bytes of `{"": meta}` that
+ * js-bson's `serialize` gives (a number as int32 when it is an integer in int32 range other than `-0`,
+ * else as a double; fields in the order it enumerates them; strings as Node writes UTF-8), without its
+ * buffers, frames and cycle check (about 700 bytes allocated per new series). Any other meta gives
+ * `undefined`.
  */
-function stringsMetaKey(meta: unknown): string | undefined {
+function directMetaKey(meta: unknown): string | undefined {
   const buf = keyScratch;
-  if (typeof meta === 'string') {
+  // The holder: int32 size, the value's type and the empty name, the value; the document's NUL.
+  buf[5] = 0;
+  let end: number;
+  if (typeof meta === 'number') {
+    const int32 = isInt32Number(meta);
+    buf[4] = int32 ? 0x10 : 0x01;
+    end = int32 ? buf.writeInt32LE(meta, 6) : buf.writeDoubleLE(meta, 6);
+  } else if (typeof meta === 'boolean') {
+    buf[4] = 0x08;
+    buf[6] = meta ? 1 : 0;
+    end = 7;
+  } else if (meta === null) {
+    buf[4] = 0x0a;
+    end = 6;
+  } else if (typeof meta === 'string') {
     if (3 * meta.length + 12 > buf.length) return undefined;
-    // int32 size, 0x02 (string) and the empty name, the string; the document's NUL.
     buf[4] = 0x02;
-    buf[5] = 0;
-    let end = writeBsonString(meta, 6);
-    buf[end++] = 0;
-    buf.writeInt32LE(end, 0);
-    return buf.toString('latin1', 0, end);
-  }
+    end = writeBsonString(meta, 6);
+  } else return tagsMetaKey(meta);
+  buf[end++] = 0;
+  buf.writeInt32LE(end, 0);
+  return buf.toString('latin1', 0, end);
+}
+
+/** {@link directMetaKey} of a document whose fields are strings; `undefined` for any other value. */
+function tagsMetaKey(meta: unknown): string | undefined {
+  const buf = keyScratch;
   if (!isPlainObject(meta)) return undefined;
   // The holder: int32 size, 0x03 (document) and the empty name; then the document's int32 size at 6.
   buf[4] = 0x03;

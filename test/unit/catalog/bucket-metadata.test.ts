@@ -114,6 +114,12 @@ describe('series identity (makeBucketMetadata)', () => {
         maxKeys: 4,
       }),
       fc.integer(),
+      // Scalars whose key is written directly: each side of the int32/double line, -0, NaN, infinities.
+      fc.double(),
+      fc.maxSafeInteger(),
+      fc.constantFrom(0, -0, 2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, NaN, Infinity, -Infinity),
+      fc.boolean(),
+      fc.constant(null),
       fc.array(text, { maxLength: 3 }),
     );
     fc.assert(
