@@ -971,24 +971,18 @@ export function updateBucketMemoryUsage(state: CatalogState, bucket: Bucket): vo
 }
 
 /**
- * Keys made for metadata objects, by object. A metadata object kept across calls (BucketMetadataCache)
- * keeps one key, so its signature is built and hashed (stripe hash, map lookups) once rather than once
- * per call. Only a cache of a pure function: the key of `(ns, metadata.key)` never changes.
- */
-const keysByMetadata = new WeakMap<BucketMetadata, BucketKey>();
-
-/**
- * The series key of a measurement's metadata within a namespace.
+ * The series key of a measurement's metadata within a namespace (kept on the metadata: see
+ * `BucketMetadata.bucketKey`).
  *
  * @param ns - namespace.
  * @param metadata - the measurement's series.
  * @returns the key.
  */
 export function keyFor(ns: string, metadata: BucketMetadata): BucketKey {
-  const cached = keysByMetadata.get(metadata);
+  const cached = metadata.bucketKey;
   if (cached !== undefined && cached.ns === ns) return cached;
   const key = makeBucketKey(ns, metadata.key);
-  keysByMetadata.set(metadata, key);
+  metadata.bucketKey = key;
   return key;
 }
 

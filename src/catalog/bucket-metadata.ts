@@ -15,6 +15,7 @@ import { Buffer } from 'node:buffer';
 import { serialize } from 'bson';
 import { LRUCache } from 'lru-cache';
 
+import type { BucketKey } from './bucket-identifiers.js';
 import { defineField, hasOwnField } from '../util/safe-record.js';
 import { cloneBsonValue, compareUtf8, isInt32Number, isPlainObject } from '../util/bson-value.js';
 import { kMaxDepthForUserStorage } from '../util/bson-validation.js';
@@ -28,6 +29,13 @@ export interface BucketMetadata {
    * `{"": normalizedMeta}` read as latin1 (one char per byte), or `''` when there is no meta.
    */
   readonly key: string;
+  /**
+   * The series key the catalog last made of this identity (`keyFor`): an identity kept across calls
+   * ({@link BucketMetadataCache}) keeps its key, whose signature is then built and hashed once. A cache
+   * of a pure function of the namespace and {@link BucketMetadata.key}, on the object rather than in a
+   * weak map (whose entries cost a new series a hash-table insertion and the garbage collector more).
+   */
+  bucketKey: BucketKey | undefined;
 }
 
 /** The key of measurements without a meta value. No BSON document serialises to an empty string. */
@@ -83,7 +91,7 @@ function sortNames(names: string[]): void {
  * @returns the normalised meta and its key.
  */
 export function makeBucketMetadata(meta: unknown): BucketMetadata {
-  if (meta === undefined) return { normalizedMeta: undefined, key: kNoMetaKey };
+  if (meta === undefined) return { normalizedMeta: undefined, key: kNoMetaKey, bucketKey: undefined };
   const normalizedMeta = normalizeMetadata(meta);
   let key = directMetaKey(normalizedMeta);
   if (key === undefined) {
@@ -91,7 +99,7 @@ export function makeBucketMetadata(meta: unknown): BucketMetadata {
     defineField(holder, '', normalizedMeta);
     key = Buffer.from(serialize(holder)).toString('latin1');
   }
-  return { normalizedMeta, key };
+  return { normalizedMeta, key, bucketKey: undefined };
 }
 
 /** Where {@link directMetaKey} writes a key's bytes (a meta of strings longer than this takes js-bson). */
