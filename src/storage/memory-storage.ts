@@ -9,7 +9,7 @@ import { applyCommitToDocument, commitMatchesDocument } from '../bucket-format/b
 import { deferredFirstCommitOf, kDeferredColumns } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import { BsonQuery, compareBySort, compileSort } from '../util/bson-query.js';
-import { defineField, hasOwnField } from '../util/safe-record.js';
+import { defineField } from '../util/safe-record.js';
 import { applyCounterUpdate, counterUpdateDocument } from './counter-update.js';
 import type { CounterUpdate } from './counter-update.js';
 import { handOut, handOutIndexes } from './hand-out.js';
@@ -34,14 +34,10 @@ import type {
   StoredBucket,
 } from './storage.js';
 import { kHoldsNoBucketsOf, kTakesDeferredColumns } from './storage.js';
-import {
-  bsonNumberValue,
-  bsonValueSize,
-  cloneBsonValue,
-  isPlainObject,
-  objectIdHex,
-} from '../util/bson-value.js';
+import { bsonValueSize, cloneBsonValue, isPlainObject, objectIdHex } from '../util/bson-value.js';
 import { isBsonValue } from '../util/bson-type.js';
+import { equalityIndexKey, equalityKey, everyOwnValue, metaIndexKeys } from './meta-equality.js';
+import type { MetaKeys } from './meta-equality.js';
 
 /** One buckets collection held in memory. */
 interface MemoryNamespace {
@@ -606,9 +602,6 @@ Object.defineProperty(MemoryStorage.prototype, kTakesDeferredColumns, { value: t
  */
 type MetaPostings = string | Set<string>;
 
-/** The keys one document is filed under: one, or several (an array meta). */
-type MetaKeys = string | ReadonlyArray<string>;
-
 /** File `hex` under `key`. */
 function post(index: Map<string, MetaPostings>, key: string, hex: string): void {
   const postings = index.get(key);
@@ -631,64 +624,6 @@ function postingsOf(index: ReadonlyMap<string, MetaPostings>, key: string): stri
   const postings = index.get(key);
   if (postings === undefined) return [];
   return typeof postings === 'string' ? [postings] : [...postings];
-}
-
-/**
- * The keys a document is filed under in the meta index: `''` without `meta`, else {@link equalityKey} of
- * its value and, for an array, of each element too (a multikey index: `{meta: x}` matches arrays
- * containing `x`).
- */
-function metaIndexKeys(doc: Readonly<Record<string, unknown>>): MetaKeys {
-  if (!Object.prototype.hasOwnProperty.call(doc, 'meta')) return '';
-  const meta = doc.meta;
-  const key = `m${equalityKey(meta)}`;
-  if (!Array.isArray(meta)) return key;
-  const keys = [key];
-  for (const element of meta) keys.push(`m${equalityKey(element)}`);
-  return keys;
-}
-
-/**
- * A string equal for any two values MongoDB's equality treats as equal (so an equality filter finds every
- * match under one key): numbers compare by value across int32, long, double and decimal, so an integer
- * value up to 2^53 is keyed by its value and any other number by `#` (a coarser key: the filter itself
- * then decides); objects keep field order (MongoDB compares embedded documents in order); other BSON
- * values by their bytes.
- */
-function equalityKey(value: unknown): string {
-  const n = bsonNumberValue(value);
-  if (n !== undefined) return Number.isSafeInteger(n) ? `n${n === 0 ? 0 : n}` : '#';
-  if (typeof value === 'string') return `s${JSON.stringify(value)}`;
-  if (value === null || typeof value === 'boolean') return String(value);
-  if (value instanceof Date) return `d${value.getTime()}`;
-  if (Array.isArray(value)) return `[${value.map(equalityKey).join(',')}]`;
-  if (isPlainObject(value)) {
-    // An object of strings only (the usual meta: tags) as its JSON text, in one native call. Its values
-    // are strings without a type prefix, so its key equals no key of the general form below (whose values
-    // all start with one), and the same value always takes the same form.
-    if (everyOwnValue(value, isString)) return JSON.stringify(value);
-    // Joined, not concatenated field by field: the index keeps its keys, and a string built by `+=` stays
-    // a tree of its pieces (about 300 bytes more per bucket of three string fields).
-    return `{${Object.keys(value)
-      .map((k) => `${JSON.stringify(k)}:${equalityKey(value[k])}`)
-      .join(',')}}`;
-  }
-  const holder: Record<string, unknown> = {};
-  defineField(holder, '', value);
-  return `b${Buffer.from(serialize(holder)).toString('hex')}`;
-}
-
-/** Whether `test` holds for every own enumerable value of `value`. */
-function everyOwnValue(value: Record<string, unknown>, test: (v: unknown) => boolean): boolean {
-  for (const key in value) {
-    if (hasOwnField(value, key) && !test(value[key])) return false;
-  }
-  return true;
-}
-
-/** Whether `value` is a string (for {@link everyOwnValue}). */
-function isString(value: unknown): boolean {
-  return typeof value === 'string';
 }
 
 /**
@@ -808,16 +743,6 @@ function metaConditionKey(filter: BucketFilter): string | undefined {
   return equalityIndexKey(condition);
 }
 
-/**
- * The meta index key of an equality with `value`; `undefined` when no single entry holds every match:
- * equality with an array also matches arrays containing it, and `null` also matches a missing meta.
- */
-function equalityIndexKey(value: unknown): string | undefined {
-  if (Array.isArray(value) || value === undefined || value === null) return undefined;
-  return `m${equalityKey(value)}`;
-}
-
-/** The outcome of a synchronous step as a promise: what it throws becomes a rejection, as storages fail. */
 /** Outcomes shared by every write they describe (read-only). */
 const kApplied: BucketWriteOutcome = Object.freeze({ kind: 'applied' });
 const kNotMatched: BucketWriteOutcome = Object.freeze({ kind: 'notMatched' });
@@ -839,6 +764,7 @@ function duplicateKey(ns: string, key: string): TimeseriesError {
   );
 }
 
+/** The outcome of a synchronous step as a promise: what it throws becomes a rejection, as storages fail. */
 function settle<T>(step: () => T): Promise<T> {
   try {
     return Promise.resolve(step());
