@@ -279,6 +279,11 @@ export interface SeriesStaging {
   readonly op: StagingOp;
   /** Where reopened buckets are read from; `undefined` when the caller cannot read storage to reopen. */
   readonly source: ReopeningSource | undefined;
+  /**
+   * The signatures of the series the storage was found to hold no bucket of at the start of the call
+   * (`ReopeningSource.seriesWithNoBuckets`): their reopening queries would find nothing.
+   */
+  readonly noBuckets?: ReadonlySet<string> | undefined;
 }
 
 /** One series of a {@link SeriesStaging}: its key and its run of `positions`. */
@@ -344,6 +349,7 @@ export function stageSeries(
           resumed ? resume.why : undefined,
           rolledOver,
           source,
+          series.noBuckets,
         );
       }
     } catch (error) {
@@ -513,6 +519,7 @@ function findEligibleBucket(
   pausedWhy: 'metadata' | 'rollover' | undefined,
   rolledOver: Exclude<RolloverReason, 'none'> | undefined,
   source: ReopeningSource | undefined,
+  noBuckets?: ReadonlySet<string>,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
   // A bucket the caller already rolled over for this item counts as the series' current bucket.
@@ -558,7 +565,10 @@ function findEligibleBucket(
       if (options.reopeningIndex === 'absent') {
         // MongoDB skips the query without its index and counts it as failed.
         coll.stats.inc('numBucketQueriesFailed');
-      } else if (source?.holdsNoBucketsOf?.(hasMeta, item.metadata.normalizedMeta) === true) {
+      } else if (
+        noBuckets?.has(key.signature) === true ||
+        source?.holdsNoBucketsOf?.(hasMeta, item.metadata.normalizedMeta) === true
+      ) {
         // A series the storage has never seen: the query would find nothing (a bulk load's first call
         // brings thousands of them; each query was a pause and an async read).
         coll.stats.inc('numBucketQueriesFailed');

@@ -336,6 +336,8 @@ export class BucketCatalog {
     const coll = this.#collection(ns, options);
     const effectiveOpId = combine === 'allow' ? 0 : opId;
     const { keys, stripes, starts, ends, order, positions } = groupSeries(ns, items);
+    const probing = this.#seriesWithNoBuckets(options, items, keys, stripes, starts, positions, source);
+    const noBuckets = probing === undefined ? undefined : await probing;
     const out: StageResult[] = new Array<StageResult>(items.length);
     const series: SeriesStaging = {
       coll,
@@ -345,6 +347,7 @@ export class BucketCatalog {
       out,
       op: { batchKey: effectiveOpId, writer: opId },
       source,
+      noBuckets,
     };
     // The run being staged (one object, rewritten series after series; copied only for a pause).
     const run = { key: keys[0] as BucketKey, start: 0, end: 0 };
@@ -390,6 +393,54 @@ export class BucketCatalog {
       });
     }
     return out;
+  }
+
+  /**
+   * The signatures of the call's series, among those without an open bucket, that the storage holds no
+   * bucket of, asked in one read when the source can tell (`ReopeningSource.seriesWithNoBuckets`): their
+   * reopening queries, which would find nothing, are skipped (a bulk load's first call over MongoDB made
+   * one round trip per new series). `undefined` when not asked: reopening is off or cannot query, the
+   * source cannot tell, fewer than two series could be spared a query (one query costs what the read
+   * costs), or the read failed. Which series have an open bucket is read without their stripes' locks: it only decides
+   * which series to ask about.
+   */
+  #seriesWithNoBuckets(
+    options: BucketingOptions,
+    items: ReadonlyArray<InsertItem>,
+    keys: ReadonlyArray<BucketKey>,
+    stripes: ReadonlyArray<number>,
+    starts: ReadonlyArray<number>,
+    positions: ReadonlyArray<number>,
+    source: ReopeningSource | undefined,
+  ): Promise<ReadonlySet<string> | undefined> | undefined {
+    if (
+      source?.seriesWithNoBuckets === undefined ||
+      this.#state.reopening !== 'enabled' ||
+      options.reopeningIndex === 'absent'
+    ) {
+      return undefined;
+    }
+    const asked: number[] = [];
+    for (let s = 0; s < keys.length; s++) {
+      const stripe = this.#state.stripes[stripes[s] as number] as Stripe;
+      if (stripe.openBucketsByKey.get((keys[s] as BucketKey).signature) === undefined) asked.push(s);
+    }
+    if (asked.length < 2) return undefined;
+    const series = asked.map((s) => {
+      const meta = (items[positions[starts[s] as number] as number] as InsertItem).metadata.normalizedMeta;
+      return { hasMeta: meta !== undefined, normalizedMeta: meta };
+    });
+    return source.seriesWithNoBuckets(series).then(
+      (answers) => {
+        const none = new Set<string>();
+        for (let i = 0; i < asked.length; i++) {
+          if (answers[i] === true) none.add((keys[asked[i] as number] as BucketKey).signature);
+        }
+        return none;
+      },
+      // Only a way to spare queries: a failed read spares none.
+      () => undefined,
+    );
   }
 
   /**

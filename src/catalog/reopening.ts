@@ -27,7 +27,7 @@ import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import type { DrainPolicy } from '../bucket-format/measurement-map.js';
 import { minMaxFromDocuments } from '../bucket-format/min-max.js';
 import { schemaFromDocuments } from '../bucket-format/schema.js';
-import type { StoredBucket } from '../storage/storage.js';
+import type { SeriesProbe, StoredBucket } from '../storage/storage.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import { makeOpenBucket } from './bucket.js';
 import type { Bucket } from './bucket.js';
@@ -74,6 +74,15 @@ export interface ReopeningSource {
    * @param normalizedMeta - its normalised value.
    */
   holdsNoBucketsOf?(hasMeta: boolean, normalizedMeta: unknown): boolean;
+  /**
+   * Optional: for each series, `true` when the storage certainly holds no bucket of it, found with one
+   * read for all of them (`false` when unsure). The catalog asks once per insert call about the series
+   * that have no open bucket, and skips the reopening queries of those found to have none, counting each
+   * as failed as it counts {@link ReopeningSource.holdsNoBucketsOf}'s.
+   *
+   * @param series - whether each series has a meta, and its normalised value.
+   */
+  seriesWithNoBuckets?(series: ReadonlyArray<SeriesProbe>): Promise<ReadonlyArray<boolean>>;
 }
 
 /** What to look for on disk. */

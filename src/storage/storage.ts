@@ -59,6 +59,47 @@ export function holdsNoBucketsOf(storage: object, ns: string, hasMeta: boolean, 
 
 type HoldsNoBucketsOf = (ns: string, hasMeta: boolean, meta: unknown) => boolean;
 
+/** A series asked about by {@link kSeriesWithNoBuckets}: whether it has a meta, and its normalised value. */
+export interface SeriesProbe {
+  /** Whether the series has a meta value. */
+  readonly hasMeta: boolean;
+  /** Its normalised value (as the reopening query's `meta` condition holds it). */
+  readonly normalizedMeta: unknown;
+}
+
+/**
+ * On a storage that can tell with one read which of many series it holds no bucket of (where
+ * {@link kHoldsNoBucketsOf} would need I/O): a method `(ns, series) => Promise<boolean[]>`, one answer per
+ * series, `true` only when no document of `ns` has a `meta` that the reopening query's `meta` condition
+ * would match (`hasMeta` false: no document without `meta`); `false` means "may hold some", also when
+ * the read failed. Internal: the catalog asks once per insert call about the series that have no open
+ * bucket, and skips the reopening queries of those found to have none, as it does for
+ * {@link kHoldsNoBucketsOf} (a bulk load's first call brings thousands of new series, each query a round
+ * trip).
+ */
+export const kSeriesWithNoBuckets: unique symbol = Symbol('tsbuckets.seriesWithNoBuckets');
+
+/**
+ * The {@link kSeriesWithNoBuckets} probe of `storage` bound to `ns`, or `undefined` when it has none.
+ *
+ * @param storage - the engine's storage.
+ * @param ns - the buckets namespace.
+ * @returns the probe.
+ */
+export function seriesWithNoBucketsProbe(
+  storage: object,
+  ns: string,
+): ((series: ReadonlyArray<SeriesProbe>) => Promise<ReadonlyArray<boolean>>) | undefined {
+  const probe = (storage as { [kSeriesWithNoBuckets]?: unknown })[kSeriesWithNoBuckets];
+  if (typeof probe !== 'function') return undefined;
+  return (series) => (probe as SeriesWithNoBuckets).call(storage, ns, series);
+}
+
+type SeriesWithNoBuckets = (
+  ns: string,
+  series: ReadonlyArray<SeriesProbe>,
+) => Promise<ReadonlyArray<boolean>>;
+
 /** A MongoDB query filter over bucket documents. */
 export type BucketFilter = Readonly<Record<string, unknown>>;
 

@@ -40,6 +40,8 @@ import {
   writerCalls,
 } from './storage-suite.js';
 import { FakeDb, serverError } from './support/fake-mongo.js';
+import { seriesWithNoBucketsProbe } from '../../src/storage/storage.js';
+import { BsonQuery } from '../../src/util/bson-query.js';
 
 const t0 = Date.parse('2024-10-04T10:00:00Z');
 const at = (seconds: number): Date => new Date(t0 + seconds * 1000);
@@ -264,6 +266,97 @@ describe('MongoStorage values', () => {
       f: new Double(-0),
       nested: { arr: [1, new Double(1), 1.5] },
     });
+  });
+});
+
+describe('MongoStorage: which series it holds no bucket of, in one read (kSeriesWithNoBuckets)', () => {
+  // What the server's query finds, with exact BSON comparisons (the fake's mingo compares embedded
+  // documents regardless of field order).
+  const matching = async (storage: MongoStorage, ns: string, filter: Record<string, unknown>) => {
+    const query = new BsonQuery(filter);
+    return (await allBuckets(storage, ns)).filter((doc) => query.test(doc));
+  };
+  // Not a decimal nor a document whose fields another one has in another order: the fake's mingo compares
+  // those unlike the server (the keys are the ones MemoryStorage's index uses, tested with them there).
+  const metaValue = fc.oneof(
+    fc.constantFrom<unknown>(1, 2, 1.5, 2.5, 'a', 'b', '\ud83d', '\ufffd', null, true, new Date(0)),
+    fc.constantFrom<unknown>(new Int32(1), new Long(1), new Double(1), new Double(2.5)),
+    fc.constantFrom<unknown>(
+      { a: 1, b: 2 },
+      { a: 1.5 },
+      { a: new Double(1), b: 2 },
+      [1, 2],
+      [1],
+      ['a'],
+      [[1, 2]],
+    ),
+    // Documents whose field names look like operators: values like any other.
+    fc.constantFrom<unknown>({ $exists: false }, { $gt: 1 }, { $eq: 'a' }),
+  );
+  // A stored document's meta, or none; a series: its meta, or none.
+  const metaOrNone = fc.option(metaValue, { nil: undefined });
+
+  it('answers "none" for a series only when the reopening query on its meta finds nothing, in one aggregate', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(metaOrNone, { maxLength: 6 }),
+        fc.array(metaOrNone, { minLength: 1, maxLength: 6 }),
+        async (stored, asked) => {
+          const { storage, ns, db } = setup();
+          for (const meta of stored) {
+            await storage.insertOne(
+              ns,
+              meta === undefined ? { _id: new ObjectId() } : { _id: new ObjectId(), meta },
+            );
+          }
+          const probe = seriesWithNoBucketsProbe(storage, ns);
+          expect(probe).toBeDefined();
+          const before = db.calls.length;
+          const answers = await probe!(asked.map((m) => ({ hasMeta: m !== undefined, normalizedMeta: m })));
+          expect(db.calls.slice(before).every((c) => c.startsWith('aggregate:'))).toBe(true);
+          expect(db.calls.length - before).toBeLessThanOrEqual(1);
+          expect(answers).toHaveLength(asked.length);
+          for (let i = 0; i < asked.length; i++) {
+            const m = asked[i];
+            // The reopening query's condition: equality, the value compared whole.
+            const filter = m === undefined ? { meta: { $exists: false } } : { meta: { $eq: m } };
+            if (answers[i] === true) expect(await matching(storage, ns, filter)).toEqual([]);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('knows series never stored, and that stored ones are, with every meta asked in one read', async () => {
+    const { storage, ns, db } = setup();
+    await storage.insertOne(ns, { _id: new ObjectId(), meta: { host: 'h1' } });
+    await storage.insertOne(ns, { _id: new ObjectId(), meta: 7 });
+    const probe = seriesWithNoBucketsProbe(storage, ns)!;
+    const before = db.calls.length;
+    const answers = await probe([
+      { hasMeta: true, normalizedMeta: { host: 'h1' } },
+      { hasMeta: true, normalizedMeta: { host: 'h2' } },
+      // 7.0 is the same series for MongoDB's equality.
+      { hasMeta: true, normalizedMeta: new Double(7) },
+      { hasMeta: true, normalizedMeta: 8 },
+      { hasMeta: false, normalizedMeta: undefined },
+      // An array or null meta: no one key holds its matches, so it is never answered "none".
+      { hasMeta: true, normalizedMeta: [1, 2] },
+      { hasMeta: true, normalizedMeta: null },
+    ]);
+    expect(answers).toEqual([false, true, false, true, true, false, false]);
+    expect(db.calls.slice(before)).toEqual([`aggregate:${storage.bucketsCollectionName(ns)}`]);
+  });
+
+  it('answers "may hold some" for every series when the read fails', async () => {
+    const { storage, ns, db } = setup('buckets', 0);
+    db.faults.push({ op: 'aggregate', when: 'before', error: unauthorized() });
+    const answers = await seriesWithNoBucketsProbe(storage, ns)!([
+      { hasMeta: true, normalizedMeta: 'a' },
+      { hasMeta: true, normalizedMeta: 'b' },
+    ]);
+    expect(answers).toEqual([false, false]);
   });
 });
 
@@ -814,6 +907,41 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     expect(db.calls.filter((c) => c.startsWith('bulkWrite:'))).toHaveLength(1);
     expect(await coll.countDocuments()).toBe(8);
     await engine.close();
+  });
+
+  it('a call of new series asks which have buckets in one aggregate instead of a reopening query each', async () => {
+    const db = new FakeDb('metrics');
+    const first = await engineOn(db, 5, {});
+    const name = 'system.buckets.weather';
+    const call = (t: number, sensors: ReadonlyArray<string>) =>
+      sensors.map((sensor, i) => ({ ts: at(t), sensor, v: i }));
+    // The reads of the buckets collection.
+    const reads = () => db.calls.filter((c) => c === `aggregate:${name}` || c === `find:${name}`);
+    const sensors = Array.from({ length: 20 }, (_, i) => `s${i}`);
+    await first.coll.insertMany(call(0, sensors), { ordered: false });
+    expect(reads()).toEqual([`aggregate:${name}`]);
+    // Each skipped query is counted as the failed query it stands for.
+    expect((await first.coll.stats()).timeseries.numBucketQueriesFailed).toBe(20);
+    // Series with open buckets ask nothing.
+    db.calls.length = 0;
+    await first.coll.insertMany(call(1, sensors), { ordered: false });
+    expect(reads()).toEqual([]);
+    await first.engine.close();
+
+    // Another engine on the same database: the series with buckets are reopened by their queries, the
+    // new ones skip theirs.
+    const second = await engineOn(db, 5, {});
+    db.calls.length = 0;
+    await second.coll.insertMany(call(2, [...sensors.slice(0, 5), 'n0', 'n1', 'n2']), { ordered: false });
+    expect(reads().filter((c) => c.startsWith('aggregate:'))).toHaveLength(1);
+    // A reopening query per series with buckets, then one read of the reopened buckets' columns.
+    expect(reads().filter((c) => c.startsWith('find:'))).toHaveLength(5 + 1);
+    const stats = (await second.coll.stats()).timeseries;
+    expect(stats.numBucketsReopened).toBe(5);
+    expect(stats.numBucketQueriesFailed).toBe(3);
+    const stored = await storedMeasurements(second.storage, second.coll.bucketsNamespace, 'ts', 'sensor');
+    expect(stored).toHaveLength(48);
+    await second.engine.close();
   });
 
   it("with bulkWrite, a guard miss sends only that bucket's measurements to a new bucket", async () => {

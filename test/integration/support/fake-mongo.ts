@@ -486,12 +486,30 @@ export class FakeCollection implements MongoCollectionLike {
       : this.#matching(filter, 'many').length;
   }
 
-  /** Runs the pipeline with mingo on the unpromoted documents (exact `$bsonSize`). */
+  /**
+   * Runs the pipeline with mingo on the unpromoted documents (exact `$bsonSize`). A leading `$match` is
+   * answered as `find` answers its filter: on unpromoted documents mingo would compare the classes of
+   * numbers (an int32 1 and a double 1 are equal to the server).
+   */
   aggregate(pipeline: Document[], options: AggregateOptions = {}): MongoCursorLike<Document> {
     return new FakeCursor(async () => {
       await this.#db.fault('aggregate', this.collectionName, 'before');
-      const docs = this.#db.rawDocuments(this.collectionName, kUnpromoted);
-      const out = new Aggregator(pipeline, { context: kBsonSizeContext }).run<Document>(docs);
+      const first = pipeline[0];
+      const match =
+        first !== undefined && Object.keys(first).length === 1 && Object.hasOwn(first, '$match')
+          ? (first.$match as Filter<Document>)
+          : undefined;
+      const docs =
+        match === undefined
+          ? this.#db.rawDocuments(this.collectionName, kUnpromoted)
+          : this.#matching(match, 'many').map((key) =>
+              deserialize(this.#db.state(this.collectionName, 'lookup')!.docs.get(key)!, kUnpromoted),
+            );
+      const stages = match === undefined ? pipeline : pipeline.slice(1);
+      const out =
+        stages.length === 0
+          ? docs
+          : new Aggregator(stages, { context: kBsonSizeContext }).run<Document>(docs);
       // Round-trip through BSON like a reply from the server.
       return out.map((d) => deserialize(serialize(d, kSerializeOptions), bsonReadOptions(options)));
     });

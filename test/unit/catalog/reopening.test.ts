@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, MemoryStorage } from '../../../src/index.js';
 import type { BucketFilter, StorageFindOptions, StoredBucket } from '../../../src/index.js';
+import { kSeriesWithNoBuckets } from '../../../src/storage/storage.js';
+import type { SeriesProbe } from '../../../src/storage/storage.js';
 
 const at = (s: string) => new Date(s);
 
@@ -174,6 +176,78 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     await coll.insertOne({ time: at('2024-10-04T10:02:00Z'), mm: 'A', v: 2 });
     const found = await coll.find({}, { projection: { _id: 0, mm: 1, v: 1 } }).toArray();
     expect(found.map((d) => `${String(d.mm)}${String(d.v)}`).sort()).toEqual(['A0', 'A1', 'A2', 'B1']);
+  });
+
+  it('asks a storage that can tell which new series have buckets once per call, and queries only those', async () => {
+    // A storage that reads as a remote one would (no answer without I/O), and can tell in one read which
+    // series it holds buckets of; `failProbe` makes that read fail.
+    class Remote extends MemoryStorage {
+      /** The reopening queries (other reads, of rollup definitions, are not counted). */
+      readonly finds: BucketFilter[] = [];
+      probes = 0;
+      failProbe = false;
+      override find(
+        ns: string,
+        filter: BucketFilter,
+        options?: StorageFindOptions,
+      ): AsyncIterable<StoredBucket> {
+        if (Object.hasOwn(filter, '$and')) this.finds.push(filter);
+        return super.find(ns, filter, options);
+      }
+      async [kSeriesWithNoBuckets](ns: string, series: ReadonlyArray<SeriesProbe>): Promise<boolean[]> {
+        this.probes++;
+        if (this.failProbe) throw new Error('connection reset');
+        const answers: boolean[] = [];
+        for (const { hasMeta, normalizedMeta } of series) {
+          const filter = hasMeta ? { meta: { $eq: normalizedMeta } } : { meta: { $exists: false } };
+          let none = true;
+          for await (const _ of super.find(ns, filter)) none = false;
+          answers.push(none);
+        }
+        return answers;
+      }
+    }
+    const storage = new Remote();
+    const engine = new BucketEngine({ storage });
+    const coll = await engine.createCollection('remote', {
+      timeseries: { timeField: 'time', metaField: 'mm' },
+    });
+    const t = (m: number) => at(`2024-10-04T10:0${m}:00Z`);
+    // One new series: its query costs what the read would, so it is queried.
+    await coll.insertOne({ time: t(0), mm: 'A', v: 0 });
+    expect([storage.probes, storage.finds.length]).toEqual([0, 1]);
+    // Three new series: one read, no query.
+    await coll.insertMany(
+      ['B', 'C', 'D'].map((mm) => ({ time: t(0), mm, v: 0 })),
+      { ordered: false },
+    );
+    expect([storage.probes, storage.finds.length]).toEqual([1, 1]);
+    expect((await coll.stats()).timeseries.numBucketQueriesFailed).toBe(4);
+    // Another engine on the same storage: B's and C's buckets are reopened by their queries, E skips its.
+    const other = await new BucketEngine({ storage }).createCollection('remote', {
+      timeseries: { timeField: 'time', metaField: 'mm' },
+    });
+    await other.insertMany(
+      ['B', 'C', 'E'].map((mm) => ({ time: t(1), mm, v: 1 })),
+      { ordered: false },
+    );
+    expect([storage.probes, storage.finds.length]).toEqual([2, 3]);
+    const stats = (await other.stats()).timeseries;
+    expect([stats.numBucketsReopened, stats.numBucketQueriesFailed]).toEqual([2, 1]);
+    // A failed read spares no query, and fails nothing.
+    storage.failProbe = true;
+    const third = await new BucketEngine({ storage }).createCollection('remote', {
+      timeseries: { timeField: 'time', metaField: 'mm' },
+    });
+    const result = await third.insertMany(
+      ['D', 'F'].map((mm) => ({ time: t(2), mm, v: 2 })),
+      {
+        ordered: false,
+      },
+    );
+    expect(result.insertedCount).toBe(2);
+    expect([storage.probes, storage.finds.length]).toEqual([3, 5]);
+    expect((await third.stats()).timeseries.numBucketsReopened).toBe(1);
   });
 
   it('a rollover inside one call counts and reopens as across calls (not "opened due to metadata")', async () => {
