@@ -7,7 +7,9 @@
  *   node --cpu-prof --import tsx bench/profile.ts --format 1 --series 100000 --calls 2
  *   node --cpu-prof --import tsx bench/profile.ts --series 100 --batch 1000   # 10 per series per call
  *
- * Each run prints wall and CPU µs per measurement (CPU time moves less on a shared machine).
+ * Each run prints wall and CPU µs per measurement (CPU time moves less on a shared machine), and how the wall
+ * time divides between the first call, the later calls and the read-back (each as µs per measurement of
+ * the run).
  *
  * Open the `.cpuprofile` in Chrome DevTools (Performance) or VS Code. `--format` indexes the formats the
  * build writes (0: the default; 1: the 5.x-7.x format when the build has both). For line-level ticks,
@@ -39,28 +41,43 @@ const calls = Number(values.calls);
 const batch = Number(values.batch ?? series);
 const docs = tsbsCpuOnly(series, batch * calls);
 
-/** Wall and CPU milliseconds of one run (CPU time moves less than wall time on a shared machine). */
-async function once(): Promise<{ ms: number; cpuMs: number }> {
+/**
+ * Wall and CPU milliseconds of one run (CPU time moves less than wall time on a shared machine), and the
+ * wall milliseconds of its first call, of the later calls and of the read-back.
+ */
+async function once(): Promise<{ ms: number; cpuMs: number; phases: [number, number, number] }> {
   const t = performance.now();
   const cpu = process.cpuUsage();
   const engine = new BucketEngine(engineOptions(format!, {}));
   const coll = await engine.createCollection('profile', {
     timeseries: { timeField: 'ts', metaField: 'tags' },
   });
-  for (let i = 0; i < docs.length; i += batch)
+  let firstCall = 0;
+  for (let i = 0; i < docs.length; i += batch) {
     await coll.insertMany(docs.slice(i, i + batch), { ordered: false });
+    if (i === 0) firstCall = performance.now();
+  }
+  const inserted = performance.now();
   let buckets = 0;
   for await (const _bucket of engine.storage.find(coll.bucketsNamespace, {})) buckets++;
+  const read = performance.now();
   await engine.close();
   if (buckets === 0) throw new Error('no buckets');
   const used = process.cpuUsage(cpu);
-  return { ms: performance.now() - t, cpuMs: (used.user + used.system) / 1000 };
+  return {
+    ms: performance.now() - t,
+    cpuMs: (used.user + used.system) / 1000,
+    phases: [firstCall - t, inserted - firstCall, read - inserted],
+  };
 }
+
+/** Milliseconds as µs per measurement. */
+const perMeasurement = (ms: number): string => ((ms * 1000) / docs.length).toFixed(2);
 
 await once();
 for (let r = 0; r < Number(values.repeat); r++) {
-  const { ms, cpuMs } = await once();
+  const { ms, cpuMs, phases } = await once();
   console.log(
-    `${format.name}: ${series} series x ${calls} calls of ${batch}, ${((ms * 1000) / docs.length).toFixed(2)} µs per measurement (${((docs.length / ms) * 1000).toFixed(0)} measurements/s), ${((cpuMs * 1000) / docs.length).toFixed(2)} µs of CPU`,
+    `${format.name}: ${series} series x ${calls} calls of ${batch}, ${perMeasurement(ms)} µs per measurement (${((docs.length / ms) * 1000).toFixed(0)} measurements/s), ${perMeasurement(cpuMs)} µs of CPU; first call ${perMeasurement(phases[0])}, later calls ${perMeasurement(phases[1])}, read-back ${perMeasurement(phases[2])}`,
   );
 }
