@@ -47,6 +47,7 @@ import { archivedBucketMemoryUsage, bucketMemoryUsage } from './memory-usage.js'
 import { PackedItem } from './packed-item.js';
 import { reopeningQueryFilter, takeArchivedCandidate } from './reopening.js';
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
+import type { StoredBucket } from '../storage/storage.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
 import { addOpenBucket, removeOpenBucket } from './stripe.js';
@@ -280,10 +281,21 @@ export interface SeriesStaging {
   /** Where reopened buckets are read from; `undefined` when the caller cannot read storage to reopen. */
   readonly source: ReopeningSource | undefined;
   /**
-   * The signatures of the series the storage was found to hold no bucket of at the start of the call
-   * (`ReopeningSource.seriesWithNoBuckets`): their reopening queries would find nothing.
+   * The answers of the call's reopening queries read together before staging
+   * (`ReopeningSource.reopeningCandidates`), by series signature; an answer is used once, by the query it
+   * answers (same series, same time), and taken out.
    */
-  readonly noBuckets?: ReadonlySet<string> | undefined;
+  readonly prefetched?: Map<string, PrefetchedReopening> | undefined;
+}
+
+/** A series' reopening query answered before staging (see {@link SeriesStaging.prefetched}). */
+export interface PrefetchedReopening {
+  /** The time the query was made for (the series' earliest measurement in the call), epoch ms. */
+  readonly timeMs: number;
+  /** The documents it found, in storage order. */
+  readonly docs: ReadonlyArray<StoredBucket>;
+  /** The catalog's era before the read (documents written directly since are not reopened). */
+  readonly era: number;
 }
 
 /** One series of a {@link SeriesStaging}: its key and its run of `positions`. */
@@ -349,7 +361,7 @@ export function stageSeries(
           resumed ? resume.why : undefined,
           rolledOver,
           source,
-          series.noBuckets,
+          series.prefetched,
         );
       }
     } catch (error) {
@@ -519,7 +531,7 @@ function findEligibleBucket(
   pausedWhy: 'metadata' | 'rollover' | undefined,
   rolledOver: Exclude<RolloverReason, 'none'> | undefined,
   source: ReopeningSource | undefined,
-  noBuckets?: ReadonlySet<string>,
+  prefetched?: Map<string, PrefetchedReopening>,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
   // A bucket the caller already rolled over for this item counts as the series' current bucket.
@@ -562,15 +574,24 @@ function findEligibleBucket(
     if (record !== undefined) return { kind: 'reopen', request: { kind: 'archived', record }, why };
     if (queryAllowed) {
       const hasMeta = item.metadata.normalizedMeta !== undefined;
+      const answered = prefetched?.get(key.signature);
+      if (answered !== undefined && answered.timeMs === item.timeMs) prefetched?.delete(key.signature);
       if (options.reopeningIndex === 'absent') {
         // MongoDB skips the query without its index and counts it as failed.
         coll.stats.inc('numBucketQueriesFailed');
+      } else if (answered?.timeMs === item.timeMs && answered.docs.length > 0) {
+        // The query's answer, read with the call's other series before staging.
+        return {
+          kind: 'reopen',
+          request: { kind: 'prefetched', docs: answered.docs, era: answered.era },
+          why,
+        };
       } else if (
-        noBuckets?.has(key.signature) === true ||
+        answered?.timeMs === item.timeMs ||
         source?.holdsNoBucketsOf?.(hasMeta, item.metadata.normalizedMeta) === true
       ) {
-        // A series the storage has never seen: the query would find nothing (a bulk load's first call
-        // brings thousands of them; each query was a pause and an async read).
+        // The query found nothing when read with the call's others, or the storage has never seen the
+        // series (a bulk load's first call brings thousands of them; each query was a pause and a read).
         coll.stats.inc('numBucketQueriesFailed');
       } else {
         const filter = reopeningQueryFilter(

@@ -38,6 +38,7 @@ import type {
   CatalogState,
   CollectionState,
   InsertItem,
+  PrefetchedReopening,
   SeriesRun,
   SeriesStaging,
   StagePause,
@@ -65,6 +66,7 @@ import {
   findReopeningCandidate,
   installReopenedBucket,
   rehydrateBucket,
+  reopeningQueryFilter,
   uncompressedForReopening,
 } from './reopening.js';
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
@@ -72,6 +74,7 @@ import { makeStripe, withStripe, withStripeSync } from './stripe.js';
 import type { Stripe, StripeLock } from './stripe.js';
 import { claimWriteBatchCommitRights as claim, stagedBy } from './write-batch.js';
 import type { CommitInfo, WriteBatch } from './write-batch.js';
+import { isBsonValue } from '../util/bson-type.js';
 
 export type {
   BucketingOptions,
@@ -335,9 +338,10 @@ export class BucketCatalog {
   ): Promise<StageResult[]> {
     const coll = this.#collection(ns, options);
     const effectiveOpId = combine === 'allow' ? 0 : opId;
-    const { keys, stripes, starts, ends, order, positions } = groupSeries(ns, items);
-    const probing = this.#seriesWithNoBuckets(options, items, keys, stripes, starts, positions, source);
-    const noBuckets = probing === undefined ? undefined : await probing;
+    const groups = groupSeries(ns, items);
+    const { keys, stripes, starts, ends, order, positions } = groups;
+    const reading = this.#prefetchReopening(options, items, groups, source);
+    const prefetched = reading === undefined ? undefined : await reading;
     const out: StageResult[] = new Array<StageResult>(items.length);
     const series: SeriesStaging = {
       coll,
@@ -347,7 +351,7 @@ export class BucketCatalog {
       out,
       op: { batchKey: effectiveOpId, writer: opId },
       source,
-      noBuckets,
+      prefetched,
     };
     // The run being staged (one object, rewritten series after series; copied only for a pause).
     const run = { key: keys[0] as BucketKey, start: 0, end: 0 };
@@ -396,51 +400,79 @@ export class BucketCatalog {
   }
 
   /**
-   * The signatures of the call's series, among those without an open bucket, that the storage holds no
-   * bucket of, asked in one read when the source can tell (`ReopeningSource.seriesWithNoBuckets`): their
-   * reopening queries, which would find nothing, are skipped (a bulk load's first call over MongoDB made
-   * one round trip per new series). `undefined` when not asked: reopening is off or cannot query, the
-   * source cannot tell, fewer than two series could be spared a query (one query costs what the read
-   * costs), or the read failed. Which series have an open bucket is read without their stripes' locks: it only decides
-   * which series to ask about.
+   * The reopening queries of the call's series that have no open bucket, answered with one read when the
+   * source can (`ReopeningSource.reopeningCandidates`: over MongoDB each query was a round trip, one after
+   * the other, and a bulk load's first call brings thousands of new series), by series signature. Each
+   * query is made for the series' earliest measurement in the call, the one staged first. `undefined`
+   * when not asked: reopening is off or cannot query, the source cannot answer, fewer than two series
+   * would be spared a query (one query costs what the read costs), or the read failed (the queries are
+   * then made one by one, as without it). Which series have an open bucket is read without their
+   * stripes' locks: it only decides which queries are read ahead.
    */
-  #seriesWithNoBuckets(
+  #prefetchReopening(
     options: BucketingOptions,
     items: ReadonlyArray<InsertItem>,
-    keys: ReadonlyArray<BucketKey>,
-    stripes: ReadonlyArray<number>,
-    starts: ReadonlyArray<number>,
-    positions: ReadonlyArray<number>,
+    groups: SeriesGroups,
     source: ReopeningSource | undefined,
-  ): Promise<ReadonlySet<string> | undefined> | undefined {
+  ): Promise<Map<string, PrefetchedReopening> | undefined> | undefined {
     if (
-      source?.seriesWithNoBuckets === undefined ||
+      source?.reopeningCandidates === undefined ||
       this.#state.reopening !== 'enabled' ||
       options.reopeningIndex === 'absent'
     ) {
       return undefined;
     }
+    const { keys, stripes, starts, ends, positions } = groups;
     const asked: number[] = [];
     for (let s = 0; s < keys.length; s++) {
       const stripe = this.#state.stripes[stripes[s] as number] as Stripe;
       if (stripe.openBucketsByKey.get((keys[s] as BucketKey).signature) === undefined) asked.push(s);
     }
     if (asked.length < 2) return undefined;
-    const series = asked.map((s) => {
-      const meta = (items[positions[starts[s] as number] as number] as InsertItem).metadata.normalizedMeta;
-      return { hasMeta: meta !== undefined, normalizedMeta: meta };
+    const times = asked.map((s) => {
+      let timeMs = Number.POSITIVE_INFINITY;
+      for (let i = starts[s] as number; i < (ends[s] as number); i++) {
+        timeMs = Math.min(timeMs, (items[positions[i] as number] as InsertItem).timeMs);
+      }
+      return timeMs;
     });
-    return source.seriesWithNoBuckets(series).then(
+    const queries = asked.map((s, i) => {
+      const meta = (items[positions[starts[s] as number] as number] as InsertItem).metadata.normalizedMeta;
+      const hasMeta = meta !== undefined;
+      const filter = reopeningQueryFilter(options, this.#state.parameters, hasMeta, meta, times[i] as number);
+      return { filter, hasMeta, normalizedMeta: meta };
+    });
+    const era = this.#registry.currentEra;
+    return source.reopeningCandidates(queries).then(
       (answers) => {
-        const none = new Set<string>();
+        const answered = new Map<string, PrefetchedReopening>();
         for (let i = 0; i < asked.length; i++) {
-          if (answers[i] === true) none.add((keys[asked[i] as number] as BucketKey).signature);
+          const docs = answers[i];
+          if (docs === undefined) continue;
+          answered.set((keys[asked[i] as number] as BucketKey).signature, {
+            timeMs: times[i] as number,
+            docs,
+            era,
+          });
         }
-        return none;
+        return answered;
       },
-      // Only a way to spare queries: a failed read spares none.
+      // Only a way to spare queries: after a failed read they are made one by one.
       () => undefined,
     );
+  }
+
+  /**
+   * A prefetched answer without the documents a direct write has been pending on, started or finished
+   * since it was read, as a query's answer is read (`isSafeToReopen`).
+   */
+  #stillReopenable(
+    request: Extract<ReopeningRequest, { kind: 'prefetched' }>,
+  ): Extract<ReopeningRequest, { kind: 'prefetched' }> {
+    const docs = request.docs.filter(
+      (doc) => isBsonValue(doc._id, 'ObjectId') && isSafeToReopen(this.#registry, doc._id, request.era),
+    );
+    return docs.length === request.docs.length ? request : { ...request, docs };
   }
 
   /**
@@ -463,7 +495,7 @@ export class BucketCatalog {
       candidate = await findReopeningCandidate(
         coll,
         source,
-        request,
+        request.kind === 'prefetched' ? this.#stillReopenable(request) : request,
         this.#state.parameters.timeseriesBucketMaxSize,
       );
       if (candidate.kind === 'notFound') return undefined;

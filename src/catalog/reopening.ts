@@ -27,7 +27,7 @@ import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import type { DrainPolicy } from '../bucket-format/measurement-map.js';
 import { minMaxFromDocuments } from '../bucket-format/min-max.js';
 import { schemaFromDocuments } from '../bucket-format/schema.js';
-import type { SeriesProbe, StoredBucket } from '../storage/storage.js';
+import type { ReopeningQuery, StoredBucket } from '../storage/storage.js';
 import { getOwnField, hasOwnField } from '../util/safe-record.js';
 import { makeOpenBucket } from './bucket.js';
 import type { Bucket } from './bucket.js';
@@ -75,20 +75,26 @@ export interface ReopeningSource {
    */
   holdsNoBucketsOf?(hasMeta: boolean, normalizedMeta: unknown): boolean;
   /**
-   * Optional: for each series, `true` when the storage certainly holds no bucket of it, found with one
-   * read for all of them (`false` when unsure). The catalog asks once per insert call about the series
-   * that have no open bucket, and skips the reopening queries of those found to have none, counting each
-   * as failed as it counts {@link ReopeningSource.holdsNoBucketsOf}'s.
+   * Optional: the answers of many reopening queries read at once (each query would be a round trip):
+   * per query, the documents matching its filter in storage order, or `undefined` when the read does not
+   * answer it. The catalog asks once per insert call about the series that have no open bucket.
    *
-   * @param series - whether each series has a meta, and its normalised value.
+   * @param queries - each series' reopening filter, and its meta.
    */
-  seriesWithNoBuckets?(series: ReadonlyArray<SeriesProbe>): Promise<ReadonlyArray<boolean>>;
+  reopeningCandidates?(
+    queries: ReadonlyArray<ReopeningQuery>,
+  ): Promise<ReadonlyArray<StoredBucket[] | undefined>>;
 }
 
-/** What to look for on disk. */
+/**
+ * What to look for on disk: an archived bucket by `_id`, the documents a query finds, or the documents
+ * the query's answer read with the call's others held (`prefetched`: read before staging, in the catalog
+ * era `era`; those written directly since are left out when they are used).
+ */
 export type ReopeningRequest =
   | { readonly kind: 'archived'; readonly record: ArchivedBucket }
-  | { readonly kind: 'query'; readonly filter: Readonly<Record<string, unknown>> };
+  | { readonly kind: 'query'; readonly filter: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'prefetched'; readonly docs: ReadonlyArray<StoredBucket>; readonly era: number };
 
 /**
  * Take the archived record of `key` that can hold time `timeMs`: the largest start `<= timeMs` with
@@ -200,8 +206,10 @@ export async function findReopeningCandidate(
       coll.stats.inc(doc === undefined ? 'numBucketFetchesFailed' : 'numBucketsFetched');
       return doc === undefined ? { kind: 'notFound' } : { kind: 'found', doc, size: undefined };
     }
-    case 'query': {
-      for await (const doc of source.queryBuckets(request.filter)) {
+    case 'query':
+    case 'prefetched': {
+      const docs = request.kind === 'query' ? source.queryBuckets(request.filter) : request.docs;
+      for await (const doc of docs) {
         const size = bsonValueSize(doc);
         if (size < maxSize) {
           coll.stats.inc('numBucketsQueried');

@@ -17,7 +17,7 @@ import type { WriteError } from '../errors.js';
 import { resolveCollMod } from '../options.js';
 import type { CollModOptions, ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
-import { holdsNoBucketsOf, seriesWithNoBucketsProbe } from '../storage/storage.js';
+import { holdsNoBucketsOf, reopeningCandidatesReader } from '../storage/storage.js';
 import { cloneBsonValue } from '../util/bson-value.js';
 import { copyMeasurement, makeWalk, packOrCopy } from '../util/bson-validation.js';
 import type { MeasurementLayout } from '../util/bson-validation.js';
@@ -236,9 +236,9 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     this.bucketsNamespace = `${dbName}.system.buckets.${name}`;
     this.#options = options;
     this.#reopeningIndex = options.metaField === undefined ? 'absent' : 'present';
-    // One read for a call's new series, on a storage that can tell (MongoStorage).
-    const probe = seriesWithNoBucketsProbe(ctx.storage, this.bucketsNamespace);
-    if (probe !== undefined) this.#reopeningSource.seriesWithNoBuckets = probe;
+    // One read for a call's new series, on a storage that can answer their queries together (MongoStorage).
+    const read = reopeningCandidatesReader(ctx.storage, this.bucketsNamespace);
+    if (read !== undefined) this.#reopeningSource.reopeningCandidates = read;
     this.#rollups = new RollupSet({
       storage: ctx.storage,
       clock: ctx.clock,

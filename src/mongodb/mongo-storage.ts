@@ -13,7 +13,7 @@ import type {
   TimeSeriesCollectionOptions,
   UpdateFilter,
 } from 'mongodb';
-import { deserialize, serialize } from 'bson';
+import { calculateObjectSize, deserialize, serialize } from 'bson';
 
 import { bucketUpdateDocument, commitGuardFilter } from '../bucket-format/bucket-document.js';
 import {
@@ -33,11 +33,11 @@ import type {
   StorageFindOptions,
   StorageCommit,
   StorageIndex,
-  SeriesProbe,
+  ReopeningQuery,
   StorageUpdateResult,
   StoredBucket,
 } from '../storage/storage.js';
-import { kSeriesWithNoBuckets } from '../storage/storage.js';
+import { kReopeningCandidates } from '../storage/storage.js';
 import { bulkCommitWrites } from './bulk-commit.js';
 import { CompressedColumnCache, spliceColumns, storedColumns } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument } from './bson-values.js';
@@ -54,14 +54,15 @@ import { plainNamespaceFor, serverNamespaceFor } from './namespaces.js';
 import type { ServerNamespace } from './namespaces.js';
 import { runWithRetries } from './retry.js';
 import { equalityIndexKey, metaIndexKeys } from '../storage/meta-equality.js';
+import { BsonQuery } from '../util/bson-query.js';
 import { documentAlreadyWritten, insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
 
 /** Server error codes handled as expected outcomes. */
 /**
- * Most meta bytes asked about in one aggregate of `#seriesWithNoBuckets`: its command stays far below
- * the 16 MiB a command may be.
+ * Most filter bytes in one `find` of `#reopeningCandidates`: its command stays far below the 16 MiB a
+ * command may be.
  */
-const kProbeBytes = 4 * 1024 * 1024;
+const kReadAheadBytes = 4 * 1024 * 1024;
 const kNamespaceNotFound = 26;
 const kIndexNotFound = 27;
 const kNamespaceExists = 48;
@@ -550,71 +551,81 @@ export class MongoStorage implements Storage {
     return typeof size === 'number' ? size : Number(size ?? 0);
   }
 
-  // Which of a call's new series the buckets collection holds no bucket of (kSeriesWithNoBuckets), in one
-  // aggregate rather than a reopening query per series. (A static block: it reads the private target and
-  // retries, and is not part of the class's declared shape.)
+  // Many reopening queries answered by one read (kReopeningCandidates): a call's new series cost one round
+  // trip, not one each. (A static block: it reads the private target and retries, and is not part of the
+  // class's declared shape.)
   static {
-    Object.defineProperty(MongoStorage.prototype, kSeriesWithNoBuckets, {
-      value(this: MongoStorage, ns: string, series: ReadonlyArray<SeriesProbe>): Promise<boolean[]> {
-        return this.#seriesWithNoBuckets(ns, series);
+    Object.defineProperty(MongoStorage.prototype, kReopeningCandidates, {
+      value(
+        this: MongoStorage,
+        ns: string,
+        queries: ReadonlyArray<ReopeningQuery>,
+      ): Promise<Array<StoredBucket[] | undefined>> {
+        return this.#reopeningCandidates(ns, queries);
       },
     });
   }
 
   /**
-   * One answer per series: `true` when no bucket's `meta` is equal to the series' (MongoDB's equality, as
-   * the reopening query's `{meta: {$eq: ...}}`; an array meta also holds each element). Asked with the
-   * same conditions in one `$or`, grouped by meta, in chunks of at most {@link kProbeBytes}; a series
-   * is answered `true` when no meta found has its equality key (the keys of `MemoryStorage`'s meta index,
-   * of the meta as the server returns it: a lone surrogate comes back as U+FFFD). A null or array meta,
-   * whose matches no one key holds, and a failed read answer `false`.
+   * The answers of many reopening queries from one `find` of their `$or` (in chunks of at most
+   * {@link kReadAheadBytes} of filters), each document found given to the queries it matches, in the
+   * order found. Only the queries whose meta has one of the document's equality keys can match it (the
+   * keys of `MemoryStorage`'s meta index, of the meta as the server returns it: a lone surrogate comes
+   * back as U+FFFD, a number as int32 or double); those are tested with their filter, compared as BSON.
+   * A query whose meta is null or an array, whose matches no one key holds, is not read (`undefined`:
+   * the catalog queries it).
    */
-  async #seriesWithNoBuckets(ns: string, series: ReadonlyArray<SeriesProbe>): Promise<boolean[]> {
-    const { buckets } = this.#target(ns);
-    const answers = new Array<boolean>(series.length).fill(false);
-    const keys: Array<string | undefined> = [];
-    const chunks: Array<Array<Record<string, unknown>>> = [[]];
+  async #reopeningCandidates(
+    ns: string,
+    queries: ReadonlyArray<ReopeningQuery>,
+  ): Promise<Array<StoredBucket[] | undefined>> {
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const answers = new Array<StoredBucket[] | undefined>(queries.length).fill(undefined);
+    const byKey = new Map<string, number[]>();
+    const chunks: BucketFilter[][] = [[]];
     let bytes = 0;
-    let noMeta = false;
-    for (const { hasMeta, normalizedMeta } of series) {
-      if (!hasMeta) {
-        keys.push('');
-        noMeta = true;
-        continue;
+    for (let i = 0; i < queries.length; i++) {
+      const { filter, hasMeta, normalizedMeta } = queries[i] as ReopeningQuery;
+      let key: string | undefined = '';
+      if (hasMeta) {
+        const returned = deserialize(serialize({ v: normalizedMeta }), kReadBsonOptions) as { v: unknown };
+        key = equalityIndexKey(canonicalizeDocument(returned).v);
       }
-      const encoded = serialize({ v: normalizedMeta });
-      const returned = deserialize(encoded, kReadBsonOptions) as { v: unknown };
-      const key = equalityIndexKey(canonicalizeDocument(returned).v);
-      keys.push(key);
       if (key === undefined) continue;
-      if (bytes + encoded.length > kProbeBytes && bytes > 0) {
+      answers[i] = [];
+      const same = byKey.get(key);
+      if (same === undefined) byKey.set(key, [i]);
+      else same.push(i);
+      const size = calculateObjectSize(filter);
+      if (bytes + size > kReadAheadBytes && bytes > 0) {
         chunks.push([]);
         bytes = 0;
       }
-      bytes += encoded.length;
-      (chunks[chunks.length - 1] as Array<Record<string, unknown>>).push({ meta: { $eq: normalizedMeta } });
+      bytes += size;
+      (chunks[chunks.length - 1] as BucketFilter[]).push(filter);
     }
-    if (noMeta) (chunks[0] as Array<Record<string, unknown>>).push({ meta: { $exists: false } });
-    const found = new Set<string>();
-    for (const clauses of chunks) {
-      if (clauses.length === 0) continue;
-      const outcome = await runWithRetries(this.config.retry, () =>
-        buckets
-          .aggregate([{ $match: { $or: clauses } }, { $group: { _id: '$meta' } }], kReadBsonOptions)
-          .toArray(),
+    const tests = new Map<number, BsonQuery>();
+    for (const filters of chunks) {
+      if (filters.length === 0) continue;
+      const found = await this.#run('find', bucketsCollectionName, () =>
+        buckets.find({ $or: filters }, kReadBsonOptions).toArray(),
       );
-      if (outcome.kind !== 'ok') return answers;
-      for (const row of outcome.value) {
-        const meta: unknown = canonicalizeDocument(row)._id;
-        // A missing meta groups as null (a null meta matches none of the conditions).
-        const metaKeys = metaIndexKeys(meta === null || meta === undefined ? {} : { meta });
-        if (typeof metaKeys === 'string') found.add(metaKeys);
-        else for (const key of metaKeys) found.add(key);
+      for (const raw of found) {
+        const doc = canonicalizeDocument(raw);
+        const keys = metaIndexKeys(doc);
+        for (const key of typeof keys === 'string' ? [keys] : keys) {
+          for (const i of byKey.get(key) ?? []) {
+            const answer = answers[i] as StoredBucket[];
+            let test = tests.get(i);
+            if (test === undefined) {
+              test = new BsonQuery((queries[i] as ReopeningQuery).filter);
+              tests.set(i, test);
+            }
+            // An array meta files a document under several keys: once per query.
+            if (answer[answer.length - 1] !== doc && test.test(doc)) answer.push(doc);
+          }
+        }
       }
-    }
-    for (let i = 0; i < series.length; i++) {
-      const key = keys[i];
-      answers[i] = key !== undefined && !found.has(key);
     }
     return answers;
   }

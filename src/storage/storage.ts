@@ -59,46 +59,48 @@ export function holdsNoBucketsOf(storage: object, ns: string, hasMeta: boolean, 
 
 type HoldsNoBucketsOf = (ns: string, hasMeta: boolean, meta: unknown) => boolean;
 
-/** A series asked about by {@link kSeriesWithNoBuckets}: whether it has a meta, and its normalised value. */
-export interface SeriesProbe {
-  /** Whether the series has a meta value. */
+/** A reopening query asked with others by {@link kReopeningCandidates}. */
+export interface ReopeningQuery {
+  /** The query (the catalog's reopening filter: conditions on `meta`, `control` and the time). */
+  readonly filter: BucketFilter;
+  /** Whether the series has a meta value (`filter` then requires `meta` equal to it, else absent). */
   readonly hasMeta: boolean;
-  /** Its normalised value (as the reopening query's `meta` condition holds it). */
+  /** Its normalised value. */
   readonly normalizedMeta: unknown;
 }
 
 /**
- * On a storage that can tell with one read which of many series it holds no bucket of (where
- * {@link kHoldsNoBucketsOf} would need I/O): a method `(ns, series) => Promise<boolean[]>`, one answer per
- * series, `true` only when no document of `ns` has a `meta` that the reopening query's `meta` condition
- * would match (`hasMeta` false: no document without `meta`); `false` means "may hold some", also when
- * the read failed. Internal: the catalog asks once per insert call about the series that have no open
- * bucket, and skips the reopening queries of those found to have none, as it does for
- * {@link kHoldsNoBucketsOf} (a bulk load's first call brings thousands of new series, each query a round
- * trip).
+ * On a storage that can answer many reopening queries with one read (where each query would be a round
+ * trip): a method `(ns, queries) => Promise<Array<StoredBucket[] | undefined>>`, one answer per query:
+ * the documents of `ns` that match its filter, in storage order, as a `find` with that filter would give
+ * them, or `undefined` when this read does not answer it (the caller then queries). Rejects when the
+ * read fails. Internal: the catalog asks once per insert call, before staging, for the series that have
+ * no open bucket, and reopens from the answers (a bulk load's first call brings thousands of new series).
  */
-export const kSeriesWithNoBuckets: unique symbol = Symbol('tsbuckets.seriesWithNoBuckets');
+export const kReopeningCandidates: unique symbol = Symbol('tsbuckets.reopeningCandidates');
 
 /**
- * The {@link kSeriesWithNoBuckets} probe of `storage` bound to `ns`, or `undefined` when it has none.
+ * The {@link kReopeningCandidates} reader of `storage` bound to `ns`, or `undefined` when it has none.
  *
  * @param storage - the engine's storage.
  * @param ns - the buckets namespace.
- * @returns the probe.
+ * @returns the reader.
  */
-export function seriesWithNoBucketsProbe(
+export function reopeningCandidatesReader(
   storage: object,
   ns: string,
-): ((series: ReadonlyArray<SeriesProbe>) => Promise<ReadonlyArray<boolean>>) | undefined {
-  const probe = (storage as { [kSeriesWithNoBuckets]?: unknown })[kSeriesWithNoBuckets];
-  if (typeof probe !== 'function') return undefined;
-  return (series) => (probe as SeriesWithNoBuckets).call(storage, ns, series);
+):
+  | ((queries: ReadonlyArray<ReopeningQuery>) => Promise<ReadonlyArray<StoredBucket[] | undefined>>)
+  | undefined {
+  const read = (storage as { [kReopeningCandidates]?: unknown })[kReopeningCandidates];
+  if (typeof read !== 'function') return undefined;
+  return (queries) => (read as ReopeningCandidates).call(storage, ns, queries);
 }
 
-type SeriesWithNoBuckets = (
+type ReopeningCandidates = (
   ns: string,
-  series: ReadonlyArray<SeriesProbe>,
-) => Promise<ReadonlyArray<boolean>>;
+  queries: ReadonlyArray<ReopeningQuery>,
+) => Promise<ReadonlyArray<StoredBucket[] | undefined>>;
 
 /** A MongoDB query filter over bucket documents. */
 export type BucketFilter = Readonly<Record<string, unknown>>;

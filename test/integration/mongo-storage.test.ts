@@ -40,7 +40,7 @@ import {
   writerCalls,
 } from './storage-suite.js';
 import { FakeDb, serverError } from './support/fake-mongo.js';
-import { seriesWithNoBucketsProbe } from '../../src/storage/storage.js';
+import { reopeningCandidatesReader } from '../../src/storage/storage.js';
 import { BsonQuery } from '../../src/util/bson-query.js';
 
 const t0 = Date.parse('2024-10-04T10:00:00Z');
@@ -269,12 +269,14 @@ describe('MongoStorage values', () => {
   });
 });
 
-describe('MongoStorage: which series it holds no bucket of, in one read (kSeriesWithNoBuckets)', () => {
-  // What the server's query finds, with exact BSON comparisons (the fake's mingo compares embedded
-  // documents regardless of field order).
+describe('MongoStorage: many reopening queries in one read (kReopeningCandidates)', () => {
+  // What a query finds, in storage order, compared as the server compares (the fake's mingo compares
+  // embedded documents regardless of field order).
   const matching = async (storage: MongoStorage, ns: string, filter: Record<string, unknown>) => {
     const query = new BsonQuery(filter);
-    return (await allBuckets(storage, ns)).filter((doc) => query.test(doc));
+    const out: StoredBucket[] = [];
+    for await (const doc of storage.find(ns, {})) if (query.test(doc)) out.push(doc);
+    return out;
   };
   // Not a decimal nor a document whose fields another one has in another order: the fake's mingo compares
   // those unlike the server (the keys are the ones MemoryStorage's index uses, tested with them there).
@@ -295,32 +297,48 @@ describe('MongoStorage: which series it holds no bucket of, in one read (kSeries
   );
   // A stored document's meta, or none; a series: its meta, or none.
   const metaOrNone = fc.option(metaValue, { nil: undefined });
+  // A reopening query's shape: the meta compared whole (or absent), and a condition on the time.
+  const reopening = (meta: unknown, t: number): Record<string, unknown> => ({
+    $and: [
+      meta === undefined ? { meta: { $exists: false } } : { meta: { $eq: meta } },
+      { 'control.min.t': { $lte: new Date(t) } },
+    ],
+  });
+  const read = (storage: MongoStorage, ns: string) => reopeningCandidatesReader(storage, ns)!;
 
-  it('answers "none" for a series only when the reopening query on its meta finds nothing, in one aggregate', async () => {
+  it('answers each query with what it finds, in storage order, from one find', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(metaOrNone, { maxLength: 6 }),
-        fc.array(metaOrNone, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.tuple(metaOrNone, fc.integer({ min: 0, max: 3 })), { maxLength: 8 }),
+        fc.array(fc.tuple(metaOrNone, fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 6 }),
         async (stored, asked) => {
           const { storage, ns, db } = setup();
-          for (const meta of stored) {
+          for (const [meta, t] of stored) {
+            const control = { min: { t: new Date(t) } };
             await storage.insertOne(
               ns,
-              meta === undefined ? { _id: new ObjectId() } : { _id: new ObjectId(), meta },
+              meta === undefined ? { _id: new ObjectId(), control } : { _id: new ObjectId(), control, meta },
             );
           }
-          const probe = seriesWithNoBucketsProbe(storage, ns);
-          expect(probe).toBeDefined();
+          const queries = asked.map(([m, t]) => ({
+            filter: reopening(m, t),
+            hasMeta: m !== undefined,
+            normalizedMeta: m,
+          }));
           const before = db.calls.length;
-          const answers = await probe!(asked.map((m) => ({ hasMeta: m !== undefined, normalizedMeta: m })));
-          expect(db.calls.slice(before).every((c) => c.startsWith('aggregate:'))).toBe(true);
+          const answers = await read(storage, ns)(queries);
+          expect(db.calls.slice(before).every((c) => c.startsWith('find:'))).toBe(true);
           expect(db.calls.length - before).toBeLessThanOrEqual(1);
           expect(answers).toHaveLength(asked.length);
           for (let i = 0; i < asked.length; i++) {
-            const m = asked[i];
-            // The reopening query's condition: equality, the value compared whole.
-            const filter = m === undefined ? { meta: { $exists: false } } : { meta: { $eq: m } };
-            if (answers[i] === true) expect(await matching(storage, ns, filter)).toEqual([]);
+            const [m] = asked[i]!;
+            const answer = answers[i];
+            // A null or array meta is not read: the catalog queries it.
+            if (m === null || Array.isArray(m)) expect(answer).toBeUndefined();
+            else {
+              const found = await matching(storage, ns, queries[i]!.filter);
+              expect(answer?.map((d) => String(d._id))).toEqual(found.map((d) => String(d._id)));
+            }
           }
         },
       ),
@@ -328,35 +346,45 @@ describe('MongoStorage: which series it holds no bucket of, in one read (kSeries
     );
   });
 
-  it('knows series never stored, and that stored ones are, with every meta asked in one read', async () => {
+  it('answers every series of a call with one find', async () => {
     const { storage, ns, db } = setup();
-    await storage.insertOne(ns, { _id: new ObjectId(), meta: { host: 'h1' } });
-    await storage.insertOne(ns, { _id: new ObjectId(), meta: 7 });
-    const probe = seriesWithNoBucketsProbe(storage, ns)!;
+    const h1 = { _id: new ObjectId(), control: { min: { t: new Date(0) } }, meta: { host: 'h1' } };
+    const seven = { _id: new ObjectId(), control: { min: { t: new Date(0) } }, meta: 7 };
+    await storage.insertOne(ns, h1);
+    await storage.insertOne(ns, seven);
     const before = db.calls.length;
-    const answers = await probe([
-      { hasMeta: true, normalizedMeta: { host: 'h1' } },
-      { hasMeta: true, normalizedMeta: { host: 'h2' } },
-      // 7.0 is the same series for MongoDB's equality.
-      { hasMeta: true, normalizedMeta: new Double(7) },
-      { hasMeta: true, normalizedMeta: 8 },
-      { hasMeta: false, normalizedMeta: undefined },
-      // An array or null meta: no one key holds its matches, so it is never answered "none".
-      { hasMeta: true, normalizedMeta: [1, 2] },
-      { hasMeta: true, normalizedMeta: null },
+    const answers = await read(
+      storage,
+      ns,
+    )(
+      [{ host: 'h1' }, { host: 'h2' }, new Double(7), 8, undefined, [1, 2], null].map((m) => ({
+        filter: reopening(m, 10),
+        hasMeta: m !== undefined,
+        normalizedMeta: m,
+      })),
+    );
+    // 7.0 is the same series as 7 for MongoDB's equality; an array or null meta is not read.
+    expect(answers.map((a) => a?.map((d) => String(d._id)))).toEqual([
+      [String(h1._id)],
+      [],
+      [String(seven._id)],
+      [],
+      [],
+      undefined,
+      undefined,
     ]);
-    expect(answers).toEqual([false, true, false, true, true, false, false]);
-    expect(db.calls.slice(before)).toEqual([`aggregate:${storage.bucketsCollectionName(ns)}`]);
+    expect(db.calls.slice(before)).toEqual([`find:${storage.bucketsCollectionName(ns)}`]);
   });
 
-  it('answers "may hold some" for every series when the read fails', async () => {
+  it('rejects when the read fails', async () => {
     const { storage, ns, db } = setup('buckets', 0);
-    db.faults.push({ op: 'aggregate', when: 'before', error: unauthorized() });
-    const answers = await seriesWithNoBucketsProbe(storage, ns)!([
-      { hasMeta: true, normalizedMeta: 'a' },
-      { hasMeta: true, normalizedMeta: 'b' },
-    ]);
-    expect(answers).toEqual([false, false]);
+    db.faults.push({ op: 'find', when: 'before', error: unauthorized() });
+    await expect(
+      read(
+        storage,
+        ns,
+      )(['a', 'b'].map((m) => ({ filter: reopening(m, 0), hasMeta: true, normalizedMeta: m }))),
+    ).rejects.toBeInstanceOf(MongoStorageError);
   });
 });
 
@@ -909,7 +937,7 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     await engine.close();
   });
 
-  it('a call of new series asks which have buckets in one aggregate instead of a reopening query each', async () => {
+  it("a call's new series are queried for buckets to reopen with one read, not a query each", async () => {
     const db = new FakeDb('metrics');
     const first = await engineOn(db, 5, {});
     const name = 'system.buckets.weather';
@@ -919,7 +947,7 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     const reads = () => db.calls.filter((c) => c === `aggregate:${name}` || c === `find:${name}`);
     const sensors = Array.from({ length: 20 }, (_, i) => `s${i}`);
     await first.coll.insertMany(call(0, sensors), { ordered: false });
-    expect(reads()).toEqual([`aggregate:${name}`]);
+    expect(reads()).toEqual([`find:${name}`]);
     // Each skipped query is counted as the failed query it stands for.
     expect((await first.coll.stats()).timeseries.numBucketQueriesFailed).toBe(20);
     // Series with open buckets ask nothing.
@@ -928,14 +956,12 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     expect(reads()).toEqual([]);
     await first.engine.close();
 
-    // Another engine on the same database: the series with buckets are reopened by their queries, the
-    // new ones skip theirs.
+    // Another engine on the same database: the series with buckets are reopened from the same one read,
+    // the new ones get new buckets; then one read of the reopened buckets' columns.
     const second = await engineOn(db, 5, {});
     db.calls.length = 0;
     await second.coll.insertMany(call(2, [...sensors.slice(0, 5), 'n0', 'n1', 'n2']), { ordered: false });
-    expect(reads().filter((c) => c.startsWith('aggregate:'))).toHaveLength(1);
-    // A reopening query per series with buckets, then one read of the reopened buckets' columns.
-    expect(reads().filter((c) => c.startsWith('find:'))).toHaveLength(5 + 1);
+    expect(reads()).toEqual([`find:${name}`, `find:${name}`]);
     const stats = (await second.coll.stats()).timeseries;
     expect(stats.numBucketsReopened).toBe(5);
     expect(stats.numBucketQueriesFailed).toBe(3);

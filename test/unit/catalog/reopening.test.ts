@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 
 import { BucketEngine, MemoryStorage } from '../../../src/index.js';
 import type { BucketFilter, StorageFindOptions, StoredBucket } from '../../../src/index.js';
-import { kSeriesWithNoBuckets } from '../../../src/storage/storage.js';
-import type { SeriesProbe } from '../../../src/storage/storage.js';
+import { kReopeningCandidates } from '../../../src/storage/storage.js';
+import type { ReopeningQuery } from '../../../src/storage/storage.js';
 
 const at = (s: string) => new Date(s);
 
@@ -178,9 +178,9 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     expect(found.map((d) => `${String(d.mm)}${String(d.v)}`).sort()).toEqual(['A0', 'A1', 'A2', 'B1']);
   });
 
-  it('asks a storage that can tell which new series have buckets once per call, and queries only those', async () => {
-    // A storage that reads as a remote one would (no answer without I/O), and can tell in one read which
-    // series it holds buckets of; `failProbe` makes that read fail.
+  it("reads a call's reopening queries at once from a storage that can, and reopens from the answers", async () => {
+    // A storage that reads as a remote one would (no answer without I/O), and can answer many reopening
+    // queries with one read; `failProbe` makes that read fail.
     class Remote extends MemoryStorage {
       /** The reopening queries (other reads, of rollup definitions, are not counted). */
       readonly finds: BucketFilter[] = [];
@@ -194,15 +194,17 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
         if (Object.hasOwn(filter, '$and')) this.finds.push(filter);
         return super.find(ns, filter, options);
       }
-      async [kSeriesWithNoBuckets](ns: string, series: ReadonlyArray<SeriesProbe>): Promise<boolean[]> {
+      async [kReopeningCandidates](
+        ns: string,
+        queries: ReadonlyArray<ReopeningQuery>,
+      ): Promise<StoredBucket[][]> {
         this.probes++;
         if (this.failProbe) throw new Error('connection reset');
-        const answers: boolean[] = [];
-        for (const { hasMeta, normalizedMeta } of series) {
-          const filter = hasMeta ? { meta: { $eq: normalizedMeta } } : { meta: { $exists: false } };
-          let none = true;
-          for await (const _ of super.find(ns, filter)) none = false;
-          answers.push(none);
+        const answers: StoredBucket[][] = [];
+        for (const { filter } of queries) {
+          const found: StoredBucket[] = [];
+          for await (const doc of super.find(ns, filter)) found.push(doc);
+          answers.push(found);
         }
         return answers;
       }
@@ -223,7 +225,8 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     );
     expect([storage.probes, storage.finds.length]).toEqual([1, 1]);
     expect((await coll.stats()).timeseries.numBucketQueriesFailed).toBe(4);
-    // Another engine on the same storage: B's and C's buckets are reopened by their queries, E skips its.
+    // Another engine on the same storage: B's and C's buckets are reopened from the one read's answers;
+    // E's answer is empty.
     const other = await new BucketEngine({ storage }).createCollection('remote', {
       timeseries: { timeField: 'time', metaField: 'mm' },
     });
@@ -231,10 +234,10 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
       ['B', 'C', 'E'].map((mm) => ({ time: t(1), mm, v: 1 })),
       { ordered: false },
     );
-    expect([storage.probes, storage.finds.length]).toEqual([2, 3]);
+    expect([storage.probes, storage.finds.length]).toEqual([2, 1]);
     const stats = (await other.stats()).timeseries;
     expect([stats.numBucketsReopened, stats.numBucketQueriesFailed]).toEqual([2, 1]);
-    // A failed read spares no query, and fails nothing.
+    // After a failed read the queries are made one by one, and nothing fails.
     storage.failProbe = true;
     const third = await new BucketEngine({ storage }).createCollection('remote', {
       timeseries: { timeField: 'time', metaField: 'mm' },
@@ -246,8 +249,57 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
       },
     );
     expect(result.insertedCount).toBe(2);
-    expect([storage.probes, storage.finds.length]).toEqual([3, 5]);
+    expect([storage.probes, storage.finds.length]).toEqual([3, 3]);
     expect((await third.stats()).timeseries.numBucketsReopened).toBe(1);
+  });
+
+  it('does not reopen buckets read ahead in an era a direct write has ended since', async () => {
+    // A storage answering reopening queries together; the write runs while the engine waits for the read.
+    let duringRead: (() => Promise<unknown>) | undefined;
+    class Remote extends MemoryStorage {
+      override find(
+        ns: string,
+        filter: BucketFilter,
+        options?: StorageFindOptions,
+      ): AsyncIterable<StoredBucket> {
+        return super.find(ns, filter, options);
+      }
+      async [kReopeningCandidates](
+        ns: string,
+        queries: ReadonlyArray<ReopeningQuery>,
+      ): Promise<StoredBucket[][]> {
+        const answers: StoredBucket[][] = [];
+        for (const { filter } of queries) {
+          const found: StoredBucket[] = [];
+          for await (const doc of super.find(ns, filter)) found.push(doc);
+          answers.push(found);
+        }
+        await duringRead?.();
+        return answers;
+      }
+    }
+    const storage = new Remote();
+    const options = { timeseries: { timeField: 'time', metaField: 'mm' } } as const;
+    const first = await new BucketEngine({ storage }).createCollection('remote', options);
+    await first.insertMany(
+      ['A', 'B'].map((mm) => ({ time: at('2024-10-04T10:00:00Z'), mm, v: 0 })),
+      { ordered: false },
+    );
+    const other = await new BucketEngine({ storage }).createCollection('remote', options);
+    // A's bucket is rewritten through the engine that read it ahead (its measurement moves to series A2):
+    // a direct write on that bucket.
+    duringRead = () => other.updateMany({ mm: 'A' }, { $set: { mm: 'A2' } });
+    await other.insertMany(
+      ['A', 'B'].map((mm) => ({ time: at('2024-10-04T10:01:00Z'), mm, v: 1 })),
+      { ordered: false },
+    );
+    duringRead = undefined;
+    // Both answers were read in the era before the write: neither is reopened (as a query's answer read
+    // while a direct write starts is not), and each counts as a query that found nothing.
+    const stats = (await other.stats()).timeseries;
+    expect([stats.numBucketsReopened, stats.numBucketQueriesFailed]).toEqual([0, 2]);
+    const found = await other.find({}, { projection: { _id: 0, mm: 1, v: 1 } }).toArray();
+    expect(found.map((d) => `${String(d.mm)}${String(d.v)}`).sort()).toEqual(['A1', 'A20', 'B0', 'B1']);
   });
 
   it('a rollover inside one call counts and reopens as across calls (not "opened due to metadata")', async () => {
