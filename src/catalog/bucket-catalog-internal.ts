@@ -48,6 +48,7 @@ import { PackedItem } from './packed-item.js';
 import { reopeningQueryFilter, takeArchivedCandidate } from './reopening.js';
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
 import type { StoredBucket } from '../storage/storage.js';
+import type { BucketStateRegistry } from './bucket-state-registry.js';
 import { rolloverActionFor } from './rollover.js';
 import type { RolloverReason } from './rollover.js';
 import { addOpenBucket, removeOpenBucket } from './stripe.js';
@@ -282,20 +283,30 @@ export interface SeriesStaging {
   readonly source: ReopeningSource | undefined;
   /**
    * The answers of the call's reopening queries read together before staging
-   * (`ReopeningSource.reopeningCandidates`), by series signature; an answer is used once, by the query it
-   * answers (same series, same time), and taken out.
+   * (`ReopeningSource.reopeningCandidates`).
    */
-  readonly prefetched?: Map<string, PrefetchedReopening> | undefined;
+  readonly prefetched?: PrefetchedReopenings | undefined;
 }
 
-/** A series' reopening query answered before staging (see {@link SeriesStaging.prefetched}). */
+/**
+ * The answers of a call's reopening queries read before staging, by series signature, read in catalog era
+ * `era` of `registry`. An answer is used once, by the query it answers (same series, same time), and
+ * only while the era lasts: once a direct write has ended since the read, the series is queried.
+ */
+export interface PrefetchedReopenings {
+  readonly answers: Map<string, PrefetchedReopening>;
+  readonly registry: BucketStateRegistry;
+  readonly era: number;
+}
+
+/** A series' reopening query answered before staging (see {@link PrefetchedReopenings}). */
 export interface PrefetchedReopening {
   /** The time the query was made for (the series' earliest measurement in the call), epoch ms. */
   readonly timeMs: number;
+  /** The query. */
+  readonly filter: Readonly<Record<string, unknown>>;
   /** The documents it found, in storage order. */
   readonly docs: ReadonlyArray<StoredBucket>;
-  /** The catalog's era before the read (documents written directly since are not reopened). */
-  readonly era: number;
 }
 
 /** One series of a {@link SeriesStaging}: its key and its run of `positions`. */
@@ -531,7 +542,7 @@ function findEligibleBucket(
   pausedWhy: 'metadata' | 'rollover' | undefined,
   rolledOver: Exclude<RolloverReason, 'none'> | undefined,
   source: ReopeningSource | undefined,
-  prefetched?: Map<string, PrefetchedReopening>,
+  prefetched?: PrefetchedReopenings,
 ): EligibleBucket {
   const open = lock.stripe.openBucketsByKey.get(key.signature);
   // A bucket the caller already rolled over for this item counts as the series' current bucket.
@@ -574,20 +585,20 @@ function findEligibleBucket(
     if (record !== undefined) return { kind: 'reopen', request: { kind: 'archived', record }, why };
     if (queryAllowed) {
       const hasMeta = item.metadata.normalizedMeta !== undefined;
-      const answered = prefetched?.get(key.signature);
-      if (answered !== undefined && answered.timeMs === item.timeMs) prefetched?.delete(key.signature);
+      // The query's answer, read with the call's other series before staging (used once).
+      let answered = prefetched?.answers.get(key.signature);
+      if (answered?.timeMs !== item.timeMs) answered = undefined;
+      else prefetched?.answers.delete(key.signature);
+      if (prefetched?.registry.currentEra !== prefetched?.era) answered = undefined;
       if (options.reopeningIndex === 'absent') {
         // MongoDB skips the query without its index and counts it as failed.
         coll.stats.inc('numBucketQueriesFailed');
-      } else if (answered?.timeMs === item.timeMs && answered.docs.length > 0) {
-        // The query's answer, read with the call's other series before staging.
-        return {
-          kind: 'reopen',
-          request: { kind: 'prefetched', docs: answered.docs, era: answered.era },
-          why,
-        };
+      } else if (answered !== undefined && answered.docs.length > 0) {
+        const { filter, docs } = answered;
+        const era = (prefetched as PrefetchedReopenings).era;
+        return { kind: 'reopen', request: { kind: 'prefetched', filter, docs, era }, why };
       } else if (
-        answered?.timeMs === item.timeMs ||
+        answered !== undefined ||
         source?.holdsNoBucketsOf?.(hasMeta, item.metadata.normalizedMeta) === true
       ) {
         // The query found nothing when read with the call's others, or the storage has never seen the

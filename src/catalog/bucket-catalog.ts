@@ -39,6 +39,7 @@ import type {
   CollectionState,
   InsertItem,
   PrefetchedReopening,
+  PrefetchedReopenings,
   SeriesRun,
   SeriesStaging,
   StagePause,
@@ -414,7 +415,7 @@ export class BucketCatalog {
     items: ReadonlyArray<InsertItem>,
     groups: SeriesGroups,
     source: ReopeningSource | undefined,
-  ): Promise<Map<string, PrefetchedReopening> | undefined> | undefined {
+  ): Promise<PrefetchedReopenings | undefined> | undefined {
     if (
       source?.reopeningCandidates === undefined ||
       this.#state.reopening !== 'enabled' ||
@@ -442,20 +443,21 @@ export class BucketCatalog {
       const filter = reopeningQueryFilter(options, this.#state.parameters, hasMeta, meta, times[i] as number);
       return { filter, hasMeta, normalizedMeta: meta };
     });
-    const era = this.#registry.currentEra;
+    const registry = this.#registry;
+    const era = registry.currentEra;
     return source.reopeningCandidates(queries).then(
-      (answers) => {
-        const answered = new Map<string, PrefetchedReopening>();
+      (found) => {
+        const answers = new Map<string, PrefetchedReopening>();
         for (let i = 0; i < asked.length; i++) {
-          const docs = answers[i];
+          const docs = found[i];
           if (docs === undefined) continue;
-          answered.set((keys[asked[i] as number] as BucketKey).signature, {
+          answers.set((keys[asked[i] as number] as BucketKey).signature, {
             timeMs: times[i] as number,
+            filter: (queries[i] as { filter: Readonly<Record<string, unknown>> }).filter,
             docs,
-            era,
           });
         }
-        return answered;
+        return { answers, registry, era };
       },
       // Only a way to spare queries: after a failed read they are made one by one.
       () => undefined,
@@ -463,12 +465,12 @@ export class BucketCatalog {
   }
 
   /**
-   * A prefetched answer without the documents a direct write has been pending on, started or finished
-   * since it was read, as a query's answer is read (`isSafeToReopen`).
+   * What a prefetched answer stands for now: while the era it was read in lasts, its documents but those a
+   * direct write is pending on (as a query's documents are checked, `isSafeToReopen`); once a direct write
+   * has ended since, the query, made again.
    */
-  #stillReopenable(
-    request: Extract<ReopeningRequest, { kind: 'prefetched' }>,
-  ): Extract<ReopeningRequest, { kind: 'prefetched' }> {
+  #stillReopenable(request: Extract<ReopeningRequest, { kind: 'prefetched' }>): ReopeningRequest {
+    if (this.#registry.currentEra !== request.era) return { kind: 'query', filter: request.filter };
     const docs = request.docs.filter(
       (doc) => isBsonValue(doc._id, 'ObjectId') && isSafeToReopen(this.#registry, doc._id, request.era),
     );

@@ -87,14 +87,19 @@ export interface ReopeningSource {
 }
 
 /**
- * What to look for on disk: an archived bucket by `_id`, the documents a query finds, or the documents
- * the query's answer read with the call's others held (`prefetched`: read before staging, in the catalog
- * era `era`; those written directly since are left out when they are used).
+ * What to look for on disk: an archived bucket by `_id`, the documents a query finds, or the documents a
+ * query found when read with the call's others before staging (`prefetched`, in catalog era `era`: used
+ * while the era lasts, else the query is made again).
  */
 export type ReopeningRequest =
   | { readonly kind: 'archived'; readonly record: ArchivedBucket }
   | { readonly kind: 'query'; readonly filter: Readonly<Record<string, unknown>> }
-  | { readonly kind: 'prefetched'; readonly docs: ReadonlyArray<StoredBucket>; readonly era: number };
+  | {
+      readonly kind: 'prefetched';
+      readonly filter: Readonly<Record<string, unknown>>;
+      readonly docs: ReadonlyArray<StoredBucket>;
+      readonly era: number;
+    };
 
 /**
  * Take the archived record of `key` that can hold time `timeMs`: the largest start `<= timeMs` with

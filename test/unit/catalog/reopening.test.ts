@@ -253,15 +253,18 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     expect((await third.stats()).timeseries.numBucketsReopened).toBe(1);
   });
 
-  it('does not reopen buckets read ahead in an era a direct write has ended since', async () => {
+  it('queries again the series whose answers were read in an era a direct write has ended since', async () => {
     // A storage answering reopening queries together; the write runs while the engine waits for the read.
     let duringRead: (() => Promise<unknown>) | undefined;
     class Remote extends MemoryStorage {
+      /** Reopening queries made one by one. */
+      finds = 0;
       override find(
         ns: string,
         filter: BucketFilter,
         options?: StorageFindOptions,
       ): AsyncIterable<StoredBucket> {
+        if (Object.hasOwn(filter, '$and')) this.finds++;
         return super.find(ns, filter, options);
       }
       async [kReopeningCandidates](
@@ -286,20 +289,21 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
       { ordered: false },
     );
     const other = await new BucketEngine({ storage }).createCollection('remote', options);
-    // A's bucket is rewritten through the engine that read it ahead (its measurement moves to series A2):
-    // a direct write on that bucket.
-    duringRead = () => other.updateMany({ mm: 'A' }, { $set: { mm: 'A2' } });
+    // A's bucket is rewritten through the engine that read it ahead (its measurement moves to series C,
+    // which had no bucket when read): a direct write on that bucket.
+    duringRead = () => other.updateMany({ mm: 'A' }, { $set: { mm: 'C' } });
     await other.insertMany(
-      ['A', 'B'].map((mm) => ({ time: at('2024-10-04T10:01:00Z'), mm, v: 1 })),
+      ['A', 'B', 'C'].map((mm) => ({ time: at('2024-10-04T10:01:00Z'), mm, v: 1 })),
       { ordered: false },
     );
     duringRead = undefined;
-    // Both answers were read in the era before the write: neither is reopened (as a query's answer read
-    // while a direct write starts is not), and each counts as a query that found nothing.
+    // The answers were read in the era before the write: none is used, not even C's empty one; the
+    // queries are made again, one by one: B's and C's find their buckets, A's none (its bucket is C's).
     const stats = (await other.stats()).timeseries;
-    expect([stats.numBucketsReopened, stats.numBucketQueriesFailed]).toEqual([0, 2]);
+    expect([stats.numBucketsReopened, stats.numBucketQueriesFailed]).toEqual([2, 1]);
+    expect(storage.finds).toBe(3);
     const found = await other.find({}, { projection: { _id: 0, mm: 1, v: 1 } }).toArray();
-    expect(found.map((d) => `${String(d.mm)}${String(d.v)}`).sort()).toEqual(['A1', 'A20', 'B0', 'B1']);
+    expect(found.map((d) => `${String(d.mm)}${String(d.v)}`).sort()).toEqual(['A1', 'B0', 'B1', 'C0', 'C1']);
   });
 
   it('a rollover inside one call counts and reopens as across calls (not "opened due to metadata")', async () => {
