@@ -29,11 +29,11 @@ import type {
   BucketWriteOutcome,
   CommitWritesOptions,
   NamespaceOptions,
+  ReopeningQuery,
   Storage,
   StorageFindOptions,
   StorageCommit,
   StorageIndex,
-  ReopeningQuery,
   StorageUpdateResult,
   StoredBucket,
 } from '../storage/storage.js';
@@ -57,12 +57,13 @@ import { equalityIndexKey, metaIndexKeys } from '../storage/meta-equality.js';
 import { BsonQuery } from '../util/bson-query.js';
 import { documentAlreadyWritten, insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
 
-/** Server error codes handled as expected outcomes. */
 /**
  * Most filter bytes in one `find` of `#reopeningCandidates`: its command stays far below the 16 MiB a
  * command may be.
  */
 const kReadAheadBytes = 4 * 1024 * 1024;
+
+/** Server error codes handled as expected outcomes. */
 const kNamespaceNotFound = 26;
 const kIndexNotFound = 27;
 const kNamespaceExists = 48;
@@ -607,8 +608,10 @@ export class MongoStorage implements Storage {
     const tests = new Map<number, BsonQuery>();
     for (const filters of chunks) {
       if (filters.length === 0) continue;
+      // Batches of a few documents per query (a series mostly has one bucket to reopen), rather than the
+      // driver's 101 documents, each batch after the first being one more round trip.
       const found = await this.#run('find', bucketsCollectionName, () =>
-        buckets.find({ $or: filters }, kReadBsonOptions).toArray(),
+        buckets.find({ $or: filters }, { ...kReadBsonOptions, batchSize: 4 * filters.length }).toArray(),
       );
       for (const raw of found) {
         const doc = canonicalizeDocument(raw);
