@@ -1109,6 +1109,12 @@ function ownTails(tails: ColumnTails): ColumnTails {
 }
 
 /**
+ * Where {@link MeasurementMap.intermediate} and {@link MeasurementMap.previewColumns} collect the columns
+ * before copying them out (reused).
+ */
+const scratchSink: DiffSink = { buf: new Uint8Array(4096), length: 0 };
+
+/**
  * The slabs commits' tails are cut from, as Node's pooled `Buffer`s are: an array or two per commit made
  * garbage collection a large part of a one-measurement commit. The builders append their tails to the
  * byte slab ({@link BSONColumnBuilder.intermediateInto}). A slab's part is never written again once cut:
@@ -1116,12 +1122,6 @@ function ownTails(tails: ColumnTails): ColumnTails {
  * array stays as it was), so tails never change; a commit only keeps its slabs alive until the storage
  * has copied the tails.
  */
-/**
- * Where {@link MeasurementMap.intermediate} and {@link MeasurementMap.previewColumns} collect the columns
- * before copying them out (reused).
- */
-const scratchSink: DiffSink = { buf: new Uint8Array(4096), length: 0 };
-
 const kByteSlabSize = 64 * 1024;
 /** Room a commit usually needs: with less left, the next commit starts a new slab. */
 const kByteSlabReserve = 8 * 1024;
