@@ -69,6 +69,7 @@ export type {
   BucketWrite,
   BucketWriteOutcome,
   CommitWritesOptions,
+  ReopeningQuery,
   Storage,
   StorageFindOptions,
   StorageIndex,
