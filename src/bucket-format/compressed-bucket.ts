@@ -190,22 +190,26 @@ export function compressedCommitGuard(commit: CompressedBucketCommit): Readonly<
 
 /**
  * The MongoDB update of a compressed commit sent as column replacement: `$set` of `control.count` (and
- * `control.version`), `control.min`, `control.max` and each changed column whole; a `$setField` pipeline
- * when a column name cannot be written as a dotted path.
+ * `control.version`), `control.min` and `control.max` (whole, or as the paths `minMax` gives), and each
+ * changed column whole; a `$setField` pipeline when a column name cannot be written as a dotted path.
  *
  * @param commit - the commit.
  * @param columns - each changed column's whole new binary, by field.
+ * @param minMax - the `$set` paths and values of `control.min` and `control.max` (their changed fields),
+ *   when the caller knows the stored ones; both documents whole when absent.
  * @returns the update document or pipeline.
  */
 export function compressedCommitReplacementUpdate(
   commit: CompressedBucketCommit,
   columns: ReadonlyMap<string, Binary>,
+  minMax?: ReadonlyArray<readonly [string, unknown]>,
 ): Readonly<Record<string, unknown>> | ReadonlyArray<Readonly<Record<string, unknown>>> {
-  const control: Record<string, unknown> = {
-    'control.min': commit.minMax.min,
-    'control.max': commit.minMax.max,
-    'control.count': commit.count,
-  };
+  const control: Record<string, unknown> = {};
+  if (minMax === undefined) {
+    control['control.min'] = commit.minMax.min;
+    control['control.max'] = commit.minMax.max;
+  } else for (const [path, value] of minMax) control[path] = value;
+  control['control.count'] = commit.count;
   if (commit.version !== undefined) control['control.version'] = commit.version;
   let safe = true;
   for (const field of columns.keys()) if (!isPathSafeFieldName(field)) safe = false;

@@ -27,8 +27,8 @@ import type {
   BucketWriteOutcome,
   StoredBucket,
 } from '../storage/storage.js';
-import { spliceColumns, storedColumns } from './compressed-columns.js';
-import type { CompressedColumnCache } from './compressed-columns.js';
+import { minMaxPaths, spliceColumns, storedColumns, storedMinMax } from './compressed-columns.js';
+import type { CompressedColumnCache, StoredMinMax } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions } from './bson-values.js';
 import type { MongoCollectionLike } from './driver-shape.js';
 import { kDuplicateKeyCode, MongoStorageError } from './mongo-storage-error.js';
@@ -45,6 +45,7 @@ type Planned =
       readonly commit: CompressedBucketCommit;
       readonly columns: Map<string, Binary>;
       readonly base: ReadonlyMap<string, Uint8Array>;
+      readonly minMax: StoredMinMax;
     };
 
 /** The buckets collection and what `MongoStorage` lends the bulk write. */
@@ -91,11 +92,13 @@ export async function bulkCommitWrites(
     if (commit.format === 'compressed') {
       let columns = target.columns.changedColumns(target.ns, commit);
       let base = target.columns.columnsOf(target.ns, commit.bucketId);
+      let previous = target.columns.minMaxOf(target.ns, commit);
       if (columns === undefined) {
         // Not cached: spliced onto the stored columns, read for the whole call at once.
         const doc = stored.get(commit.bucketId.toHexString());
         const control = doc?.control as { count?: unknown } | undefined;
         base = doc === undefined ? base : storedColumns(doc);
+        previous = doc === undefined ? undefined : storedMinMax(doc);
         columns =
           doc === undefined || Number(control?.count) !== commit.numPreviouslyCommittedMeasurements
             ? undefined
@@ -105,8 +108,9 @@ export async function bulkCommitWrites(
         planned.push({ kind: 'skipped' });
         continue;
       }
-      planned.push({ kind: 'compressed', commit, columns, base });
-      const update = compressedCommitReplacementUpdate(commit, columns);
+      const minMax = { min: commit.minMax.min, max: commit.minMax.max };
+      planned.push({ kind: 'compressed', commit, columns, base, minMax });
+      const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(previous, minMax));
       operations.push({
         updateOne: {
           filter: compressedCommitGuard(commit),
@@ -134,8 +138,9 @@ export async function bulkCommitWrites(
     if (plan.kind === 'insert') {
       if (outcomes[i] === kApplied) target.columns.remember(target.ns, plan.document);
     } else if (plan.kind === 'compressed') {
-      if (outcomes[i] === kApplied) target.columns.applied(target.ns, plan.commit, plan.columns, plan.base);
-      else target.columns.forget(target.ns, plan.commit.bucketId);
+      if (outcomes[i] === kApplied) {
+        target.columns.applied(target.ns, plan.commit, plan.columns, plan.base, plan.minMax);
+      } else target.columns.forget(target.ns, plan.commit.bucketId);
     }
   });
   return outcomes;

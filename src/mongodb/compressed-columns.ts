@@ -15,14 +15,23 @@ import { LRUCache } from 'lru-cache';
 import { columnDiffsOf } from '../bucket-format/column-tails.js';
 import { binaryBytes } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import { isPlainObject } from '../util/bson-value.js';
 import { invariant } from '../util/invariant.js';
-import { getOwnField } from '../util/safe-record.js';
+import { getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
+import { sameBsonValue } from './bson-values.js';
 
-/** The stored columns of one compressed bucket, and the count they hold. */
+/** The stored columns of one compressed bucket, the count they hold, and its `control.min`/`max`. */
 interface CachedBucket {
   readonly count: number;
   readonly columns: Map<string, Uint8Array>;
   readonly bytes: number;
+  readonly minMax: StoredMinMax | undefined;
+}
+
+/** A bucket's `control.min` and `control.max` as stored. */
+export interface StoredMinMax {
+  readonly min: Readonly<Record<string, unknown>>;
+  readonly max: Readonly<Record<string, unknown>>;
 }
 
 /** Default bound on the bytes of cached columns. */
@@ -65,7 +74,7 @@ export class CompressedColumnCache {
       columns.set(field, column);
       bytes += column.length;
     }
-    this.#cache.set(key, { count: Number(control.count), columns, bytes });
+    this.#cache.set(key, { count: Number(control.count), columns, bytes, minMax: storedMinMax(doc) });
   }
 
   /**
@@ -112,6 +121,7 @@ export class CompressedColumnCache {
     commit: CompressedBucketCommit,
     changed: ReadonlyMap<string, Binary>,
     base: ReadonlyMap<string, Uint8Array>,
+    minMax: StoredMinMax,
   ): void {
     const key = keyOf(ns, commit.bucketId);
     if (key === undefined) return;
@@ -119,7 +129,21 @@ export class CompressedColumnCache {
     for (const [field, binary] of changed) columns.set(field, binaryBytes(binary));
     let bytes = 0;
     for (const column of columns.values()) bytes += column.length;
-    this.#cache.set(key, { count: commit.count, columns, bytes });
+    this.#cache.set(key, { count: commit.count, columns, bytes, minMax });
+  }
+
+  /**
+   * The stored `control.min` and `control.max` of a bucket, when the cache holds it as the commit expects
+   * it (`numPreviouslyCommittedMeasurements` measurements).
+   *
+   * @param ns - namespace.
+   * @param commit - the commit.
+   * @returns the documents, or `undefined`.
+   */
+  minMaxOf(ns: string, commit: CompressedBucketCommit): StoredMinMax | undefined {
+    const key = keyOf(ns, commit.bucketId);
+    const cached = key === undefined ? undefined : this.#cache.get(key);
+    return cached?.count === commit.numPreviouslyCommittedMeasurements ? cached.minMax : undefined;
   }
 
   /**
@@ -180,6 +204,64 @@ export function storedColumns(doc: Readonly<Record<string, unknown>>): Map<strin
     if (value?._bsontype === 'Binary') out.set(field, binaryBytes(value));
   }
   return out;
+}
+
+/**
+ * A stored bucket's `control.min` and `control.max`, if it has both as documents.
+ *
+ * @param doc - a stored bucket document.
+ * @returns the documents, or `undefined`.
+ */
+export function storedMinMax(doc: Readonly<Record<string, unknown>>): StoredMinMax | undefined {
+  const control = getOwnField(doc, 'control') as Record<string, unknown> | undefined;
+  const min = control === undefined ? undefined : getOwnField(control, 'min');
+  const max = control === undefined ? undefined : getOwnField(control, 'max');
+  return isPlainObject(min) && isPlainObject(max) ? { min, max } : undefined;
+}
+
+/**
+ * The `$set` paths of a commit's `control.min` and `control.max`: only the fields whose value changed
+ * (`control.min.<field>`), when the stored documents are known and the new ones have no field they lack
+ * (a new field would be placed by the server in name order, not where the catalog places it) and every
+ * changed name can be a dotted path; else that side whole. The commit's guard requires the stored
+ * count, so the stored documents are the ones known.
+ *
+ * @param stored - the bucket's stored `control.min` and `control.max`, if known.
+ * @param next - the commit's.
+ * @returns the paths and values, in the order of the new documents' fields.
+ */
+export function minMaxPaths(
+  stored: StoredMinMax | undefined,
+  next: StoredMinMax,
+): Array<readonly [string, unknown]> {
+  return [...sidePaths('min', stored?.min, next.min), ...sidePaths('max', stored?.max, next.max)];
+}
+
+function sidePaths(
+  side: 'min' | 'max',
+  stored: Readonly<Record<string, unknown>> | undefined,
+  next: Readonly<Record<string, unknown>>,
+): Array<readonly [string, unknown]> {
+  const whole: Array<readonly [string, unknown]> = [[`control.${side}`, next]];
+  // Every stored field is still there (min and max only gain fields), and no other.
+  if (stored === undefined || Object.keys(stored).length !== Object.keys(next).length) return whole;
+  const paths: Array<readonly [string, unknown]> = [];
+  for (const field of Object.keys(next)) {
+    if (!hasOwnField(stored, field)) return whole;
+    const value = next[field];
+    if (sameStoredValue(stored[field], value)) continue;
+    if (!isPathSafeFieldName(field)) return whole;
+    paths.push([`control.${side}.${field}`, value]);
+  }
+  return paths;
+}
+
+/** Whether two values are the same BSON (numbers, strings and dates compared without serialising). */
+function sameStoredValue(a: unknown, b: unknown): boolean {
+  if (typeof a === 'number' && typeof b === 'number') return Object.is(a, b);
+  if (typeof a === 'string' || typeof a === 'boolean' || a === null) return a === b;
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  return sameBsonValue(a, b);
 }
 
 function keyOf(ns: string, id: unknown): string | undefined {

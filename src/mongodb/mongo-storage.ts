@@ -39,7 +39,13 @@ import type {
 } from '../storage/storage.js';
 import { kReopeningCandidates } from '../storage/storage.js';
 import { bulkCommitWrites } from './bulk-commit.js';
-import { CompressedColumnCache, spliceColumns, storedColumns } from './compressed-columns.js';
+import {
+  CompressedColumnCache,
+  minMaxPaths,
+  spliceColumns,
+  storedColumns,
+  storedMinMax,
+} from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument } from './bson-values.js';
 import type { MongoCollectionLike, MongoDbLike } from './driver-shape.js';
 import { isDuplicateKeyError, MongoStorageError } from './mongo-storage-error.js';
@@ -359,17 +365,20 @@ export class MongoStorage implements Storage {
     const { buckets, bucketsCollectionName } = this.#target(ns);
     let base = this.#columns.columnsOf(ns, commit.bucketId);
     let changed = this.#columns.changedColumns(ns, commit);
+    let previous = this.#columns.minMaxOf(ns, commit);
     if (changed === undefined) {
       const stored = await this.#run('find', bucketsCollectionName, () => readById(buckets, commit.bucketId));
       const control = stored?.control as { count?: unknown } | undefined;
       if (stored === undefined || Number(control?.count) !== commit.numPreviouslyCommittedMeasurements)
         return kNotMatched;
       base = storedColumns(stored);
+      previous = storedMinMax(stored);
       changed = spliceColumns(base, commit);
       if (changed === undefined) return kNotMatched;
     }
     const columns = changed;
-    const update = compressedCommitReplacementUpdate(commit, columns);
+    const minMax = { min: commit.minMax.min, max: commit.minMax.max };
+    const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(previous, minMax));
     const result = await this.#run('updateOne', bucketsCollectionName, async (attempt) => {
       const written = await buckets.updateOne(compressedCommitGuard(commit), driverUpdate(update));
       if (written.matchedCount > 0) return kUpdated;
@@ -393,7 +402,7 @@ export class MongoStorage implements Storage {
       }
       return kNotMatched;
     });
-    if (result.kind === 'updated') this.#columns.applied(ns, commit, columns, base);
+    if (result.kind === 'updated') this.#columns.applied(ns, commit, columns, base, minMax);
     else this.#columns.forget(ns, commit.bucketId);
     return result;
   }

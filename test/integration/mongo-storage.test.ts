@@ -2,7 +2,7 @@
  * MongoStorage specifics over the driver fake: modes and namespaces, value representation, error
  * translation, retries with backoff, ambiguous (lost-reply) writes, and the engine under injected faults.
  */
-import { Double, Int32, Long, ObjectId } from 'bson';
+import { Double, Int32, Long, ObjectId, serialize } from 'bson';
 import {
   MongoNetworkError,
   MongoNetworkTimeoutError,
@@ -927,6 +927,75 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
       await engine.close();
     },
   );
+
+  it('sends only the changed fields of control.min and control.max, and stores the documents the reference does', async () => {
+    const db = new FakeDb('metrics');
+    // The updates of every bulkWrite, as sent.
+    const sent: Array<Record<string, unknown>> = [];
+    const collection = db.collection.bind(db);
+    db.collection = (name: string) => {
+      const coll = collection(name);
+      const bulkWrite = coll.bulkWrite.bind(coll);
+      coll.bulkWrite = (operations, options) => {
+        for (const op of operations) {
+          const update = (op as { updateOne?: { update: unknown } }).updateOne?.update;
+          if (update !== undefined && !Array.isArray(update)) sent.push(update as Record<string, unknown>);
+        }
+        return bulkWrite(operations, options);
+      };
+      return coll;
+    };
+    const { engine, coll } = await engineOn(db, 5, {});
+    const reference = await new BucketEngine({ parameters: kParameters }).createCollection('weather', {
+      timeseries: { timeField: 'ts', metaField: 'sensor' },
+    });
+    // Per call, one measurement of each series: values that move one side or the other or neither, a
+    // field that appears, a name that is not a dotted path, -0 after 0, dates, strings, a document.
+    const calls = [
+      [
+        { ts: at(0), sensor: 'a', v: 5, w: 0, s: 'm', when: at(100), o: { x: 1 } },
+        { ts: at(0), sensor: 'b', v: 1 },
+      ],
+      [
+        { ts: at(1), sensor: 'a', v: 7, w: -0, s: 'm', when: at(100), o: { x: 1 } },
+        { ts: at(1), sensor: 'b', v: 1 },
+      ],
+      [
+        { ts: at(2), sensor: 'a', v: 6, w: 0, s: 'a', when: at(50), o: { x: 0 } },
+        { ts: at(2), sensor: 'b', v: 0, 'x.y': 1 },
+      ],
+      [
+        { ts: at(3), sensor: 'a', v: 9, w: 0, s: 'z', when: at(200), o: { x: 2 } },
+        { ts: at(3), sensor: 'b', v: 2, 'x.y': 3 },
+      ],
+    ];
+    for (const call of calls) {
+      await coll.insertMany(call, { ordered: false });
+      await reference.insertMany(call, { ordered: false });
+    }
+    // The commits after the first of each bucket: only what moved, as dotted paths (b's last two
+    // commits, which add the column 'x.y', go as a pipeline with both sides whole: not listed here).
+    const paths = sent.map((u) =>
+      Object.keys(u.$set as Record<string, unknown>).filter((k) => k.startsWith('control.m')),
+    );
+    expect(paths).toEqual([
+      // Call 1, b then a: -0 after 0 moves neither side of w (equal, the first is kept).
+      ['control.max.ts'],
+      ['control.max.ts', 'control.max.v'],
+      // Call 2, a: v between its minimum and maximum; s, when and o lower.
+      ['control.min.s', 'control.min.when', 'control.min.o', 'control.max.ts'],
+      // Call 3, a.
+      ['control.max.ts', 'control.max.v', 'control.max.s', 'control.max.when', 'control.max.o'],
+    ]);
+    // Byte for byte the documents the embedded storage holds (their fields in the same order).
+    const bytesOf = async (c: typeof coll) =>
+      (await c.buckets.find().toArray())
+        .map((b) => ({ ...b, _id: null }))
+        .sort((x, y) => (String(x.meta) < String(y.meta) ? -1 : 1))
+        .map((b) => Buffer.from(serialize(b)).toString('hex'));
+    expect(await bytesOf(coll)).toEqual(await bytesOf(reference));
+    await engine.close();
+  });
 
   it('with bulkWrite, an ordered call with each series contiguous is one bulkWrite', async () => {
     const { db, engine, coll } = await engineSetup(5, true);
