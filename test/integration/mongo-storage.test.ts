@@ -25,6 +25,7 @@ import {
   resolveMongoStorageOptions,
 } from '../../src/mongodb/index.js';
 import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
+import type { MongoCollectionLike } from '../../src/mongodb/driver-shape.js';
 import { compressBucket } from '../../src/bucket-format/bucket-compression.js';
 import { insertAlreadyWritten, updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
 import { kInstantRetry } from './backends.js';
@@ -929,22 +930,32 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
   );
 
   it('sends only the changed fields of control.min and control.max, and stores the documents the reference does', async () => {
-    const db = new FakeDb('metrics');
-    // The updates of every bulkWrite, as sent.
+    // The updates of every bulkWrite, as sent (a proxy of the fake's collections records them).
     const sent: Array<Record<string, unknown>> = [];
-    const collection = db.collection.bind(db);
-    db.collection = (name: string) => {
-      const coll = collection(name);
-      const bulkWrite = coll.bulkWrite.bind(coll);
-      coll.bulkWrite = (operations, options) => {
-        for (const op of operations) {
-          const update = (op as { updateOne?: { update: unknown } }).updateOne?.update;
-          if (update !== undefined && !Array.isArray(update)) sent.push(update as Record<string, unknown>);
-        }
-        return bulkWrite(operations, options);
-      };
-      return coll;
-    };
+    const recording = (coll: MongoCollectionLike): MongoCollectionLike =>
+      new Proxy(coll, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (typeof value !== 'function') return value;
+          if (prop !== 'bulkWrite') return (value as (...a: unknown[]) => unknown).bind(target);
+          return (operations: ReadonlyArray<{ updateOne?: { update: unknown } }>, options: unknown) => {
+            for (const op of operations) {
+              const update = op.updateOne?.update;
+              if (update !== undefined && !Array.isArray(update))
+                sent.push(update as Record<string, unknown>);
+            }
+            return (value as (...a: unknown[]) => unknown).call(target, operations, options);
+          };
+        },
+      });
+    const fake = new FakeDb('metrics');
+    const db = new Proxy(fake, {
+      get(target, prop, receiver) {
+        if (prop === 'collection') return (name: string) => recording(target.collection(name));
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
     const { engine, coll } = await engineOn(db, 5, {});
     const reference = await new BucketEngine({ parameters: kParameters }).createCollection('weather', {
       timeseries: { timeField: 'ts', metaField: 'sensor' },
@@ -990,7 +1001,7 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     // Byte for byte the documents the embedded storage holds (their fields in the same order).
     const bytesOf = async (c: typeof coll) =>
       (await c.buckets.find().toArray())
-        .map((b) => ({ ...b, _id: null }))
+        .map((b): Record<string, unknown> => ({ ...b, _id: null }))
         .sort((x, y) => (String(x.meta) < String(y.meta) ? -1 : 1))
         .map((b) => Buffer.from(serialize(b)).toString('hex'));
     expect(await bytesOf(coll)).toEqual(await bytesOf(reference));
