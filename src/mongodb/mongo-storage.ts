@@ -625,6 +625,7 @@ export class MongoStorage implements Storage {
       for (const raw of found) {
         const doc = canonicalizeDocument(raw);
         const keys = metaIndexKeys(doc);
+        let answering = false;
         for (const key of typeof keys === 'string' ? [keys] : keys) {
           for (const i of byKey.get(key) ?? []) {
             const answer = answers[i] as StoredBucket[];
@@ -634,9 +635,14 @@ export class MongoStorage implements Storage {
               tests.set(i, test);
             }
             // An array meta files a document under several keys: once per query.
-            if (answer[answer.length - 1] !== doc && test.test(doc)) answer.push(doc);
+            if (answer[answer.length - 1] !== doc && test.test(doc)) {
+              answer.push(doc);
+              answering = true;
+            }
           }
         }
+        // A bucket the catalog may reopen: its first commit then needs no read of its columns.
+        if (answering) this.#columns.remember(ns, doc);
       }
     }
     return answers;
