@@ -9,7 +9,6 @@
  *
  * @packageDocumentation
  */
-import { Buffer } from 'node:buffer';
 
 import type { AnyBulkWriteOperation, Binary, BulkWriteResult, Document, Filter } from 'mongodb';
 
@@ -32,7 +31,11 @@ import type { CompressedColumnCache, StoredMinMax } from './compressed-columns.j
 import { canonicalizeDocument, kReadBsonOptions } from './bson-values.js';
 import type { MongoCollectionLike } from './driver-shape.js';
 import { kDuplicateKeyCode, MongoStorageError } from './mongo-storage-error.js';
-import { insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
+import {
+  compressedCommitAlreadyApplied,
+  insertAlreadyWritten,
+  updateAlreadyApplied,
+} from './write-verification.js';
 
 /** What one write of the call sends, and how to tell afterwards whether it is stored. */
 type Planned =
@@ -256,15 +259,7 @@ async function alreadyStored(buckets: MongoCollectionLike, plan: Planned): Promi
   const stored = canonicalizeDocument(doc);
   if (plan.kind === 'insert') return insertAlreadyWritten(stored, plan.document);
   if (plan.kind === 'update') return updateAlreadyApplied(stored, plan.update);
-  const control = stored.control as { count?: unknown } | undefined;
-  if (Number(control?.count) !== plan.commit.count) return false;
-  const now = storedColumns(stored);
-  for (const [field, binary] of plan.columns) {
-    const bytes = now.get(field);
-    if (bytes === undefined || Buffer.compare(bytes, binary.buffer.subarray(0, binary.position)) !== 0)
-      return false;
-  }
-  return true;
+  return compressedCommitAlreadyApplied(stored, plan.commit, plan.columns);
 }
 
 /** The per-operation errors of a driver `MongoBulkWriteError` (one or several), or `undefined`. */

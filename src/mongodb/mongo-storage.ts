@@ -61,7 +61,12 @@ import type { ServerNamespace } from './namespaces.js';
 import { runWithRetries } from './retry.js';
 import { equalityIndexKey, metaIndexKeys } from '../storage/meta-equality.js';
 import { BsonQuery } from '../util/bson-query.js';
-import { documentAlreadyWritten, insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
+import {
+  compressedCommitAlreadyApplied,
+  documentAlreadyWritten,
+  insertAlreadyWritten,
+  updateAlreadyApplied,
+} from './write-verification.js';
 
 /**
  * Most filter bytes in one `find` of `#reopeningCandidates`: its command stays far below the 16 MiB a
@@ -383,22 +388,9 @@ export class MongoStorage implements Storage {
       const written = await buckets.updateOne(compressedCommitGuard(commit), driverUpdate(update));
       if (written.matchedCount > 0) return kUpdated;
       if (attempt > 0) {
-        // A lost reply: the update is in if the bucket holds this commit's count and columns.
+        // A lost reply: the update may be in (compressedCommitAlreadyApplied).
         const stored = await readById(buckets, commit.bucketId);
-        const control = stored?.control as { count?: unknown } | undefined;
-        if (stored !== undefined && Number(control?.count) === commit.count) {
-          const now = storedColumns(stored);
-          let same = true;
-          for (const [field, binary] of columns) {
-            const bytes = now.get(field);
-            if (
-              bytes === undefined ||
-              Buffer.compare(bytes, binary.buffer.subarray(0, binary.position)) !== 0
-            )
-              same = false;
-          }
-          if (same) return kUpdated;
-        }
+        if (stored !== undefined && compressedCommitAlreadyApplied(stored, commit, columns)) return kUpdated;
       }
       return kNotMatched;
     });

@@ -8,16 +8,22 @@
  *
  * @packageDocumentation
  */
+import { Buffer } from 'node:buffer';
+
 import { deserialize, serialize } from 'bson';
+import type { Binary } from 'bson';
 import { updateMany } from 'mingo';
 import type { PipelineStage } from 'mingo/updater';
 
 import { decompressBucket } from '../bucket-format/bucket-compression.js';
 import { isClosedBucket } from '../bucket-format/bucket-document.js';
+import { decodeColumn } from '../bucket-format/bson-column/decoder.js';
+import { binaryBytes } from '../bucket-format/compressed-bucket.js';
 import type { BucketUpdateDocument, StoredBucket } from '../storage/storage.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument, sameBsonValue } from './bson-values.js';
+import { storedColumns } from './compressed-columns.js';
 
 /**
  * Whether the stored bucket already holds what `update` writes: applying `update` to it again changes no
@@ -103,6 +109,55 @@ export function insertAlreadyWritten(stored: StoredBucket, inserted: Readonly<St
   const written = getOwnField(then, 'data');
   if (!isPlainObject(data) || !isPlainObject(written)) return false;
   return rowsContained(rowsOf(written), rowsOf(data));
+}
+
+/**
+ * Whether a compressed bucket's commit is in the stored bucket: the bucket holds the commit's count and
+ * the columns as sent (nothing changed it since), or one of the measurements the commit appended is one
+ * of its rows. Other writers may have appended since, and a delete may have rewritten the bucket since,
+ * removing some of them: one left shows the commit was applied (a commit is applied whole). None left is
+ * taken as not applied, and the measurements are written again: as if the insert had come after the
+ * delete, where taking it as applied could lose a measurement never stored.
+ *
+ * @param stored - the bucket as read back (not mutated).
+ * @param commit - the commit's counts: measurements before it and after it.
+ * @param columns - each column's whole binary as the commit sent it.
+ * @returns `true` if the commit is in.
+ */
+export function compressedCommitAlreadyApplied(
+  stored: StoredBucket,
+  commit: { readonly numPreviouslyCommittedMeasurements: number; readonly count: number },
+  columns: ReadonlyMap<string, Readonly<Pick<Binary, 'buffer' | 'position'>>>,
+): boolean {
+  const control = getOwnField(stored, 'control') as { count?: unknown } | undefined;
+  if (Number(control?.count) === commit.count) {
+    const now = storedColumns(stored);
+    let same = true;
+    for (const [field, binary] of columns) {
+      const bytes = now.get(field);
+      if (bytes === undefined || Buffer.compare(bytes, binaryBytes(binary)) !== 0) same = false;
+    }
+    if (same) return true;
+  }
+  // The commit's measurements, as version-1 cells of their indices.
+  const appended: Record<string, unknown> = {};
+  for (const [field, binary] of columns) {
+    const values = decodeColumn(binaryBytes(binary));
+    const cells: Record<string, unknown> = {};
+    for (let i = commit.numPreviouslyCommittedMeasurements; i < commit.count; i++) {
+      if (values[i] !== undefined) defineField(cells, String(i), values[i]);
+    }
+    defineField(appended, field, cells);
+  }
+  let data: unknown;
+  try {
+    data = getOwnField(decompressBucket(copyDocument(stored)), 'data');
+  } catch {
+    return false;
+  }
+  if (!isPlainObject(data)) return false;
+  const among = rowsOf(data);
+  return rowsOf(appended).some((row) => among.some((candidate) => sameRow(candidate, row)));
 }
 
 /** Whether each of `rows` is one of `among`, each of `among` standing for one of `rows` at most. */

@@ -3,6 +3,7 @@
  * translation, retries with backoff, ambiguous (lost-reply) writes, and the engine under injected faults.
  */
 import { Double, Int32, Long, ObjectId, serialize } from 'bson';
+import type { Binary } from 'bson';
 import {
   MongoNetworkError,
   MongoNetworkTimeoutError,
@@ -27,7 +28,11 @@ import {
 import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
 import type { MongoCollectionLike } from '../../src/mongodb/driver-shape.js';
 import { compressBucket } from '../../src/bucket-format/bucket-compression.js';
-import { insertAlreadyWritten, updateAlreadyApplied } from '../../src/mongodb/write-verification.js';
+import {
+  compressedCommitAlreadyApplied,
+  insertAlreadyWritten,
+  updateAlreadyApplied,
+} from '../../src/mongodb/write-verification.js';
 import { kInstantRetry } from './backends.js';
 import {
   afterWaveArb,
@@ -604,6 +609,39 @@ describe('MongoStorage errors and retries', () => {
     expect(insertAlreadyWritten({ ...appended, data: { ts: { '0': at(5) }, v: { '0': 8 } } }, inserted)).toBe(
       false,
     );
+  });
+
+  it('compressedCommitAlreadyApplied finds a commit in a bucket others appended to, or trimmed, since', () => {
+    // The commit appended measurement 2 (v = 2) to a bucket of two; its columns as sent.
+    const compressed = (doc: StoredBucket): StoredBucket => {
+      const result = compressBucket(doc, 'ts', { whenNotSmaller: 'compress' });
+      if (result.kind !== 'compressed') throw new Error('not compressed');
+      return result.doc;
+    };
+    const id = new ObjectId();
+    const sent = compressed(bucket(id, 3));
+    const data = sent.data as Record<string, Binary>;
+    const columns = new Map(Object.entries(data));
+    const commit = { numPreviouslyCommittedMeasurements: 2, count: 3 };
+    // As sent, and with another writer's measurements appended since.
+    expect(compressedCommitAlreadyApplied(sent, commit, columns)).toBe(true);
+    expect(compressedCommitAlreadyApplied(compressed(bucket(id, 5)), commit, columns)).toBe(true);
+    // A delete rewrote it since, keeping this commit's measurement (the count went down: once taken as
+    // not applied, the measurement was written again, and stored twice).
+    const trimmed: StoredBucket = {
+      ...bucket(id, 1),
+      control: { version: 1, min: { ts: at(2), v: 2 }, max: { ts: at(2), v: 2 }, closed: true },
+      data: { ts: { '0': at(2) }, v: { '0': 2 } },
+    };
+    expect(compressedCommitAlreadyApplied(compressed(trimmed), commit, columns)).toBe(true);
+    // Not applied (the bucket as before it), or applied and then deleted: written again.
+    expect(compressedCommitAlreadyApplied(compressed(bucket(id, 2)), commit, columns)).toBe(false);
+    const without: StoredBucket = {
+      ...trimmed,
+      data: { ts: { '0': at(0) }, v: { '0': 0 } },
+      control: { version: 1, min: { ts: at(0), v: 0 }, max: { ts: at(0), v: 0 }, closed: true },
+    };
+    expect(compressedCommitAlreadyApplied(compressed(without), commit, columns)).toBe(false);
   });
 
   it('updateAlreadyApplied looks for the rows of an update in a bucket compressed since, whatever their index', () => {
