@@ -80,7 +80,7 @@ function rowsAlreadyStored(stored: StoredBucket, update: BucketUpdateDocument): 
   updateMany(docs, {}, update as PipelineStage[], { cloneMode: 'none' });
   const written = getOwnField(docs[0] ?? {}, 'data');
   if (!isPlainObject(written)) return false;
-  return rowsContained(rowsOf(written), rowsOf(data));
+  return rowsIn(rowsOf(written), rowsOf(data), isClosedBucket(stored));
 }
 
 /**
@@ -113,11 +113,9 @@ export function insertAlreadyWritten(stored: StoredBucket, inserted: Readonly<St
 
 /**
  * Whether a compressed bucket's commit is in the stored bucket: the bucket holds the commit's count and
- * the columns as sent (nothing changed it since), or one of the measurements the commit appended is one
- * of its rows. Other writers may have appended since, and a delete may have rewritten the bucket since,
- * removing some of them: one left shows the commit was applied (a commit is applied whole). None left is
- * taken as not applied, and the measurements are written again: as if the insert had come after the
- * delete, where taking it as applied could lose a measurement never stored.
+ * the columns as sent (nothing changed it since), or the measurements the commit appended are among its
+ * rows ({@link rowsIn}): other writers may have appended since, and a delete may have rewritten the
+ * bucket since, removing some of them.
  *
  * @param stored - the bucket as read back (not mutated).
  * @param commit - the commit's counts: measurements before it and after it.
@@ -156,8 +154,23 @@ export function compressedCommitAlreadyApplied(
     return false;
   }
   if (!isPlainObject(data)) return false;
-  const among = rowsOf(data);
-  return rowsOf(appended).some((row) => among.some((candidate) => sameRow(candidate, row)));
+  return rowsIn(rowsOf(appended), rowsOf(data), isClosedBucket(stored));
+}
+
+/**
+ * Whether a commit's `rows` are in a bucket's rows `among`: each of them, each row standing for one
+ * measurement (two equal measurements need two equal rows); or, in a bucket a delete has rewritten since
+ * (`trimmed`: marked closed), one of them, since a commit is applied whole and the delete may have
+ * removed the others. None left is taken as not applied: its measurements are written again, as if
+ * they had come after the delete, rather than risk losing one never stored.
+ */
+function rowsIn(
+  rows: ReadonlyArray<ReadonlyMap<string, unknown>>,
+  among: ReadonlyArray<ReadonlyMap<string, unknown>>,
+  trimmed: boolean,
+): boolean {
+  if (!trimmed) return rowsContained(rows, among);
+  return rows.some((row) => among.some((candidate) => sameRow(candidate, row)));
 }
 
 /** Whether each of `rows` is one of `among`, each of `among` standing for one of `rows` at most. */

@@ -677,6 +677,13 @@ describe('MongoStorage errors and retries', () => {
     };
     expect(updateAlreadyApplied(rewritten, { $set: { 'data.ts.1': at(0), 'data.v.1': 0 } })).toBe(true);
     expect(updateAlreadyApplied(rewritten, { $set: { 'data.ts.2': at(3), 'data.v.2': 3 } })).toBe(false);
+    // A commit of two measurements, one of which the delete removed: in (a commit is applied whole; taken
+    // as not applied, the other was written again and stored twice).
+    expect(
+      updateAlreadyApplied(rewritten, {
+        $set: { 'data.ts.1': at(0), 'data.v.1': 0, 'data.ts.2': at(3), 'data.v.2': 3 },
+      }),
+    ).toBe(true);
     // Each row stands for one measurement: two equal measurements need two equal rows.
     expect(
       updateAlreadyApplied(stored, {
