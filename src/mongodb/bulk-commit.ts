@@ -26,8 +26,8 @@ import type {
   BucketWriteOutcome,
   StoredBucket,
 } from '../storage/storage.js';
-import { minMaxPaths, spliceColumns, storedColumns, storedMinMax } from './compressed-columns.js';
-import type { CompressedColumnCache, StoredMinMax } from './compressed-columns.js';
+import { minMaxPaths, spliceOntoStored } from './compressed-columns.js';
+import type { CompressedColumnCache, SplicedCommit, StoredMinMax } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions } from './bson-values.js';
 import type { MongoCollectionLike } from './driver-shape.js';
 import { kDuplicateKeyCode, MongoStorageError } from './mongo-storage-error.js';
@@ -82,10 +82,17 @@ export async function bulkCommitWrites(
   writes: ReadonlyArray<BucketWrite>,
   ordered: boolean,
 ): Promise<BucketWriteOutcome[]> {
-  const stored = await readUncached(target, writes);
+  // Each compressed commit spliced onto its cached bucket, once: the misses are read in one find.
+  const cached = writes.map((write) =>
+    write.kind === 'update' && write.commit.format === 'compressed'
+      ? target.columns.splice(target.ns, write.commit)
+      : undefined,
+  );
+  const stored = await readUncached(target, writes, cached);
   const planned: Planned[] = [];
   const operations: AnyBulkWriteOperation[] = [];
-  for (const write of writes) {
+  for (let w = 0; w < writes.length; w++) {
+    const write = writes[w] as BucketWrite;
     if (write.kind === 'insert') {
       planned.push({ kind: 'insert', document: write.document });
       operations.push({ insertOne: { document: write.document } });
@@ -93,27 +100,20 @@ export async function bulkCommitWrites(
     }
     const commit = write.commit;
     if (commit.format === 'compressed') {
-      let columns = target.columns.changedColumns(target.ns, commit);
-      let base = target.columns.columnsOf(target.ns, commit.bucketId);
-      let previous = target.columns.minMaxOf(target.ns, commit);
-      if (columns === undefined) {
+      let spliced = cached[w];
+      if (spliced === undefined) {
         // Not cached: spliced onto the stored columns, read for the whole call at once.
         const doc = stored.get(commit.bucketId.toHexString());
-        const control = doc?.control as { count?: unknown } | undefined;
-        base = doc === undefined ? base : storedColumns(doc);
-        previous = doc === undefined ? undefined : storedMinMax(doc);
-        columns =
-          doc === undefined || Number(control?.count) !== commit.numPreviouslyCommittedMeasurements
-            ? undefined
-            : spliceColumns(base, commit);
+        spliced = doc === undefined ? undefined : spliceOntoStored(doc, commit);
       }
-      if (columns === undefined) {
+      if (spliced === undefined) {
         planned.push({ kind: 'skipped' });
         continue;
       }
+      const { changed: columns, base } = spliced;
       const minMax = { min: commit.minMax.min, max: commit.minMax.max };
       planned.push({ kind: 'compressed', commit, columns, base, minMax });
-      const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(previous, minMax));
+      const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(spliced.minMax, minMax));
       operations.push({
         updateOne: {
           filter: compressedCommitGuard(commit),
@@ -149,16 +149,20 @@ export async function bulkCommitWrites(
   return outcomes;
 }
 
-/** The stored buckets of the compressed commits whose columns are not cached, by `_id` hex (one read). */
+/**
+ * The stored buckets of the compressed commits that could not be spliced onto cached columns (`cached`,
+ * per write), by `_id` hex (one read).
+ */
 async function readUncached(
   target: BulkCommitTarget,
   writes: ReadonlyArray<BucketWrite>,
+  cached: ReadonlyArray<SplicedCommit | undefined>,
 ): Promise<Map<string, StoredBucket>> {
   const ids: unknown[] = [];
-  for (const write of writes) {
-    if (write.kind !== 'update' || write.commit.format !== 'compressed') continue;
-    if (target.columns.changedColumns(target.ns, write.commit) === undefined) ids.push(write.commit.bucketId);
-  }
+  writes.forEach((write, w) => {
+    if (write.kind !== 'update' || write.commit.format !== 'compressed') return;
+    if (cached[w] === undefined) ids.push(write.commit.bucketId);
+  });
   const found = new Map<string, StoredBucket>();
   if (ids.length === 0) return found;
   const docs = await target.run(() =>

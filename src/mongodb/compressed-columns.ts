@@ -94,18 +94,19 @@ export class CompressedColumnCache {
   }
 
   /**
-   * The whole new binary of each column a commit changes, when the cache holds the bucket as the commit
-   * expects it (`numPreviouslyCommittedMeasurements` measurements).
+   * A commit spliced onto the bucket as the cache holds it, when it holds it as the commit expects it
+   * (`numPreviouslyCommittedMeasurements` measurements).
    *
    * @param ns - namespace.
    * @param commit - the commit.
-   * @returns the changed columns, or `undefined` on a cache miss.
+   * @returns the splice, or `undefined` on a cache miss.
    */
-  changedColumns(ns: string, commit: CompressedBucketCommit): Map<string, Binary> | undefined {
+  splice(ns: string, commit: CompressedBucketCommit): SplicedCommit | undefined {
     const key = keyOf(ns, commit.bucketId);
     const cached = key === undefined ? undefined : this.#cache.get(key);
     if (cached?.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
-    return spliceColumns(cached.columns, commit);
+    const changed = spliceColumns(cached.columns, commit);
+    return changed === undefined ? undefined : { changed, base: cached.columns, minMax: cached.minMax };
   }
 
   /**
@@ -113,7 +114,7 @@ export class CompressedColumnCache {
    *
    * @param ns - namespace.
    * @param commit - the applied commit.
-   * @param changed - the columns it wrote ({@link CompressedColumnCache.changedColumns}).
+   * @param changed - the columns it wrote ({@link SplicedCommit.changed}).
    * @param base - the stored columns the commit was spliced onto.
    */
   applied(
@@ -131,32 +132,36 @@ export class CompressedColumnCache {
     for (const column of columns.values()) bytes += column.length;
     this.#cache.set(key, { count: commit.count, columns, bytes, minMax });
   }
+}
 
-  /**
-   * The stored `control.min` and `control.max` of a bucket, when the cache holds it as the commit expects
-   * it (`numPreviouslyCommittedMeasurements` measurements).
-   *
-   * @param ns - namespace.
-   * @param commit - the commit.
-   * @returns the documents, or `undefined`.
-   */
-  minMaxOf(ns: string, commit: CompressedBucketCommit): StoredMinMax | undefined {
-    const key = keyOf(ns, commit.bucketId);
-    const cached = key === undefined ? undefined : this.#cache.get(key);
-    return cached?.count === commit.numPreviouslyCommittedMeasurements ? cached.minMax : undefined;
-  }
+/** A commit spliced onto a bucket's stored columns ({@link CompressedColumnCache.splice}, {@link spliceOntoStored}). */
+export interface SplicedCommit {
+  /** Each column the commit changes, whole. */
+  readonly changed: Map<string, Binary>;
+  /** The stored columns it was spliced onto. */
+  readonly base: ReadonlyMap<string, Uint8Array>;
+  /** The stored `control.min` and `control.max`, if known. */
+  readonly minMax: StoredMinMax | undefined;
+}
 
-  /**
-   * The cached columns of a bucket (for {@link CompressedColumnCache.applied}).
-   *
-   * @param ns - namespace.
-   * @param id - the bucket's `_id`.
-   * @returns the columns, or an empty map.
-   */
-  columnsOf(ns: string, id: unknown): ReadonlyMap<string, Uint8Array> {
-    const key = keyOf(ns, id);
-    return (key === undefined ? undefined : this.#cache.get(key))?.columns ?? new Map();
-  }
+/**
+ * A commit spliced onto a stored bucket document (read because it was not cached), when the document
+ * holds the measurements the commit expects.
+ *
+ * @param doc - the stored bucket.
+ * @param commit - the commit.
+ * @returns the splice, or `undefined` when the bucket holds another count or a column the commit
+ *   extends is not stored.
+ */
+export function spliceOntoStored(
+  doc: Readonly<Record<string, unknown>>,
+  commit: CompressedBucketCommit,
+): SplicedCommit | undefined {
+  const control = getOwnField(doc, 'control') as { count?: unknown } | undefined;
+  if (Number(control?.count) !== commit.numPreviouslyCommittedMeasurements) return undefined;
+  const base = storedColumns(doc);
+  const changed = spliceColumns(base, commit);
+  return changed === undefined ? undefined : { changed, base, minMax: storedMinMax(doc) };
 }
 
 /**
@@ -167,7 +172,7 @@ export class CompressedColumnCache {
  * @param commit - the commit.
  * @returns the new binaries, by field; `undefined` when a column the commit extends is not stored.
  */
-export function spliceColumns(
+function spliceColumns(
   stored: ReadonlyMap<string, Uint8Array>,
   commit: CompressedBucketCommit,
 ): Map<string, Binary> | undefined {
@@ -212,7 +217,7 @@ export function storedColumns(doc: Readonly<Record<string, unknown>>): Map<strin
  * @param doc - a stored bucket document.
  * @returns the documents, or `undefined`.
  */
-export function storedMinMax(doc: Readonly<Record<string, unknown>>): StoredMinMax | undefined {
+function storedMinMax(doc: Readonly<Record<string, unknown>>): StoredMinMax | undefined {
   const control = getOwnField(doc, 'control') as Record<string, unknown> | undefined;
   const min = control === undefined ? undefined : getOwnField(control, 'min');
   const max = control === undefined ? undefined : getOwnField(control, 'max');

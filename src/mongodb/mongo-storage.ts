@@ -39,13 +39,7 @@ import type {
 } from '../storage/storage.js';
 import { kReopeningCandidates } from '../storage/storage.js';
 import { bulkCommitWrites } from './bulk-commit.js';
-import {
-  CompressedColumnCache,
-  minMaxPaths,
-  spliceColumns,
-  storedColumns,
-  storedMinMax,
-} from './compressed-columns.js';
+import { CompressedColumnCache, minMaxPaths, spliceOntoStored } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument } from './bson-values.js';
 import type { MongoCollectionLike, MongoDbLike } from './driver-shape.js';
 import { isDuplicateKeyError, MongoStorageError } from './mongo-storage-error.js';
@@ -368,22 +362,15 @@ export class MongoStorage implements Storage {
    */
   async #applyCompressedCommit(ns: string, commit: CompressedBucketCommit): Promise<StorageUpdateResult> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
-    let base = this.#columns.columnsOf(ns, commit.bucketId);
-    let changed = this.#columns.changedColumns(ns, commit);
-    let previous = this.#columns.minMaxOf(ns, commit);
-    if (changed === undefined) {
+    let spliced = this.#columns.splice(ns, commit);
+    if (spliced === undefined) {
       const stored = await this.#run('find', bucketsCollectionName, () => readById(buckets, commit.bucketId));
-      const control = stored?.control as { count?: unknown } | undefined;
-      if (stored === undefined || Number(control?.count) !== commit.numPreviouslyCommittedMeasurements)
-        return kNotMatched;
-      base = storedColumns(stored);
-      previous = storedMinMax(stored);
-      changed = spliceColumns(base, commit);
-      if (changed === undefined) return kNotMatched;
+      spliced = stored === undefined ? undefined : spliceOntoStored(stored, commit);
+      if (spliced === undefined) return kNotMatched;
     }
-    const columns = changed;
+    const { changed: columns, base } = spliced;
     const minMax = { min: commit.minMax.min, max: commit.minMax.max };
-    const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(previous, minMax));
+    const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(spliced.minMax, minMax));
     const result = await this.#run('updateOne', bucketsCollectionName, async (attempt) => {
       const written = await buckets.updateOne(compressedCommitGuard(commit), driverUpdate(update));
       if (written.matchedCount > 0) return kUpdated;
