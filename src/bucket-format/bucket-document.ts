@@ -11,7 +11,7 @@
  */
 import type { ObjectId } from 'bson';
 
-import { compareBsonValues } from '../util/bson-value.js';
+import { compareBsonValues, isPlainObject } from '../util/bson-value.js';
 import type { SetOp } from './min-max.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
 
@@ -192,6 +192,45 @@ export function seriesGuard(series: BucketSeries): { readonly meta: Readonly<Rec
   if (!series.hasMeta) return { meta: { $exists: false } };
   const meta = series.normalizedMeta;
   return meta === null ? { meta: { $type: 'null' } } : { meta: { $eq: meta } };
+}
+
+/**
+ * The condition a stored meta value must still meet: BSON-equal to `doc`'s meta, `null` only as `null`
+ * (not as a missing field), absent when `doc` has none.
+ *
+ * @param doc - a bucket document as read.
+ * @returns a condition on the bucket field `meta`.
+ */
+export function metaGuard(doc: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+  return seriesGuard({ hasMeta: hasOwnField(doc, 'meta'), normalizedMeta: doc.meta });
+}
+
+/**
+ * A filter matching the bucket document only while it is as read: same `_id`, format version,
+ * measurement count and meta.
+ *
+ * @param doc - a bucket document as read.
+ * @param timeField - the collection's time field.
+ * @returns the guard filter.
+ */
+export function bucketStateGuard(
+  doc: Readonly<Record<string, unknown>>,
+  timeField: string,
+): Readonly<Record<string, unknown>> {
+  const guard: Record<string, unknown> = { _id: doc._id };
+  const control = getOwnField(doc, 'control');
+  const version = isPlainObject(control) ? getOwnField(control, 'version') : undefined;
+  if (version !== undefined) guard['control.version'] = version;
+  if (version === 1) {
+    const data = getOwnField(doc, 'data');
+    const column = isPlainObject(data) ? getOwnField(data, timeField) : undefined;
+    const n = isPlainObject(column) ? Object.keys(column).length : 0;
+    if (n > 0) defineField(guard, `data.${timeField}.${n - 1}`, { $exists: true });
+    defineField(guard, `data.${timeField}.${n}`, { $exists: false });
+  } else if (isPlainObject(control) && hasOwnField(control, 'count')) {
+    guard['control.count'] = getOwnField(control, 'count');
+  }
+  return { ...guard, ...metaGuard(doc) };
 }
 
 /**

@@ -11,12 +11,10 @@
  * @packageDocumentation
  */
 
-import { seriesGuard } from '../bucket-format/bucket-document.js';
 import type { BucketCatalog, DirectWriteTarget } from '../catalog/bucket-catalog.js';
 import { TimeseriesError } from '../errors.js';
-import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
-import { isPlainObject } from '../util/bson-value.js';
-import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
+import type { Storage, StoredBucket } from '../storage/storage.js';
+import { hasOwnField } from '../util/safe-record.js';
 import { isBsonValue } from '../util/bson-type.js';
 
 /** What an update or delete needs from its collection. */
@@ -76,40 +74,4 @@ export async function withDirectWrite<T>(
   } finally {
     catalog.directWriteFinish(bucket._id);
   }
-}
-
-/**
- * The condition a stored meta value must still meet: BSON-equal to `doc`'s meta, `null` only as `null`
- * (not as a missing field), absent when `doc` has none.
- *
- * @param doc - a bucket document as read.
- * @returns a condition on the bucket field `meta`.
- */
-export function metaGuard(doc: StoredBucket): BucketFilter {
-  return seriesGuard({ hasMeta: hasOwnField(doc, 'meta'), normalizedMeta: doc.meta });
-}
-
-/**
- * A filter matching the bucket document only while it is as read: same `_id`, format version,
- * measurement count and meta.
- *
- * @param doc - a bucket document as read.
- * @param timeField - the collection's time field.
- * @returns the guard filter.
- */
-export function bucketStateGuard(doc: StoredBucket, timeField: string): BucketFilter {
-  const guard: Record<string, unknown> = { _id: doc._id };
-  const control = getOwnField(doc, 'control');
-  const version = isPlainObject(control) ? getOwnField(control, 'version') : undefined;
-  if (version !== undefined) guard['control.version'] = version;
-  if (version === 1) {
-    const data = getOwnField(doc, 'data');
-    const column = isPlainObject(data) ? getOwnField(data, timeField) : undefined;
-    const n = isPlainObject(column) ? Object.keys(column).length : 0;
-    if (n > 0) defineField(guard, `data.${timeField}.${n - 1}`, { $exists: true });
-    defineField(guard, `data.${timeField}.${n}`, { $exists: false });
-  } else if (isPlainObject(control) && hasOwnField(control, 'count')) {
-    guard['control.count'] = getOwnField(control, 'count');
-  }
-  return { ...guard, ...metaGuard(doc) };
 }

@@ -52,7 +52,7 @@ import {
 import { CallGate } from './call-gate.js';
 import { Cursor } from '../reader/cursor.js';
 import type { BatchGuard } from '../reader/cursor.js';
-import { metaGuard } from './direct-write.js';
+import { metaGuard } from '../bucket-format/bucket-document.js';
 import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
 import type { CreateIndexOptions, IndexKeySpec, TimeseriesIndexDescription } from './index-translation.js';

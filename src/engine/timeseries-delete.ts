@@ -26,14 +26,10 @@ import { bsonColumnDecoder, bucketMeasurementCount, bucketVersion } from '../rea
 import type { BucketFilter, StoredBucket } from '../storage/storage.js';
 import { BsonQuery } from '../util/bson-query.js';
 import type { QueryFilter } from '../util/bson-query.js';
+import { bucketStateGuard } from '../bucket-format/bucket-document.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
-import {
-  bucketStateGuard,
-  directWriteTarget,
-  kMaxDirectWriteAttempts,
-  withDirectWrite,
-} from './direct-write.js';
+import { directWriteTarget, kMaxDirectWriteAttempts, withDirectWrite } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
 
 /** Result of `deleteMany`. */
