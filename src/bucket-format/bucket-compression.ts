@@ -63,6 +63,15 @@ export interface CompressBucketOptions {
    * @defaultValue `'keepUncompressed'`
    */
   readonly whenNotSmaller?: 'keepUncompressed' | 'compress';
+  /**
+   * `'sorted'`: rows sorted by time, the time column first (version 2, as the server compresses a
+   * version-1 bucket); `'stored'`: rows and columns in their stored order, version 3 when the rows are
+   * not in time order (the document an 8.0 bucket appended in that order is: `MongoStorage` compresses
+   * so a bucket it kept as version 1 while open).
+   *
+   * @defaultValue `'sorted'`
+   */
+  readonly order?: 'sorted' | 'stored';
 }
 
 function fail(message: string, cause?: unknown): CompressBucketResult {
@@ -114,7 +123,7 @@ function sameBson(a: unknown, b: unknown): boolean {
 }
 
 /**
- * Compress a version-1 bucket document into version 2.
+ * Compress a version-1 bucket document into version 2 (or 3, see {@link CompressBucketOptions.order}).
  *
  * The rows are sorted by time (a stable sort: rows with equal times keep their order). The result has
  * `_id`, then `control` with `version` replaced in place by 2 and `count` (an int32, a JS number)
@@ -164,9 +173,11 @@ export function compressBucket(
   // The names "0".."n-1" of a full column, counted once per bucket instead of once per cell.
   const rowNamesBytes = indexNamesLength(n);
   // Buckets filled in time order (the usual case) skip the sort and the permutation of every column.
-  const order = sorted
-    ? undefined
-    : Array.from({ length: n }, (_, i) => i).sort((a, b) => (times[a] ?? 0) - (times[b] ?? 0));
+  const keepOrder = options.order === 'stored';
+  const order =
+    sorted || keepOrder
+      ? undefined
+      : Array.from({ length: n }, (_, i) => i).sort((a, b) => (times[a] ?? 0) - (times[b] ?? 0));
   const permute = (byRow: unknown[]): unknown[] =>
     order === undefined ? byRow : order.map((row) => byRow[row]);
 
@@ -175,7 +186,11 @@ export function compressBucket(
   const columns: Array<[string, unknown[]]> = [];
   let dataSize = 5 + columnElementSize(timeField, 10 * n + rowNamesBytes);
   for (const field of Object.keys(data)) {
-    if (field === timeField) continue;
+    if (field === timeField) {
+      // In stored order the time column keeps its place (its values are put in below).
+      if (keepOrder) columns.push([field, timeValues]);
+      continue;
+    }
     const column = data[field];
     if (!isPlainObject(column)) return fail(`data.${field} is not an object`);
     // Every own value: the cells in row order, then the values of any other key.
@@ -218,7 +233,7 @@ export function compressBucket(
   let newData: Record<string, unknown>;
   try {
     newData = {};
-    defineField(newData, timeField, columnBinary(sortedTimes));
+    if (!keepOrder) defineField(newData, timeField, columnBinary(sortedTimes));
     for (const [field, values] of columns) defineField(newData, field, columnBinary(values));
     if (options.validate ?? true) {
       const check = (field: string, values: ReadonlyArray<unknown>): void => {
@@ -237,7 +252,7 @@ export function compressBucket(
           );
         }
       };
-      check(timeField, sortedTimes);
+      if (!keepOrder) check(timeField, sortedTimes);
       for (const [field, values] of columns) check(field, values);
     }
   } catch (cause) {
@@ -245,7 +260,9 @@ export function compressBucket(
   }
 
   const newControl = {};
-  for (const key of Object.keys(control)) defineField(newControl, key, key === 'version' ? 2 : control[key]);
+  const version = keepOrder && !sorted ? 3 : 2;
+  for (const key of Object.keys(control))
+    defineField(newControl, key, key === 'version' ? version : control[key]);
   defineField(newControl, 'count', n);
 
   const out = {};

@@ -155,6 +155,58 @@ describe('compressBucket', () => {
   });
 });
 
+describe("compressBucket with order: 'stored'", () => {
+  it('keeps rows and columns in their stored order: version 3 when out of time order, 2 when in it', () => {
+    const result = compressBucket(v1Bucket(), 'time', { order: 'stored' });
+    expect(result.kind).toBe('compressed');
+    if (result.kind !== 'compressed') return;
+    expect((result.doc['control'] as { version: unknown }).version).toBe(3);
+    const data = result.doc['data'] as Record<string, unknown>;
+    expect(Object.keys(data)).toEqual(['temp', 'time', 'note']);
+    expect(column(data['time'])).toEqual(order.map((k) => t(10 * k)));
+    expect(column(data['temp'])).toEqual(order.map((k) => 20 + k));
+    // Decompressed, the very document compressed (in its order): nothing moved.
+    expect(serialize(decompressBucket(result.doc))).toEqual(
+      serialize({ ...v1Bucket(), control: { version: 1, ...omitVersion(v1Bucket()) } }),
+    );
+    const inOrder = {
+      ...v1Bucket(),
+      data: { time: { '0': t(0), '1': t(10) }, temp: { '0': 1, '1': 2 } },
+    };
+    const sorted = compressBucket(inOrder, 'time', { order: 'stored', whenNotSmaller: 'compress' });
+    expect(sorted.kind === 'compressed' && (sorted.doc['control'] as { version: unknown }).version).toBe(2);
+  });
+
+  it('gives the document an 8.0 engine appended in that order', async () => {
+    // The embedded engine's compressed bucket of measurements appended out of time order (version 3),
+    // decompressed and compressed again in stored order: the same bytes.
+    const { BucketEngine } = await import('../../../src/index.js');
+    const engine = new BucketEngine();
+    const coll = await engine.createCollection('w', { timeseries: { timeField: 'time', metaField: 'm' } });
+    for (const k of order) {
+      await coll.insertMany([
+        { time: t(10 * k), m: 'a', temp: 20 + k, ...(k % 3 === 0 ? { note: 'x' } : {}) },
+      ]);
+    }
+    const [doc] = (await coll.buckets.find().toArray()) as Array<Record<string, unknown>>;
+    expect((doc?.['control'] as { version: unknown }).version).toBe(3);
+    const again = compressBucket(decompressBucket(doc as Record<string, unknown>), 'time', {
+      order: 'stored',
+      whenNotSmaller: 'compress',
+    });
+    expect(again.kind).toBe('compressed');
+    if (again.kind !== 'compressed') return;
+    expect(serialize(again.doc)).toEqual(serialize(doc as Record<string, unknown>));
+    await engine.close();
+  });
+});
+
+/** A document's `control` without its `version`. */
+function omitVersion(doc: Record<string, unknown>): Record<string, unknown> {
+  const { version: _version, ...rest } = doc['control'] as Record<string, unknown>;
+  return rest;
+}
+
 describe('decompressBucket', () => {
   it('counts the BSON size of the version-1 document it builds', () => {
     const doc = v1Bucket();
