@@ -11,12 +11,13 @@ import { TimeseriesError } from '../errors.js';
 import { resolveCollectionOptions, sameCollectionOptions } from '../options.js';
 import type { CreateCollectionOptions } from '../options.js';
 import type { Storage } from '../storage/storage.js';
-import { takesDeferredColumns } from '../storage/storage.js';
+import { closedBucketsCompressor, takesDeferredColumns } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
 import type { MeasurementDocument } from '../reader/reader.js';
 import { checkCollectionName } from './argument-checks.js';
 import { CallGate } from './call-gate.js';
-import { ClosedBucketCompressor } from './closed-bucket-compression.js';
+import { ClosedBucketCompressor, ClosedBucketHandoff } from './closed-bucket-compression.js';
+import type { CompressionTarget } from './closed-bucket-compression.js';
 import { resolveEngineOptions } from './engine-options.js';
 import type { BucketEngineOptions } from './engine-options.js';
 import { TimeseriesCollection } from './timeseries-collection.js';
@@ -63,7 +64,8 @@ export class BucketEngine {
   readonly #collections = new Map<string, TimeseriesCollection<object>>();
   /** Series identities of scalar metas, shared by the collections (normalisation is per value, not per ns). */
   readonly #metadataCache = new BucketMetadataCache();
-  readonly #compressor: ClosedBucketCompressor | undefined;
+  /** Where closed buckets go to be compressed, when closing one writes anything. */
+  readonly #closedBuckets: ClosedBucketCompressor | ClosedBucketHandoff | undefined;
   readonly #ttlMonitor: TTLMonitor | undefined;
   /** Calls on the engine and its collections; `close()` closes it (see call-gate.ts). */
   readonly #gate = new CallGate();
@@ -82,21 +84,28 @@ export class BucketEngine {
     this.storage = resolved.storage;
     this.clock = resolved.clock;
     this.dbName = resolved.dbName;
-    // In the 8.0+ format buckets are compressed from their first commit: closing one writes nothing.
-    const compressor =
-      resolved.compression === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
-        ? new ClosedBucketCompressor(
-            this.storage,
-            () => this.catalog,
-            (ns) => {
-              const coll = this.#collections.get(ns.slice(this.dbName.length + 1));
-              return coll === undefined
-                ? undefined
-                : { bucketsNs: coll.bucketsNamespace, timeField: coll.options.timeField };
-            },
-            parameters.timeseriesValidateCompressedBuckets,
-          )
-        : undefined;
+    const target = (ns: string): CompressionTarget | undefined => {
+      const coll = this.#collections.get(ns.slice(this.dbName.length + 1));
+      return coll === undefined
+        ? undefined
+        : { bucketsNs: coll.bucketsNamespace, timeField: coll.options.timeField };
+    };
+    // In the 8.0+ format buckets are compressed from their first commit: closing one writes nothing,
+    // unless the storage keeps open buckets uncompressed on its backend (then it compresses them).
+    const storageCompression = parameters.timeseriesAlwaysUseCompressedBuckets
+      ? closedBucketsCompressor(this.storage)
+      : undefined;
+    const closed =
+      storageCompression !== undefined
+        ? new ClosedBucketHandoff(storageCompression, target, parameters.timeseriesValidateCompressedBuckets)
+        : resolved.compression === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
+          ? new ClosedBucketCompressor(
+              this.storage,
+              () => this.catalog,
+              target,
+              parameters.timeseriesValidateCompressedBuckets,
+            )
+          : undefined;
     this.catalog = new BucketCatalog({
       parameters: {
         timeseriesBucketMaxCount: parameters.timeseriesBucketMaxCount,
@@ -110,15 +119,15 @@ export class BucketEngine {
       },
       reopening: resolved.reopening,
       deferredColumns: takesDeferredColumns(this.storage),
-      ...(compressor === undefined
+      ...(closed === undefined
         ? {}
         : {
             onBucketClosed: (ns, oid) => {
-              compressor.enqueue(ns, oid);
+              closed.enqueue(ns, oid);
             },
           }),
     });
-    this.#compressor = compressor;
+    this.#closedBuckets = closed;
     this.#ttlMonitor =
       resolved.ttlMonitor === 'enabled'
         ? new TTLMonitor(sleepSecs * 1000, () => this.runTTLMonitor())
@@ -165,7 +174,7 @@ export class BucketEngine {
         storage: this.storage,
         gate: this.#gate,
         metadata: this.#metadataCache,
-        afterWrite: () => this.#compressor?.drain() ?? Promise.resolve(),
+        afterWrite: () => this.#closedBuckets?.drain() ?? Promise.resolve(),
         clock: this.clock,
         onDrop: (dropped, done) => {
           if (this.#collections.get(dropped) === coll) this.#collections.delete(dropped);

@@ -13,8 +13,8 @@ import type { ObjectId } from 'bson';
 
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import { compressBucket } from '../bucket-format/bucket-compression.js';
-import type { Storage } from '../storage/storage.js';
-import { bucketStateGuard } from './direct-write.js';
+import type { CompressClosedBuckets, Storage } from '../storage/storage.js';
+import { bucketStateGuard } from '../bucket-format/bucket-document.js';
 
 /** A bucket closed by the catalog, waiting to be compressed. */
 export interface ClosedBucket {
@@ -126,6 +126,60 @@ export class ClosedBucketCompressor {
         const never: never = result;
         throw new TypeError(`unknown compression result ${String(never)}`);
       }
+    }
+  }
+}
+
+/**
+ * The 8.0 format over a storage that keeps some open buckets uncompressed on its backend
+ * (`kCompressClosedBuckets`, `MongoStorage`): the buckets the catalog closes are handed to the storage,
+ * per collection, before the insert call that closed them returns; the storage compresses those it holds
+ * uncompressed (all of them in one read and one write).
+ */
+export class ClosedBucketHandoff {
+  readonly #queue: ClosedBucket[] = [];
+  readonly #compress: CompressClosedBuckets;
+  readonly #target: (ns: string) => CompressionTarget | undefined;
+  readonly #validate: boolean;
+
+  /**
+   * @param compress - the storage's `kCompressClosedBuckets` method.
+   * @param target - the buckets namespace and time field of a collection (undefined once dropped).
+   * @param validate - `timeseriesValidateCompressedBuckets`.
+   */
+  constructor(
+    compress: CompressClosedBuckets,
+    target: (ns: string) => CompressionTarget | undefined,
+    validate: boolean,
+  ) {
+    this.#compress = compress;
+    this.#target = target;
+    this.#validate = validate;
+  }
+
+  /**
+   * Queue a closed bucket (the catalog's close hook).
+   *
+   * @param ns - namespace of the collection.
+   * @param oid - the bucket's `_id`.
+   */
+  enqueue(ns: string, oid: ObjectId): void {
+    this.#queue.push({ ns, oid });
+  }
+
+  /** Hand every queued bucket to the storage. Never throws (the storage's method never rejects). */
+  async drain(): Promise<void> {
+    if (this.#queue.length === 0) return;
+    const byNs = new Map<string, ObjectId[]>();
+    for (const { ns, oid } of this.#queue.splice(0)) {
+      const ids = byNs.get(ns);
+      if (ids === undefined) byNs.set(ns, [oid]);
+      else ids.push(oid);
+    }
+    for (const [ns, ids] of byNs) {
+      const target = this.#target(ns);
+      if (target === undefined) continue;
+      await this.#compress(target.bucketsNs, ids, { timeField: target.timeField, validate: this.#validate });
     }
   }
 }

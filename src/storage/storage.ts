@@ -6,6 +6,8 @@
  * @packageDocumentation
  */
 
+import type { ObjectId } from 'bson';
+
 import type { BucketCommit } from '../bucket-format/bucket-document.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import type { CounterUpdate } from './counter-update.js';
@@ -101,6 +103,43 @@ type ReopeningCandidates = (
   ns: string,
   queries: ReadonlyArray<ReopeningQuery>,
 ) => Promise<ReadonlyArray<StoredBucket[] | undefined>>;
+
+/**
+ * On a storage that keeps some open compressed buckets uncompressed on its backend (`MongoStorage`, whose
+ * commits could otherwise only resend whole columns): a method `(ns, ids, options) => Promise<void>`
+ * that compresses, of the buckets of `ns` the catalog has closed for good (`ids`), those it holds
+ * uncompressed, as a 5.x–7.x server compresses a bucket when it closes. Internal: the engine calls it in
+ * the 8.0 format after each insert call that closed buckets. Never rejects: the writes it follows are
+ * acknowledged, and a bucket left uncompressed is compressed when it is next reopened.
+ */
+export const kCompressClosedBuckets: unique symbol = Symbol('tsbuckets.compressClosedBuckets');
+
+/** What a {@link kCompressClosedBuckets} compression needs to know of the collection. */
+export interface ClosedBucketsOptions {
+  /** The time field (its column orders a bucket's rows). */
+  readonly timeField: string;
+  /** Decompress each compressed bucket and compare it before writing it (`timeseriesValidateCompressedBuckets`). */
+  readonly validate: boolean;
+}
+
+/** A storage's {@link kCompressClosedBuckets} method. */
+export type CompressClosedBuckets = (
+  ns: string,
+  ids: ReadonlyArray<ObjectId>,
+  options: ClosedBucketsOptions,
+) => Promise<void>;
+
+/**
+ * The {@link kCompressClosedBuckets} method of `storage`, bound to it, or `undefined` when it has none.
+ *
+ * @param storage - the engine's storage.
+ * @returns the method.
+ */
+export function closedBucketsCompressor(storage: object): CompressClosedBuckets | undefined {
+  const compress = (storage as { [kCompressClosedBuckets]?: unknown })[kCompressClosedBuckets];
+  if (typeof compress !== 'function') return undefined;
+  return (ns, ids, options) => (compress as CompressClosedBuckets).call(storage, ns, ids, options);
+}
 
 /** A MongoDB query filter over bucket documents. */
 export type BucketFilter = Readonly<Record<string, unknown>>;
