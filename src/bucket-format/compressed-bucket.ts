@@ -144,6 +144,13 @@ export interface CompressedBucketCommit {
   /** `3` when this commit makes the bucket unsorted, else `undefined` (the version is unchanged). */
   readonly version: typeof kCompressedUnsortedVersion | undefined;
   /**
+   * The `control.version` the stored bucket must have (2 sorted, 3 unsorted): a bucket rewritten with its
+   * rows sorted by time (compressed again from version 1, when a writer reopens or closes it) holds the
+   * same count in other bytes, which the commit's columns do not extend. Not checked when absent (a
+   * commit built by hand).
+   */
+  readonly storedVersion?: 2 | 3 | undefined;
+  /**
    * `control.min` and `control.max` after the commit (whole), built when read: a storage that keeps the
    * snapshot until its bucket is read builds no document per commit.
    */
@@ -159,6 +166,22 @@ export interface CompressedBucketCommit {
    * `control.count`).
    */
   readonly deferred?: DeferredColumns | undefined;
+  /**
+   * The commit's measurements as rows, for a storage that may write them as version-1 cells instead
+   * (`MongoStorage` keeps some open buckets uncompressed on the server). Set by the catalog unless the
+   * columns are deferred; a commit built by hand may leave it out.
+   */
+  readonly rows?: CommitRows | undefined;
+}
+
+/** The measurements of a {@link CompressedBucketCommit}, and the collection's fields that place them. */
+export interface CommitRows {
+  /** The measurements, in the order the commit appends them (each with the metaField, if it has one). */
+  readonly measurements: ReadonlyArray<Readonly<Record<string, unknown>>>;
+  /** The time field: its column's indices count a version-1 bucket's measurements. */
+  readonly timeField: string;
+  /** The metaField, left out of `data`. */
+  readonly metaField: string | undefined;
 }
 
 /**
@@ -173,18 +196,19 @@ export function binaryBytes(binary: Readonly<Pick<Binary, 'buffer' | 'position'>
 
 /**
  * The guard of a compressed commit: the bucket's `_id`, `control.count` equal to the measurements the
- * catalog committed, not marked closed, and its series' meta, so a bucket changed by another writer is
- * not appended to.
+ * catalog committed, its `control.version` (sorted or not), not marked closed, and its series' meta, so a
+ * bucket changed by another writer is not appended to.
  *
  * @param commit - the commit.
  * @returns a MongoDB filter.
  */
 export function compressedCommitGuard(commit: CompressedBucketCommit): Readonly<Record<string, unknown>> {
-  const guard = {
+  const guard: Record<string, unknown> = {
     _id: commit.bucketId,
     'control.count': commit.numPreviouslyCommittedMeasurements,
     'control.closed': kNotClosed,
   };
+  if (commit.storedVersion !== undefined) guard['control.version'] = commit.storedVersion;
   return commit.series === undefined ? guard : { ...guard, ...seriesGuard(commit.series) };
 }
 

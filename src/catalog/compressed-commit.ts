@@ -17,7 +17,7 @@ import {
   makeCompressedBucketDocument,
   makeDeferredBucketDocument,
 } from '../bucket-format/compressed-bucket.js';
-import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import type { CommitRows, CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { kNoTails } from '../bucket-format/column-tails.js';
 import type { ColumnDiff } from '../bucket-format/column-tails.js';
 import {
@@ -67,6 +67,7 @@ export function prepareCompressedWrite(
   const { metaField } = options;
   const items = sortedByTime(batch.items);
   const n = batch.numPreviouslyCommittedMeasurements;
+  const storedVersion = bucket.sortedByTime ? 2 : 3;
   let unsorted = false;
   if (n > 0 && bucket.sortedByTime) {
     const last = map.timeOfLastMeasurement();
@@ -148,11 +149,23 @@ export function prepareCompressedWrite(
     numPreviouslyCommittedMeasurements: n,
     count: n + items.length,
     version: unsorted ? kCompressedUnsortedVersion : undefined,
+    storedVersion,
     minMax,
     tails,
     deferred: deferred ? map : undefined,
+    rows: deferred ? undefined : commitRows(items, options),
   };
   return { kind: 'update', bucketId, commit };
+}
+
+/** The rows of a commit to a storage that does not take deferred columns (it may write them as cells). */
+function commitRows(
+  items: ReadonlyArray<InsertItem>,
+  options: Pick<BucketingOptions, 'timeField' | 'metaField'>,
+): CommitRows {
+  const measurements = new Array<Readonly<Record<string, unknown>>>(items.length);
+  for (let i = 0; i < items.length; i++) measurements[i] = (items[i] as InsertItem).measurement;
+  return { measurements, timeField: options.timeField, metaField: options.metaField };
 }
 
 /** The columns of a first commit: each diff is a whole column (offset 0), in column order. */

@@ -10,15 +10,10 @@
  * @packageDocumentation
  */
 
-import type { AnyBulkWriteOperation, Binary, BulkWriteResult, Document, Filter } from 'mongodb';
+import type { AnyBulkWriteOperation, BulkWriteResult, Document, Filter } from 'mongodb';
 
 import { bucketUpdateDocument, commitGuardFilter } from '../bucket-format/bucket-document.js';
 import type { BucketCommit } from '../bucket-format/bucket-document.js';
-import {
-  compressedCommitGuard,
-  compressedCommitReplacementUpdate,
-} from '../bucket-format/compressed-bucket.js';
-import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError } from '../errors.js';
 import type {
   BucketUpdateDocument,
@@ -26,30 +21,24 @@ import type {
   BucketWriteOutcome,
   StoredBucket,
 } from '../storage/storage.js';
-import { minMaxPaths, spliceOntoStored } from './compressed-columns.js';
-import type { CompressedColumnCache, SplicedCommit, StoredMinMax } from './compressed-columns.js';
+import { spliceOntoStored } from './compressed-columns.js';
+import type { CompressedColumnCache } from './compressed-columns.js';
 import { canonicalizeDocument, kReadBsonOptions } from './bson-values.js';
 import type { MongoCollectionLike } from './driver-shape.js';
 import { kDuplicateKeyCode, MongoStorageError } from './mongo-storage-error.js';
-import {
-  compressedCommitAlreadyApplied,
-  insertAlreadyWritten,
-  updateAlreadyApplied,
-} from './write-verification.js';
+import type { OpenBucketForm } from './mongo-storage-options.js';
+import { compressedPlanApplied, planCompressedCommit, recordCompressedOutcome } from './open-bucket-form.js';
+import type { CompressedCommitPlan, UncompressedOpenBuckets } from './open-bucket-form.js';
+import { insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
 
-/** What one write of the call sends, and how to tell afterwards whether it is stored. */
+/**
+ * What one write of the call sends, and how to tell afterwards whether it is stored. A compressed commit
+ * whose bucket does not hold what it expects is not sent (`skipped`: `notMatched`).
+ */
 type Planned =
   | { readonly kind: 'insert'; readonly document: StoredBucket }
   | { readonly kind: 'update'; readonly commit: BucketCommit; readonly update: BucketUpdateDocument }
-  /** A compressed commit whose bucket does not hold what it expects: not sent, `notMatched`. */
-  | { readonly kind: 'skipped' }
-  | {
-      readonly kind: 'compressed';
-      readonly commit: CompressedBucketCommit;
-      readonly columns: Map<string, Binary>;
-      readonly base: ReadonlyMap<string, Uint8Array>;
-      readonly minMax: StoredMinMax;
-    };
+  | CompressedCommitPlan;
 
 /** The buckets collection and what `MongoStorage` lends the bulk write. */
 export interface BulkCommitTarget {
@@ -61,6 +50,10 @@ export interface BulkCommitTarget {
   readonly collectionName: string;
   /** The compressed buckets' cached columns. */
   readonly columns: CompressedColumnCache;
+  /** The storage's `openBucketForm`. */
+  readonly openBucketForm: OpenBucketForm;
+  /** The buckets held as version 1 on the server. */
+  readonly uncompressed: UncompressedOpenBuckets;
   /** Run an attempt with the storage's retries (errors wrapped as `MongoStorage` does). */
   run<T>(attempt: (attemptNumber: number) => Promise<T>): Promise<T>;
 }
@@ -82,13 +75,19 @@ export async function bulkCommitWrites(
   writes: ReadonlyArray<BucketWrite>,
   ordered: boolean,
 ): Promise<BucketWriteOutcome[]> {
-  // Each compressed commit spliced onto its cached bucket, once: the misses are read in one find.
-  const cached = writes.map((write) =>
+  // Each compressed commit spliced onto its cached bucket, once (unless the bucket is held as version 1:
+  // its commit is cells); the misses are read in one find.
+  const held = writes.map((write) =>
     write.kind === 'update' && write.commit.format === 'compressed'
+      ? target.uncompressed.get(target.ns, write.commit.bucketId)
+      : undefined,
+  );
+  const cached = writes.map((write, w) =>
+    write.kind === 'update' && write.commit.format === 'compressed' && held[w] === undefined
       ? target.columns.splice(target.ns, write.commit)
       : undefined,
   );
-  const stored = await readUncached(target, writes, cached);
+  const stored = await readUncached(target, writes, (w) => cached[w] === undefined && held[w] === undefined);
   const planned: Planned[] = [];
   const operations: AnyBulkWriteOperation[] = [];
   for (let w = 0; w < writes.length; w++) {
@@ -101,25 +100,16 @@ export async function bulkCommitWrites(
     const commit = write.commit;
     if (commit.format === 'compressed') {
       let spliced = cached[w];
-      if (spliced === undefined) {
+      if (spliced === undefined && held[w] === undefined) {
         // Not cached: spliced onto the stored columns, read for the whole call at once.
         const doc = stored.get(commit.bucketId.toHexString());
         spliced = doc === undefined ? undefined : spliceOntoStored(doc, commit);
       }
-      if (spliced === undefined) {
-        planned.push({ kind: 'skipped' });
-        continue;
+      const plan = planCompressedCommit(target.openBucketForm, held[w], commit, spliced);
+      planned.push(plan);
+      if (plan.kind !== 'skipped') {
+        operations.push({ updateOne: { filter: plan.filter, update: asDriverUpdate(plan.update) } });
       }
-      const { changed: columns, base } = spliced;
-      const minMax = { min: commit.minMax.min, max: commit.minMax.max };
-      planned.push({ kind: 'compressed', commit, columns, base, minMax });
-      const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(spliced.minMax, minMax));
-      operations.push({
-        updateOne: {
-          filter: compressedCommitGuard(commit),
-          update: asDriverUpdate(update),
-        },
-      });
       continue;
     }
     const update = bucketUpdateDocument(commit.update);
@@ -140,28 +130,26 @@ export async function bulkCommitWrites(
   planned.forEach((plan, i) => {
     if (plan.kind === 'insert') {
       if (outcomes[i] === kApplied) target.columns.remember(target.ns, plan.document);
-    } else if (plan.kind === 'compressed') {
-      if (outcomes[i] === kApplied) {
-        target.columns.applied(target.ns, plan.commit, plan.columns, plan.base, plan.minMax);
-      } else target.columns.forget(target.ns, plan.commit.bucketId);
+    } else if (plan.kind !== 'update' && plan.kind !== 'skipped') {
+      recordCompressedOutcome(target, target.ns, plan, outcomes[i] === kApplied);
     }
   });
   return outcomes;
 }
 
 /**
- * The stored buckets of the compressed commits that could not be spliced onto cached columns (`cached`,
- * per write), by `_id` hex (one read).
+ * The stored buckets of the compressed commits whose columns are not known (`unknown`, per write), by
+ * `_id` hex (one read).
  */
 async function readUncached(
   target: BulkCommitTarget,
   writes: ReadonlyArray<BucketWrite>,
-  cached: ReadonlyArray<SplicedCommit | undefined>,
+  unknown: (w: number) => boolean,
 ): Promise<Map<string, StoredBucket>> {
   const ids: unknown[] = [];
   writes.forEach((write, w) => {
     if (write.kind !== 'update' || write.commit.format !== 'compressed') return;
-    if (cached[w] === undefined) ids.push(write.commit.bucketId);
+    if (unknown(w)) ids.push(write.commit.bucketId);
   });
   const found = new Map<string, StoredBucket>();
   if (ids.length === 0) return found;
@@ -263,7 +251,7 @@ async function alreadyStored(buckets: MongoCollectionLike, plan: Planned): Promi
   const stored = canonicalizeDocument(doc);
   if (plan.kind === 'insert') return insertAlreadyWritten(stored, plan.document);
   if (plan.kind === 'update') return updateAlreadyApplied(stored, plan.update);
-  return compressedCommitAlreadyApplied(stored, plan.commit, plan.columns);
+  return compressedPlanApplied(stored, plan);
 }
 
 /** The per-operation errors of a driver `MongoBulkWriteError` (one or several), or `undefined`. */

@@ -15,6 +15,7 @@ import { LRUCache } from 'lru-cache';
 import { columnDiffsOf } from '../bucket-format/column-tails.js';
 import { binaryBytes } from '../bucket-format/compressed-bucket.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
+import type { SetOp } from '../bucket-format/min-max.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { invariant } from '../util/invariant.js';
 import { getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
@@ -23,9 +24,13 @@ import { sameBsonValue } from './bson-values.js';
 /** The stored columns of one compressed bucket, the count they hold, and its `control.min`/`max`. */
 interface CachedBucket {
   readonly count: number;
+  /** `control.version`: 2 sorted, 3 unsorted. */
+  readonly version: number;
   readonly columns: Map<string, Uint8Array>;
   readonly bytes: number;
   readonly minMax: StoredMinMax | undefined;
+  /** What its column replacements have cost beyond the same commits as cells (see open-bucket-form.ts). */
+  readonly excess: number;
 }
 
 /** A bucket's `control.min` and `control.max` as stored. */
@@ -74,7 +79,14 @@ export class CompressedColumnCache {
       columns.set(field, column);
       bytes += column.length;
     }
-    this.#cache.set(key, { count: Number(control.count), columns, bytes, minMax: storedMinMax(doc) });
+    this.#cache.set(key, {
+      count: Number(control.count),
+      version: control.version,
+      columns,
+      bytes,
+      minMax: storedMinMax(doc),
+      excess: 0,
+    });
   }
 
   /**
@@ -105,8 +117,11 @@ export class CompressedColumnCache {
     const key = keyOf(ns, commit.bucketId);
     const cached = key === undefined ? undefined : this.#cache.get(key);
     if (cached?.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
+    if (commit.storedVersion !== undefined && cached.version !== commit.storedVersion) return undefined;
     const changed = spliceColumns(cached.columns, commit);
-    return changed === undefined ? undefined : { changed, base: cached.columns, minMax: cached.minMax };
+    return changed === undefined
+      ? undefined
+      : { changed, base: cached.columns, minMax: cached.minMax, excess: cached.excess };
   }
 
   /**
@@ -116,6 +131,8 @@ export class CompressedColumnCache {
    * @param commit - the applied commit.
    * @param changed - the columns it wrote ({@link SplicedCommit.changed}).
    * @param base - the stored columns the commit was spliced onto.
+   * @param minMax - the bucket's `control.min` and `control.max` now.
+   * @param excess - what the bucket's column replacements have cost beyond cells, this one included.
    */
   applied(
     ns: string,
@@ -123,6 +140,7 @@ export class CompressedColumnCache {
     changed: ReadonlyMap<string, Binary>,
     base: ReadonlyMap<string, Uint8Array>,
     minMax: StoredMinMax,
+    excess: number,
   ): void {
     const key = keyOf(ns, commit.bucketId);
     if (key === undefined) return;
@@ -130,7 +148,8 @@ export class CompressedColumnCache {
     for (const [field, binary] of changed) columns.set(field, binaryBytes(binary));
     let bytes = 0;
     for (const column of columns.values()) bytes += column.length;
-    this.#cache.set(key, { count: commit.count, columns, bytes, minMax });
+    const version = commit.version ?? commit.storedVersion ?? this.#cache.get(key)?.version ?? 2;
+    this.#cache.set(key, { count: commit.count, version, columns, bytes, minMax, excess });
   }
 }
 
@@ -142,6 +161,8 @@ export interface SplicedCommit {
   readonly base: ReadonlyMap<string, Uint8Array>;
   /** The stored `control.min` and `control.max`, if known. */
   readonly minMax: StoredMinMax | undefined;
+  /** What the bucket's column replacements have cost beyond cells so far (0 when not cached). */
+  readonly excess: number;
 }
 
 /**
@@ -150,18 +171,19 @@ export interface SplicedCommit {
  *
  * @param doc - the stored bucket.
  * @param commit - the commit.
- * @returns the splice, or `undefined` when the bucket holds another count or a column the commit
- *   extends is not stored.
+ * @returns the splice, or `undefined` when the bucket holds another count or version, or a column the
+ *   commit extends is not stored.
  */
 export function spliceOntoStored(
   doc: Readonly<Record<string, unknown>>,
   commit: CompressedBucketCommit,
 ): SplicedCommit | undefined {
-  const control = getOwnField(doc, 'control') as { count?: unknown } | undefined;
+  const control = getOwnField(doc, 'control') as { count?: unknown; version?: unknown } | undefined;
   if (Number(control?.count) !== commit.numPreviouslyCommittedMeasurements) return undefined;
+  if (commit.storedVersion !== undefined && control?.version !== commit.storedVersion) return undefined;
   const base = storedColumns(doc);
   const changed = spliceColumns(base, commit);
-  return changed === undefined ? undefined : { changed, base, minMax: storedMinMax(doc) };
+  return changed === undefined ? undefined : { changed, base, minMax: storedMinMax(doc), excess: 0 };
 }
 
 /**
@@ -239,26 +261,45 @@ export function minMaxPaths(
   stored: StoredMinMax | undefined,
   next: StoredMinMax,
 ): Array<readonly [string, unknown]> {
-  return [...sidePaths('min', stored?.min, next.min), ...sidePaths('max', stored?.max, next.max)];
+  const { min, max } = minMaxSetOps(stored, next);
+  const path = (side: string, op: SetOp): readonly [string, unknown] => [
+    op.path.length === 0 ? `control.${side}` : `control.${side}.${op.path.join('.')}`,
+    op.value,
+  ];
+  return [...min.map((op) => path('min', op)), ...max.map((op) => path('max', op))];
 }
 
-function sidePaths(
-  side: 'min' | 'max',
+/**
+ * {@link minMaxPaths} as the changes of each side (paths below `control.min` and `control.max`; `[]`
+ * for a side set whole), the form a version-1 commit's update is built from.
+ *
+ * @param stored - the bucket's stored `control.min` and `control.max`, if known.
+ * @param next - the commit's.
+ * @returns the changes of each side.
+ */
+export function minMaxSetOps(
+  stored: StoredMinMax | undefined,
+  next: StoredMinMax,
+): { readonly min: SetOp[]; readonly max: SetOp[] } {
+  return { min: sideOps(stored?.min, next.min), max: sideOps(stored?.max, next.max) };
+}
+
+function sideOps(
   stored: Readonly<Record<string, unknown>> | undefined,
   next: Readonly<Record<string, unknown>>,
-): Array<readonly [string, unknown]> {
-  const whole: Array<readonly [string, unknown]> = [[`control.${side}`, next]];
+): SetOp[] {
+  const whole: SetOp[] = [{ path: [], value: next }];
   // Every stored field is still there (min and max only gain fields), and no other.
   if (stored === undefined || Object.keys(stored).length !== Object.keys(next).length) return whole;
-  const paths: Array<readonly [string, unknown]> = [];
+  const ops: SetOp[] = [];
   for (const field of Object.keys(next)) {
     if (!hasOwnField(stored, field)) return whole;
     const value = next[field];
     if (sameStoredValue(stored[field], value)) continue;
     if (!isPathSafeFieldName(field)) return whole;
-    paths.push([`control.${side}.${field}`, value]);
+    ops.push({ path: [field], value });
   }
-  return paths;
+  return ops;
 }
 
 /** Whether two values are the same BSON (numbers, strings and dates compared without serialising). */

@@ -11,12 +11,14 @@ export {
   kDefaultInitialDelayMs,
   kDefaultMaxDelayMs,
   kDefaultMaxRetries,
+  kOpenBucketForms,
   resolveMongoStorageOptions,
 } from './mongo-storage-options.js';
 export type {
   MongoStorageMode,
   MongoStorageOptions,
   MongoStorageRetryOptions,
+  OpenBucketForm,
   ResolvedMongoStorageConfig,
   ResolvedRetryConfig,
 } from './mongo-storage-options.js';

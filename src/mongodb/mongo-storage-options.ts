@@ -21,6 +21,24 @@ export type MongoStorageMode = 'timeseries' | 'buckets';
 export const kMongoStorageModes: ReadonlyArray<MongoStorageMode> = Object.freeze(['timeseries', 'buckets']);
 
 /**
+ * How `MongoStorage` keeps a compressed bucket (the 8.0 format) on the server while it is open (docs/mongodb.md,
+ * "Open buckets on the server"):
+ * - `'measured'`: compressed, each commit sending its changed columns whole, until those have cost more
+ *   than rewriting the bucket uncompressed would; then version 1 (each commit a `$set` of its cells),
+ *   compressed again when the catalog closes it;
+ * - `'compressed'`: compressed from the first commit to the last, as the 8.0 server keeps it;
+ * - `'uncompressed'`: version 1 from its second commit until it closes, as 5.x–7.x keep buckets.
+ */
+export type OpenBucketForm = 'measured' | 'compressed' | 'uncompressed';
+
+/** The valid {@link OpenBucketForm}s. */
+export const kOpenBucketForms: ReadonlyArray<OpenBucketForm> = Object.freeze([
+  'measured',
+  'compressed',
+  'uncompressed',
+]);
+
+/**
  * Retries of transient driver errors (network errors, server selection timeouts, errors labelled
  * `RetryableWriteError` or `TransientTransactionError`). The driver's own single retry (`retryWrites`,
  * `retryReads`) happens first; these retries come on top of it.
@@ -76,6 +94,13 @@ export interface MongoStorageOptions {
    * @defaultValue 16
    */
   readonly writeConcurrency?: number;
+  /**
+   * How a compressed bucket is kept on the server while open: a commit that appends to a column can only
+   * send the column whole (the driver has no binary diff), so a bucket that grows by a few measurements
+   * per commit costs more and more per measurement; see {@link OpenBucketForm}.
+   * @defaultValue `'measured'`
+   */
+  readonly openBucketForm?: OpenBucketForm;
 }
 
 /** Validated retry options. Built only by {@link resolveMongoStorageOptions}. */
@@ -100,6 +125,8 @@ export interface ResolvedMongoStorageConfig {
   readonly retry: ResolvedRetryConfig;
   /** Bucket writes in flight per insert call. */
   readonly writeConcurrency: number;
+  /** How compressed buckets are kept on the server while open. */
+  readonly openBucketForm: OpenBucketForm;
 }
 
 /** Default retry count. */
@@ -132,7 +159,8 @@ export function retrySleep(ms: number): Promise<void> {
  * @returns the resolved config.
  * @throws {@link TimeseriesError} `BadValue` naming the option (`field`) for an unknown mode, a negative
  *   or non-integer `maxRetries`, a negative or non-finite delay, `initialDelayMs > maxDelayMs`, a
- *   `sleep`/`random` that is not a function, or a `writeConcurrency` that is not a positive integer.
+ *   `sleep`/`random` that is not a function, a `writeConcurrency` that is not a positive integer, or an
+ *   unknown `openBucketForm`.
  */
 export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): ResolvedMongoStorageConfig {
   const mode = options.mode ?? 'timeseries';
@@ -179,10 +207,19 @@ export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): R
       { field: 'writeConcurrency' },
     );
   }
+  const openBucketForm = options.openBucketForm ?? 'measured';
+  if (!kOpenBucketForms.includes(openBucketForm)) {
+    throw new TimeseriesError(
+      'BadValue',
+      `openBucketForm must be 'measured', 'compressed' or 'uncompressed', got '${openBucketForm}'`,
+      { field: 'openBucketForm' },
+    );
+  }
   return Object.freeze({
     mode,
     retry: Object.freeze({ maxRetries, initialDelayMs, maxDelayMs, sleep, random }),
     writeConcurrency,
+    openBucketForm,
   });
 }
 

@@ -14,12 +14,14 @@ import type {
   UpdateFilter,
 } from 'mongodb';
 import { calculateObjectSize, deserialize, serialize } from 'bson';
+import type { ObjectId } from 'bson';
 
-import { bucketUpdateDocument, commitGuardFilter } from '../bucket-format/bucket-document.js';
 import {
-  compressedCommitGuard,
-  compressedCommitReplacementUpdate,
-} from '../bucket-format/compressed-bucket.js';
+  bucketStateGuard,
+  bucketUpdateDocument,
+  commitGuardFilter,
+} from '../bucket-format/bucket-document.js';
+import { compressBucket } from '../bucket-format/bucket-compression.js';
 import type { CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import type {
@@ -28,6 +30,7 @@ import type {
   BucketWrite,
   BucketWriteOutcome,
   CommitWritesOptions,
+  ClosedBucketsOptions,
   NamespaceOptions,
   ReopeningQuery,
   Storage,
@@ -37,9 +40,16 @@ import type {
   StorageUpdateResult,
   StoredBucket,
 } from '../storage/storage.js';
-import { kReopeningCandidates } from '../storage/storage.js';
+import { kCompressClosedBuckets, kReopeningCandidates } from '../storage/storage.js';
 import { bulkCommitWrites } from './bulk-commit.js';
-import { CompressedColumnCache, minMaxPaths, spliceOntoStored } from './compressed-columns.js';
+import { CompressedColumnCache, spliceOntoStored } from './compressed-columns.js';
+import {
+  compressedPlanApplied,
+  planCompressedCommit,
+  recordCompressedOutcome,
+  UncompressedOpenBuckets,
+} from './open-bucket-form.js';
+import type { OpenBucketState } from './open-bucket-form.js';
 import { canonicalizeDocument, kReadBsonOptions, sameBsonDocument } from './bson-values.js';
 import type { MongoCollectionLike, MongoDbLike } from './driver-shape.js';
 import { isDuplicateKeyError, MongoStorageError } from './mongo-storage-error.js';
@@ -55,12 +65,7 @@ import type { ServerNamespace } from './namespaces.js';
 import { runWithRetries } from './retry.js';
 import { equalityIndexKey, metaIndexKeys } from '../storage/meta-equality.js';
 import { BsonQuery } from '../util/bson-query.js';
-import {
-  compressedCommitAlreadyApplied,
-  documentAlreadyWritten,
-  insertAlreadyWritten,
-  updateAlreadyApplied,
-} from './write-verification.js';
+import { documentAlreadyWritten, insertAlreadyWritten, updateAlreadyApplied } from './write-verification.js';
 
 /**
  * Most filter bytes in one `find` of `#reopeningCandidates`: its command stays far below the 16 MiB a
@@ -132,6 +137,9 @@ export class MongoStorage implements Storage {
   readonly #targets = new Map<string, Target>();
   /** Column bytes of the compressed buckets being appended to (commits are sent as whole columns). */
   readonly #columns = new CompressedColumnCache();
+  /** The open buckets held as version 1 on the server (`openBucketForm`). */
+  readonly #uncompressed = new UncompressedOpenBuckets();
+  readonly #openBuckets: OpenBucketState = { columns: this.#columns, uncompressed: this.#uncompressed };
 
   /**
    * @param db - a driver `Db` (or an object of the same shape, see {@link MongoDbLike}).
@@ -259,7 +267,7 @@ export class MongoStorage implements Storage {
       }
     });
     this.#targets.delete(ns);
-    this.#columns.forget(ns);
+    this.#forget(ns);
   }
 
   /**
@@ -307,6 +315,8 @@ export class MongoStorage implements Storage {
           buckets: buckets as typeof buckets & Required<Pick<typeof buckets, 'bulkWrite'>>,
           collectionName: bucketsCollectionName,
           columns: this.#columns,
+          openBucketForm: this.config.openBucketForm,
+          uncompressed: this.#uncompressed,
           run: (attempt) => this.#run('bulkWrite', bucketsCollectionName, attempt),
         },
         writes,
@@ -356,34 +366,39 @@ export class MongoStorage implements Storage {
   }
 
   /**
-   * A compressed bucket's commit as column replacement: one `updateOne` guarded on `_id` and
-   * `control.count`, setting `control` and every column the commit changed, whole. The columns' current
-   * bytes come from the cache, or from one read of the bucket when it is not cached.
+   * A compressed bucket's commit as one guarded `updateOne`, in the form `openBucketForm` chooses
+   * (open-bucket-form.ts): every column it extends whole, guarded on `_id` and `control.count` (their
+   * current bytes from the cache, or from one read of the bucket when it is not cached); the bucket
+   * rewritten as version 1; or, for a bucket held as version 1, the commit's cells.
    */
   async #applyCompressedCommit(ns: string, commit: CompressedBucketCommit): Promise<StorageUpdateResult> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
-    let spliced = this.#columns.splice(ns, commit);
-    if (spliced === undefined) {
+    const held = this.#uncompressed.get(ns, commit.bucketId);
+    let spliced = held === undefined ? this.#columns.splice(ns, commit) : undefined;
+    if (held === undefined && spliced === undefined) {
       const stored = await this.#run('find', bucketsCollectionName, () => readById(buckets, commit.bucketId));
       spliced = stored === undefined ? undefined : spliceOntoStored(stored, commit);
-      if (spliced === undefined) return kNotMatched;
     }
-    const { changed: columns, base } = spliced;
-    const minMax = { min: commit.minMax.min, max: commit.minMax.max };
-    const update = compressedCommitReplacementUpdate(commit, columns, minMaxPaths(spliced.minMax, minMax));
+    const plan = planCompressedCommit(this.config.openBucketForm, held, commit, spliced);
+    if (plan.kind === 'skipped') return kNotMatched;
     const result = await this.#run('updateOne', bucketsCollectionName, async (attempt) => {
-      const written = await buckets.updateOne(compressedCommitGuard(commit), driverUpdate(update));
+      const written = await buckets.updateOne(plan.filter, driverUpdate(plan.update));
       if (written.matchedCount > 0) return kUpdated;
       if (attempt > 0) {
-        // A lost reply: the update may be in (compressedCommitAlreadyApplied).
+        // A lost reply: the update may be in.
         const stored = await readById(buckets, commit.bucketId);
-        if (stored !== undefined && compressedCommitAlreadyApplied(stored, commit, columns)) return kUpdated;
+        if (stored !== undefined && compressedPlanApplied(stored, plan)) return kUpdated;
       }
       return kNotMatched;
     });
-    if (result.kind === 'updated') this.#columns.applied(ns, commit, columns, base, minMax);
-    else this.#columns.forget(ns, commit.bucketId);
+    recordCompressedOutcome(this.#openBuckets, ns, plan, result.kind === 'updated');
     return result;
+  }
+
+  /** Forget what this storage knows of a bucket's stored form (a direct write), or of a namespace's. */
+  #forget(ns: string, id?: unknown): void {
+    this.#columns.forget(ns, id);
+    this.#uncompressed.forget(ns, id);
   }
 
   /**
@@ -399,7 +414,7 @@ export class MongoStorage implements Storage {
   ): Promise<StorageUpdateResult> {
     const { buckets, bucketsCollectionName, kind } = this.#target(ns);
     // A write from outside the catalog's commits: the cached columns may no longer be the stored ones.
-    this.#columns.forget(ns, filter._id);
+    this.#forget(ns, filter._id);
     if (kind === 'plain') {
       return await this.#once('updateOne', bucketsCollectionName, async () =>
         (await buckets.updateOne(filter, driverUpdate(update))).matchedCount > 0 ? kUpdated : kNotMatched,
@@ -437,7 +452,7 @@ export class MongoStorage implements Storage {
   /** {@inheritDoc Storage.replaceOne} */
   async replaceOne(ns: string, filter: BucketFilter, doc: StoredBucket): Promise<StorageUpdateResult> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
-    this.#columns.forget(ns, filter._id);
+    this.#forget(ns, filter._id);
     return this.#run('replaceOne', bucketsCollectionName, async (attempt): Promise<StorageUpdateResult> => {
       const result = await buckets.replaceOne(filter, doc);
       if (typeof result.matchedCount === 'number' && result.matchedCount > 0) return kUpdated;
@@ -457,7 +472,7 @@ export class MongoStorage implements Storage {
    */
   async updateMany(ns: string, filter: BucketFilter, update: BucketUpdateDocument): Promise<number> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
-    this.#columns.forget(ns);
+    this.#forget(ns);
     const result = await this.#run('updateMany', bucketsCollectionName, () =>
       buckets.updateMany(filter as Filter<Document>, driverUpdate(update)),
     );
@@ -515,7 +530,7 @@ export class MongoStorage implements Storage {
   /** {@inheritDoc Storage.deleteMany} */
   async deleteMany(ns: string, filter: BucketFilter): Promise<number> {
     const { buckets, bucketsCollectionName } = this.#target(ns);
-    this.#columns.forget(ns);
+    this.#forget(ns);
     const result = await this.#run('deleteMany', bucketsCollectionName, () =>
       buckets.deleteMany(filter as Filter<Document>),
     );
@@ -553,6 +568,74 @@ export class MongoStorage implements Storage {
         return this.#reopeningCandidates(ns, queries);
       },
     });
+  }
+
+  // The buckets this storage held as version 1, compressed when the catalog closes them
+  // (kCompressClosedBuckets; open-bucket-form.ts).
+  static {
+    Object.defineProperty(MongoStorage.prototype, kCompressClosedBuckets, {
+      value(
+        this: MongoStorage,
+        ns: string,
+        ids: ReadonlyArray<ObjectId>,
+        options: ClosedBucketsOptions,
+      ): Promise<void> {
+        return this.#compressClosed(ns, ids, options);
+      },
+    });
+  }
+
+  /**
+   * Compress the closed buckets of `ids` this storage holds as version 1: one read of them all, then one
+   * `bulkWrite` (or an `updateOne` each) setting `control` and `data` compressed, each guarded on the
+   * document as read (a direct write in between wins). Never rejects: a bucket left as version 1 is
+   * compressed when a writer reopens it.
+   */
+  async #compressClosed(
+    ns: string,
+    ids: ReadonlyArray<ObjectId>,
+    options: ClosedBucketsOptions,
+  ): Promise<void> {
+    const held = this.#uncompressed.take(ns, ids);
+    if (held.length === 0) return;
+    try {
+      const { buckets, bucketsCollectionName } = this.#target(ns);
+      const docs = await this.#run('find', bucketsCollectionName, () =>
+        buckets.find({ _id: { $in: held }, 'control.version': 1 }, kReadBsonOptions).toArray(),
+      );
+      const writes: Array<{ filter: BucketFilter; update: Document }> = [];
+      for (const raw of docs) {
+        const doc = canonicalizeDocument(raw);
+        // What the catalog would have written had it stayed compressed: rows in the order appended.
+        const result = compressBucket(doc, options.timeField, {
+          validate: options.validate,
+          whenNotSmaller: 'compress',
+          order: 'stored',
+        });
+        if (result.kind !== 'compressed') continue;
+        // `_id`, `control`, `meta`, `data`: only the two that change are set, in place.
+        writes.push({
+          filter: bucketStateGuard(doc, options.timeField),
+          update: { $set: { control: result.doc.control, data: result.doc.data } },
+        });
+      }
+      if (writes.length === 0) return;
+      if (buckets.bulkWrite !== undefined) {
+        const bulkWrite = buckets.bulkWrite.bind(buckets);
+        await this.#run('bulkWrite', bucketsCollectionName, () =>
+          bulkWrite(
+            writes.map((w) => ({ updateOne: { filter: w.filter, update: w.update } })),
+            { ordered: false },
+          ),
+        );
+      } else {
+        for (const w of writes) {
+          await this.#run('updateOne', bucketsCollectionName, () => buckets.updateOne(w.filter, w.update));
+        }
+      }
+    } catch {
+      // Left as version 1 (see above).
+    }
   }
 
   /**

@@ -103,6 +103,7 @@ export class LiveColumns {
       this.#buckets.set(key, live);
     }
     if (live.count !== commit.numPreviouslyCommittedMeasurements) return undefined;
+    if (commit.storedVersion !== undefined && live.version !== commit.storedVersion) return undefined;
     // A commit of another source (another catalog, or a bucket reopened by a new map) is checked against
     // the columns readers saw: the ones this bucket's source holds are taken first (a read may have shown
     // them without taking them, see readDocument).

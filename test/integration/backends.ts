@@ -39,16 +39,21 @@ export interface FakeMongoBackend extends StorageBackend {
  * A fresh fake database per test; every `open()` is a new `MongoStorage` over it (another process).
  *
  * @param mode - the storage mode.
+ * @param defaults - options of every storage opened (before those given to `open`).
  */
-export function fakeMongoBackend(mode: MongoStorageMode): () => Promise<FakeMongoBackend> {
+export function fakeMongoBackend(
+  mode: MongoStorageMode,
+  defaults: MongoStorageOptions = {},
+): () => Promise<FakeMongoBackend> {
   return () => {
     const db = new FakeDb('tsbuckets');
     return Promise.resolve({
       db,
       open: (options: MongoStorageOptions = {}) =>
-        new MongoStorage(db, { mode, retry: kInstantRetry, ...options }),
+        new MongoStorage(db, { mode, retry: kInstantRetry, ...defaults, ...options }),
       collectionName: (base: string) => base,
       dispose: () => Promise.resolve(),
+      uncompressedWhileOpen: (defaults.openBucketForm ?? 'measured') !== 'compressed',
     });
   };
 }
@@ -75,17 +80,20 @@ export async function connectServer(uri: string): Promise<ServerConnection> {
  *
  * @param connection - returns the shared connection (opened in `beforeAll`).
  * @param mode - the storage mode.
+ * @param defaults - options of every storage opened.
  */
 export function serverMongoBackend(
   connection: () => ServerConnection,
   mode: MongoStorageMode,
+  defaults: MongoStorageOptions = {},
 ): BackendFactory {
   return () => {
     const { db } = connection();
     const suffix = randomBytes(4).toString('hex');
     const names: string[] = [];
     const backend: StorageBackend = {
-      open: () => new MongoStorage(db, { mode }),
+      open: () => new MongoStorage(db, { mode, ...defaults }),
+      uncompressedWhileOpen: (defaults.openBucketForm ?? 'measured') !== 'compressed',
       collectionName: (base) => {
         const name = `${base}_${suffix}`;
         names.push(name);

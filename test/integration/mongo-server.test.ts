@@ -38,6 +38,12 @@ describe.skipIf(uri === undefined)(title, () => {
     describeEngineSuite(`server (${mode})`, serverMongoBackend(current, mode));
     describeRollupSuite(`server (${mode})`, serverMongoBackend(current, mode));
   }
+  // Open buckets as version 1 on the server, compressed when they close (the server's own validator
+  // and update semantics on the rewrite, the cells and the compression).
+  describeEngineSuite(
+    "server (timeseries, openBucketForm 'uncompressed')",
+    serverMongoBackend(current, 'timeseries', { openBucketForm: 'uncompressed' }),
+  );
 
   it("mode 'timeseries': the server's own view returns the measurements tsbuckets wrote", async () => {
     const { db } = current();

@@ -19,3 +19,10 @@ for (const mode of ['timeseries', 'buckets'] as const) {
     },
   );
 }
+
+// Open buckets kept as version 1 on the server from their second commit (the 5.x–7.x wire form of the
+// 8.0 format's commits), compressed when they close: the engine's contract holds the same.
+describeEngineSuite(
+  "MongoStorage (buckets, openBucketForm 'uncompressed') over the driver fake",
+  fakeMongoBackend('buckets', { openBucketForm: 'uncompressed' }),
+);

@@ -15,7 +15,7 @@ import type { Db } from 'mongodb';
 import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 
-import { BucketEngine, BulkWriteError, TimeseriesError } from '../../src/index.js';
+import { BucketEngine, BulkWriteError, MemoryStorage, TimeseriesError } from '../../src/index.js';
 import type { StoredBucket } from '../../src/index.js';
 import {
   MongoStorage,
@@ -25,9 +25,9 @@ import {
   isTransientMongoError,
   resolveMongoStorageOptions,
 } from '../../src/mongodb/index.js';
-import type { MongoDbLike, MongoStorageMode } from '../../src/mongodb/index.js';
+import type { MongoDbLike, MongoStorageMode, OpenBucketForm } from '../../src/mongodb/index.js';
 import type { MongoCollectionLike } from '../../src/mongodb/driver-shape.js';
-import { compressBucket } from '../../src/bucket-format/bucket-compression.js';
+import { compressBucket, decompressBucket } from '../../src/bucket-format/bucket-compression.js';
 import {
   compressedCommitAlreadyApplied,
   insertAlreadyWritten,
@@ -105,6 +105,7 @@ describe('MongoStorage options', () => {
     expect(config.mode).toBe('timeseries');
     expect(config.retry).toMatchObject({ maxRetries: 5, initialDelayMs: 50, maxDelayMs: 2000 });
     expect(config.writeConcurrency).toBe(16);
+    expect(config.openBucketForm).toBe('measured');
     expect(new MongoStorage(new FakeDb(), { writeConcurrency: 4 }).writeConcurrency).toBe(4);
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.retry)).toBe(true);
@@ -120,6 +121,7 @@ describe('MongoStorage options', () => {
     [{ retry: { initialDelayMs: 100, maxDelayMs: 10 } }, 'retry.initialDelayMs'],
     [{ writeConcurrency: 0 }, 'writeConcurrency'],
     [{ writeConcurrency: 2.5 }, 'writeConcurrency'],
+    [{ openBucketForm: 'v1' as OpenBucketForm }, 'openBucketForm'],
   ])('rejects %j naming the option', (options, field) => {
     let error: unknown;
     try {
@@ -1158,5 +1160,208 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     await coll.insertOne({ ts: at(4), sensor: 'a', mid: 'after' });
     const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
     expect(stored.map((r) => r.mid).sort()).toEqual(['after', 'first', 'kept']);
+  });
+});
+
+describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
+  /** A `Db` over `fake` that adds up the BSON bytes of every bulkWrite's operations. */
+  function measuredDb(fake: FakeDb): { db: MongoDbLike; sent: { bytes: number } } {
+    const sent = { bytes: 0 };
+    const wrap = (coll: MongoCollectionLike): MongoCollectionLike =>
+      new Proxy(coll, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (typeof value !== 'function') return value;
+          if (prop !== 'bulkWrite') return (value as (...a: unknown[]) => unknown).bind(target);
+          return (operations: ReadonlyArray<Record<string, unknown>>, options: unknown) => {
+            for (const op of operations) sent.bytes += serialize(op).length;
+            return (value as (...a: unknown[]) => unknown).call(target, operations, options);
+          };
+        },
+      });
+    const db = new Proxy(fake, {
+      get(target, prop, receiver) {
+        if (prop === 'collection') return (name: string) => wrap(target.collection(name));
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    return { db, sent };
+  }
+
+  // One measurement per series per call (a bulk loader), ten fields each.
+  const row = (i: number, s: number) => ({
+    ts: at(i * 10),
+    sensor: `s${s}`,
+    ...Object.fromEntries(Array.from({ length: 10 }, (_, f) => [`f${f}`, (i * 7 + f * 3 + s) % 23])),
+  });
+
+  /** `calls` calls of two series into MongoStorage (form `form`) and into the embedded reference. */
+  async function load(
+    form: OpenBucketForm,
+    calls: number,
+    maxCount: number,
+    onCall?: (i: number, raw: () => Array<Record<string, unknown>>) => void,
+  ) {
+    const fake = new FakeDb('metrics');
+    fake.bulkWrite = true;
+    const raw = () => fake.rawDocuments('weather.buckets', kReadBack);
+    const { db, sent } = measuredDb(fake);
+    const parameters = { ...kParameters, timeseriesBucketMaxCount: maxCount };
+    const engine = new BucketEngine({
+      storage: new MongoStorage(db, { mode: 'buckets', retry: kInstantRetry, openBucketForm: form }),
+      parameters,
+    });
+    const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+    const referenceEngine = new BucketEngine({ parameters });
+    const reference = await referenceEngine.createCollection('weather', { timeseries: kTimeseries });
+    for (let i = 0; i < calls; i++) {
+      const docs = [row(i, 0), row(i, 1)];
+      await coll.insertMany(docs, { ordered: false });
+      await reference.insertMany(docs, { ordered: false });
+      onCall?.(i, raw);
+    }
+    const close = async () => {
+      await engine.close();
+      await referenceEngine.close();
+    };
+    return { coll, reference, sent, raw, close };
+  }
+
+  const kReadBack = { promoteValues: true, promoteBuffers: false, bsonRegExp: true } as const;
+  const versionOf = (doc: Record<string, unknown>) => Number((doc.control as { version: unknown }).version);
+  const countOf = (doc: Record<string, unknown>) => Number((doc.control as { count?: unknown }).count);
+  /** A bucket by its series and first time (the ids differ between the two engines). */
+  const keyOf = (doc: Record<string, unknown>) =>
+    `${String(doc.meta)}@${(doc.control as { min: { ts: Date } }).min.ts.toISOString()}`;
+  const withoutId = (doc: Record<string, unknown>) =>
+    Buffer.from(serialize({ ...doc, _id: null })).toString('hex');
+
+  it("'measured' keeps a bucket compressed until its column replacements cost more, then sends cells, and compresses it when it closes", async () => {
+    let firstUncompressed: number | undefined;
+    const measured = await load('measured', 150, 60, (i, raw) => {
+      if (firstUncompressed === undefined && raw().some((d) => versionOf(d) === 1)) firstUncompressed = i;
+    });
+    // Not at the second commit: the first replacements of a small bucket cost less than cells.
+    expect(firstUncompressed).toBeGreaterThan(2);
+    expect(firstUncompressed).toBeLessThan(60);
+    const stored = measured.raw();
+    const expected = new Map(
+      ((await measured.reference.buckets.find().toArray()) as Array<Record<string, unknown>>).map((d) => [
+        keyOf(d),
+        d,
+      ]),
+    );
+    expect(stored).toHaveLength(6);
+    for (const doc of stored) {
+      const reference = expected.get(keyOf(doc)) as Record<string, unknown>;
+      expect(reference).toBeDefined();
+      if (countOf(reference) === 60) {
+        // Closed: compressed again, byte for byte the document the embedded engine holds.
+        expect(withoutId(doc)).toBe(withoutId(reference));
+      } else {
+        // Open (30 measurements): version 1, holding the reference's measurements in its order.
+        expect(versionOf(doc)).toBe(1);
+        expect(withoutId(doc)).toBe(withoutId(decompressBucket(reference)));
+      }
+    }
+    const compressed = await load('compressed', 150, 60);
+    expect(compressed.raw().every((d) => versionOf(d) === 2)).toBe(true);
+    // Chosen by measurement: fewer bytes than column replacement all along (about 0.78 of them here,
+    // in buckets of 60; the longer a bucket, the larger the gap).
+    expect(measured.sent.bytes).toBeLessThan(compressed.sent.bytes * 0.85);
+    await measured.close();
+    await compressed.close();
+  });
+
+  it.each([true, false])(
+    'a rewrite as version 1, a commit of cells and a compression whose replies were lost store each measurement once (bulkWrite: %s)',
+    async (bulkWrite) => {
+      const fake = new FakeDb('metrics');
+      fake.bulkWrite = bulkWrite;
+      const op = bulkWrite ? 'bulkWrite' : 'updateOne';
+      const storage = new MongoStorage(fake, {
+        mode: 'buckets',
+        retry: kInstantRetry,
+        openBucketForm: 'uncompressed',
+      });
+      const engine = new BucketEngine({
+        storage,
+        parameters: { ...kParameters, timeseriesBucketMaxCount: 4 },
+      });
+      const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+      const versions: number[][] = [];
+      for (let i = 0; i < 9; i++) {
+        // Call 1 rewrites both buckets as version 1, calls 2 and 3 send cells, call 4 closes them
+        // (compressed in one find and one write), and so on: every second call loses a reply.
+        if (i % 2 === 1) fake.faults.push({ op, when: 'after', error: network() });
+        await coll.insertMany([row(i, 0), row(i, 1)], { ordered: i % 3 === 0 });
+        versions.push(fake.rawDocuments('weather.buckets', kReadBack).map(versionOf));
+      }
+      expect(fake.faults).toEqual([]);
+      expect(versions[1]).toEqual([1, 1]);
+      // After call 5 the first buckets (4 measurements each) are closed and compressed again.
+      expect(versions[5]?.slice(0, 2)).toEqual([2, 2]);
+      const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+      expect(stored).toHaveLength(18);
+      const keys = stored.map((r) => `${String(r.sensor)}@${(r.ts as Date).toISOString()}`);
+      expect(new Set(keys).size).toBe(18);
+      await engine.close();
+    },
+  );
+
+  it.each(['memory', 'fake'] as const)(
+    'a commit does not extend a bucket another writer compressed again sorted, with the same count (%s)',
+    async (kind) => {
+      // A version-3 bucket (appended out of time order) rewritten by another writer with its rows sorted
+      // (as a version-1 bucket is compressed when a writer reopens it): the count is the same, the bytes
+      // are not, and the catalog's next commit extends its own bytes. It must not apply.
+      const fake = new FakeDb('metrics');
+      const storage =
+        kind === 'memory'
+          ? new MemoryStorage()
+          : new MongoStorage(fake, { mode: 'buckets', retry: kInstantRetry, openBucketForm: 'compressed' });
+      const engine = new BucketEngine({ storage, parameters: kParameters });
+      const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+      const seconds = [10, 30, 20, 50, 40, 70, 60, 90, 80, 110, 100];
+      for (const s of seconds) await coll.insertMany([{ ts: at(s), sensor: 'a', v: s, w: -s }]);
+      const [doc] = (await coll.buckets.find().toArray()) as Array<Record<string, unknown>>;
+      expect(versionOf(doc as Record<string, unknown>)).toBe(3);
+      const sorted = compressBucket(decompressBucket(doc as Record<string, unknown>), 'ts', {
+        whenNotSmaller: 'compress',
+      });
+      if (sorted.kind !== 'compressed') throw new Error('not compressed');
+      expect(versionOf(sorted.doc)).toBe(2);
+      expect(countOf(sorted.doc)).toBe(seconds.length);
+      expect(
+        await storage.replaceOne(coll.bucketsNamespace, { _id: (doc as { _id: unknown })._id }, sorted.doc),
+      ).toEqual({ kind: 'updated' });
+      await coll.insertMany([{ ts: at(120), sensor: 'a', v: 120, w: -120 }]);
+      const rows = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+      expect(
+        rows
+          .map((r) => [(r.ts as Date).getTime(), r.v, r.w])
+          .sort((x, y) => (x[0] as number) - (y[0] as number)),
+      ).toEqual([...seconds, 120].sort((x, y) => x - y).map((s) => [at(s).getTime(), s, -s]));
+      // Each bucket says what it is: a version-2 bucket's rows are in time order.
+      for (const bucket of (await coll.buckets.find().toArray()) as Array<Record<string, unknown>>) {
+        const times = Object.values((decompressBucket(bucket).data as { ts: object }).ts) as Date[];
+        const inOrder = times.every((time, i) => i === 0 || time >= (times[i - 1] as Date));
+        if (versionOf(bucket) === 2) expect(inOrder).toBe(true);
+      }
+      await engine.close();
+    },
+  );
+
+  it("'uncompressed' rewrites a bucket as version 1 at its second commit; 'compressed' never does", async () => {
+    for (const [form, version] of [
+      ['uncompressed', 1],
+      ['compressed', 2],
+      ['measured', 2],
+    ] as const) {
+      const run = await load(form, 2, 1000);
+      expect(run.raw().map(versionOf)).toEqual([version, version]);
+      await run.close();
+    }
   });
 });
