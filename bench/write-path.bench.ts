@@ -7,8 +7,10 @@
  *    (`timeseriesAlwaysUseCompressedBuckets: true`, compressed from the first commit) and 5.x–7.x buckets
  *    (`false`, uncompressed while open);
  * 2. `MongoStorage` over the driver-shaped fake: bytes sent per measurement and round trips per call for
- *    each format's wire form (8.0: whole changed columns `$set`, guarded on `control.count`; 7.x: one cell
- *    `$set` per value, guarded on the time column's indices).
+ *    each wire form (8.0 `openBucketForm: 'measured'`, the default: whole changed columns until they cost
+ *    more than cells, then version 1 until the bucket closes; `'compressed'`: whole changed columns
+ *    `$set` all along, guarded on `control.count`; 7.x: one cell `$set` per value, guarded on the time
+ *    column's indices), over 10 calls of 1 000 series and over buckets that live until they close.
  *
  * Run alone with `npx tsx bench/write-path.bench.ts` (`--quick` for fewer calls).
  */
@@ -17,6 +19,7 @@ import { calculateObjectSize, serialize } from 'bson';
 import { BucketEngine } from '../src/index.js';
 import type { Storage } from '../src/index.js';
 import { MongoStorage } from '../src/mongodb/index.js';
+import type { MongoStorageOptions } from '../src/mongodb/index.js';
 import type { MongoCollectionLike, MongoDbLike } from '../src/mongodb/driver-shape.js';
 import { FakeDb } from '../test/integration/support/fake-mongo.js';
 import { tsbsCpuOnly } from './datasets.js';
@@ -30,6 +33,7 @@ async function bulkLoad(
   docs: ReadonlyArray<Doc>,
   alwaysCompressed: boolean,
   storage?: Storage,
+  series: number = kSeries,
 ): Promise<number> {
   const engine = new BucketEngine({
     ...(storage === undefined ? {} : { storage }),
@@ -40,8 +44,8 @@ async function bulkLoad(
     ttlMonitor: 'disabled',
   });
   const coll = await engine.createCollection('bulk', { timeseries: { timeField: 'ts', metaField: 'tags' } });
-  for (let start = 0; start < docs.length; start += kSeries) {
-    await coll.insertMany(docs.slice(start, start + kSeries), { ordered: false });
+  for (let start = 0; start < docs.length; start += series) {
+    await coll.insertMany(docs.slice(start, start + series), { ordered: false });
   }
   let buckets = 0;
   for await (const _bucket of coll.buckets.find()) buckets++;
@@ -56,6 +60,7 @@ const kRoundTrips: ReadonlySet<string | symbol> = new Set([
   'bulkWrite',
   'find',
   'aggregate',
+  'replaceOne',
 ]);
 
 /** A driver `Db` that counts the operations and BSON bytes sent to the buckets collection. */
@@ -130,23 +135,54 @@ export async function runWritePathBench(quick: boolean): Promise<void> {
   const few = docs.slice(0, kSeries * (quick ? 5 : 10));
   // The same calls again through a new engine (a restart): every series has a bucket to reopen.
   const later = docs.slice(kSeries * (quick ? 5 : 10), kSeries * (quick ? 10 : 20));
-  for (const alwaysCompressed of [true, false]) {
+  for (const { name, alwaysCompressed, options } of kWireForms) {
     const { db, sent } = countingDb(new FakeDb('bench'));
-    await bulkLoad(few, alwaysCompressed, new MongoStorage(db, { mode: 'buckets' }));
-    const name = alwaysCompressed ? '8.0: whole changed columns' : '7.x: one cell $set per value';
+    await bulkLoad(few, alwaysCompressed, new MongoStorage(db, { mode: 'buckets', ...options }));
     console.log(
-      `${name.padEnd(32)} ${(sent.bytes / few.length).toFixed(0).padStart(6)} bytes sent per measurement, ` +
+      `${name.padEnd(40)} ${(sent.bytes / few.length).toFixed(0).padStart(6)} bytes sent per measurement, ` +
         `${(sent.calls / (few.length / kSeries)).toFixed(1)} round trips per call`,
     );
     sent.calls = 0;
     sent.bytes = 0;
-    await bulkLoad(later, alwaysCompressed, new MongoStorage(db, { mode: 'buckets' }));
+    await bulkLoad(later, alwaysCompressed, new MongoStorage(db, { mode: 'buckets', ...options }));
     console.log(
-      `${'  after a restart'.padEnd(32)} ${(sent.bytes / later.length).toFixed(0).padStart(6)} bytes sent per measurement, ` +
+      `${'  after a restart'.padEnd(40)} ${(sent.bytes / later.length).toFixed(0).padStart(6)} bytes sent per measurement, ` +
         `${(sent.calls / (later.length / kSeries)).toFixed(1)} round trips per call`,
     );
   }
+
+  // Buckets that live long: one measurement per series per call until they close on their 1 h span
+  // (360 measurements of TSBS's 10 s interval), then 40 more calls.
+  const longSeries = 20;
+  const longCalls = quick ? 120 : 400;
+  const long = tsbsCpuOnly(longSeries, longSeries * longCalls);
+  heading(
+    `MongoStorage over the driver-shaped fake: ${longSeries} series, ${longCalls} calls (buckets close on their 1 h span)`,
+  );
+  for (const { name, alwaysCompressed, options } of kWireForms) {
+    const { db, sent } = countingDb(new FakeDb('bench'));
+    await bulkLoad(long, alwaysCompressed, new MongoStorage(db, { mode: 'buckets', ...options }), longSeries);
+    console.log(
+      `${name.padEnd(40)} ${(sent.bytes / long.length).toFixed(0).padStart(6)} bytes sent per measurement, ` +
+        `${(sent.calls / longCalls).toFixed(2)} round trips per call`,
+    );
+  }
 }
+
+/** The wire forms compared: the 8.0 format's `openBucketForm` choices, and the 7.x format. */
+const kWireForms: ReadonlyArray<{
+  readonly name: string;
+  readonly alwaysCompressed: boolean;
+  readonly options: MongoStorageOptions;
+}> = [
+  { name: "8.0, openBucketForm 'measured' (default)", alwaysCompressed: true, options: {} },
+  {
+    name: "8.0, 'compressed': whole changed columns",
+    alwaysCompressed: true,
+    options: { openBucketForm: 'compressed' },
+  },
+  { name: '7.x: one cell $set per value', alwaysCompressed: false, options: {} },
+];
 
 if (import.meta.url === `file://${process.argv[1] ?? ''}`)
   await runWritePathBench(process.argv.includes('--quick'));
