@@ -22,6 +22,7 @@
 import type { ObjectId } from 'bson';
 
 import { compressBucket, decompressBucketSized } from '../bucket-format/bucket-compression.js';
+import { bucketStateGuard, metaGuard } from '../bucket-format/bucket-document.js';
 import { BSONColumn } from '../bucket-format/bson-column/bson-column.js';
 import { MeasurementMap } from '../bucket-format/measurement-map.js';
 import type { DrainPolicy } from '../bucket-format/measurement-map.js';
@@ -233,7 +234,7 @@ export async function findReopeningCandidate(
 
 /**
  * The version-1 form of a reopening candidate: compressed documents are decompressed and written back
- * (guarded on `_id`, version and count, so a concurrent change wins); version 1 is returned as is.
+ * (guarded on `_id`, version, count and meta, so a concurrent change wins); version 1 is returned as is.
  *
  * @param source - the storage.
  * @param doc - the candidate document.
@@ -254,8 +255,9 @@ export async function uncompressedForReopening(
     return undefined;
   }
   if (v1 === undefined) return undefined;
+  // Only the document read: its version, count and meta (a delete or a meta update since wins).
   const replaced = await source.replaceBucket(
-    { _id: doc._id, 'control.version': control.version, 'control.count': control.count },
+    { _id: doc._id, 'control.version': control.version, 'control.count': control.count, ...metaGuard(doc) },
     v1.doc,
   );
   return replaced ? v1 : undefined;
@@ -263,8 +265,8 @@ export async function uncompressedForReopening(
 
 /**
  * The compressed form of a reopening candidate (MongoDB 8.0+, `compressUncompressedBucketOnReopen`): a
- * version-1 document is compressed (sorted by time) and written back, guarded on `_id`, version 1 and its
- * measurement count; a compressed document is returned as is.
+ * version-1 document is compressed (sorted by time) and written back, guarded on `_id`, version 1, its
+ * measurement count and its meta; a compressed document is returned as is.
  *
  * @param source - the storage.
  * @param doc - the candidate document.
@@ -284,12 +286,9 @@ export async function compressedForReopening(
   if (control?.version !== 1) return undefined;
   const result = compressBucket(doc, timeField, { validate, whenNotSmaller: 'compress' });
   if (result.kind !== 'compressed') return 'frozen';
-  const times = getOwnField(doc.data as object, timeField) as object;
-  const n = Object.keys(times).length;
-  const replaced = await source.replaceBucket(
-    { _id: doc._id, 'control.version': 1, [`data.${timeField}.${n}`]: { $exists: false } },
-    result.doc,
-  );
+  // Only the document read: version 1 with its measurements (index n - 1 present, n absent) and its
+  // meta. Index n absent alone let a delete since (fewer measurements, marked closed) be overwritten.
+  const replaced = await source.replaceBucket(bucketStateGuard(doc, timeField), result.doc);
   return replaced ? { doc: result.doc, size: result.bytesAfter } : undefined;
 }
 

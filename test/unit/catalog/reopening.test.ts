@@ -9,6 +9,10 @@ import { BucketEngine, MemoryStorage } from '../../../src/index.js';
 import type { BucketFilter, StorageFindOptions, StoredBucket } from '../../../src/index.js';
 import { kReopeningCandidates } from '../../../src/storage/storage.js';
 import type { ReopeningQuery } from '../../../src/storage/storage.js';
+import { compressBucket } from '../../../src/bucket-format/bucket-compression.js';
+import { compressedForReopening, uncompressedForReopening } from '../../../src/catalog/reopening.js';
+import type { ReopeningSource } from '../../../src/catalog/reopening.js';
+import { BsonQuery } from '../../../src/util/bson-query.js';
 
 const at = (s: string) => new Date(s);
 
@@ -395,5 +399,54 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     const stats = (await coll.stats()).timeseries;
     expect(stats.numBucketQueriesFailed).toBe(1);
     expect(stats.numBucketsQueried).toBe(0);
+  });
+});
+
+describe('rewriting a reopened bucket is guarded on the document as read', () => {
+  const id = new ObjectId('66ffbcdceab11d7636e0049e');
+  const at = (s: number) => new Date(Date.UTC(2024, 9, 4, 10, 0, s));
+  const v1 = (times: number[], extra: Record<string, unknown> = {}): StoredBucket => ({
+    _id: id,
+    control: {
+      version: 1,
+      min: { ts: at(Math.min(...times)) },
+      max: { ts: at(Math.max(...times)) },
+      ...extra,
+    },
+    meta: 's2',
+    data: { ts: Object.fromEntries(times.map((t, i) => [String(i), at(t)])) },
+  });
+  /** A source whose one stored document is `current`, replaced when the filter matches it. */
+  const sourceOver = (current: StoredBucket) => {
+    const state = { current, replaced: false };
+    const source: ReopeningSource = {
+      queryBuckets: () => (async function* () {})(),
+      replaceBucket: (filter, doc) => {
+        if (!new BsonQuery(filter).test(state.current)) return Promise.resolve(false);
+        state.current = doc;
+        state.replaced = true;
+        return Promise.resolve(true);
+      },
+    };
+    return { source, state };
+  };
+
+  it('a version-1 bucket a delete rewrote since it was read (fewer measurements, closed) is not compressed over', async () => {
+    const read = v1([1, 2]);
+    const { source, state } = sourceOver(v1([2], { closed: true }));
+    expect(await compressedForReopening(source, read, 'ts', true)).toBeUndefined();
+    expect(state.replaced).toBe(false);
+    // As read, it is.
+    const same = sourceOver(v1([1, 2]));
+    expect(await compressedForReopening(same.source, read, 'ts', true)).toBeDefined();
+    expect(same.state.replaced).toBe(true);
+  });
+
+  it('a compressed bucket whose meta was updated since it was read is not decompressed over', async () => {
+    const compressed = compressBucket(v1([1, 2]), 'ts', { whenNotSmaller: 'compress' });
+    if (compressed.kind !== 'compressed') throw new Error('not compressed');
+    const { source, state } = sourceOver({ ...compressed.doc, meta: 's3' });
+    expect(await uncompressedForReopening(source, compressed.doc)).toBeUndefined();
+    expect(state.replaced).toBe(false);
   });
 });
