@@ -420,6 +420,7 @@ describe('rewriting a reopened bucket is guarded on the document as read', () =>
   const sourceOver = (current: StoredBucket) => {
     const state = { current, replaced: false };
     const source: ReopeningSource = {
+      fetchBucket: () => Promise.resolve(state.current),
       queryBuckets: () => (async function* () {})(),
       replaceBucket: (filter, doc) => {
         if (!new BsonQuery(filter).test(state.current)) return Promise.resolve(false);
