@@ -101,6 +101,18 @@ export function parseMode(value: string): 'timeseries' | 'buckets' {
 }
 
 /**
+ * How `MongoStorage` keeps open compressed buckets on the server (`openBucketForm`).
+ *
+ * @param value - the option's text.
+ * @returns `'measured'`, `'compressed'` or `'uncompressed'`.
+ * @throws InvalidArgumentError for another value.
+ */
+export function parseOpenBucketForm(value: string): 'measured' | 'compressed' | 'uncompressed' {
+  if (value === 'measured' || value === 'compressed' || value === 'uncompressed') return value;
+  throw new InvalidArgumentError("Expected 'measured', 'compressed' or 'uncompressed'.");
+}
+
+/**
  * An input format.
  *
  * @param value - the option's text.

@@ -16,6 +16,8 @@ export interface TargetOptions {
   readonly db?: string | undefined;
   /** `MongoStorage` mode (with `uri`). */
   readonly mode: 'timeseries' | 'buckets';
+  /** How `MongoStorage` keeps open compressed buckets on the server (with `uri`; default `'measured'`). */
+  readonly openBucketForm?: 'measured' | 'compressed' | 'uncompressed' | undefined;
   /** The time-series collection. */
   readonly collection: string;
   /** The time field. */
@@ -78,7 +80,10 @@ export async function openTarget(options: TargetOptions): Promise<OpenTarget> {
   const connection = await connectMongo(options.uri, options.db);
   try {
     const engine = new BucketEngine({
-      storage: new MongoStorage(connection.db, { mode: options.mode }),
+      storage: new MongoStorage(connection.db, {
+        mode: options.mode,
+        ...(options.openBucketForm === undefined ? {} : { openBucketForm: options.openBucketForm }),
+      }),
       dbName: connection.db.databaseName,
       ttlMonitor: 'disabled',
     });

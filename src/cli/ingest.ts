@@ -10,7 +10,14 @@ import type { Command } from 'commander';
 
 import { TimeseriesError } from '../errors.js';
 import type { Granularity } from '../options.js';
-import { parseFormat, parseGranularity, parseMode, parsePositiveInteger, parseSpan } from './arguments.js';
+import {
+  parseFormat,
+  parseGranularity,
+  parseMode,
+  parseOpenBucketForm,
+  parsePositiveInteger,
+  parseSpan,
+} from './arguments.js';
 import { measureBuckets } from './bucket-sizes.js';
 import { openTarget } from './collection-target.js';
 import type { OpenTarget } from './collection-target.js';
@@ -46,6 +53,8 @@ export interface IngestOptions extends FileCollectionOptions {
   readonly db?: string;
   /** `MongoStorage` mode. */
   readonly mode: 'timeseries' | 'buckets';
+  /** How `MongoStorage` keeps open compressed buckets on the server. */
+  readonly openBucketForm: 'measured' | 'compressed' | 'uncompressed';
   /** Measurements per `insertMany`. */
   readonly batchSize: number;
   /** Concurrent writers. */
@@ -192,6 +201,14 @@ export function registerIngest(program: Command, io: CommandIo): void {
   addFileCollectionOptions(command);
   addMongoOptions(command);
   command
+    .addOption(
+      new Option(
+        '--open-bucket-form <form>',
+        'with --uri, how open buckets are kept on the server: measured, compressed or uncompressed',
+      )
+        .argParser(parseOpenBucketForm)
+        .default('measured'),
+    )
     .option('--batch-size <n>', 'measurements per insertMany', parsePositiveInteger, 1000)
     .option('--writers <n>', 'concurrent writers', parsePositiveInteger, 4)
     .option('--strict', 'stop at the first bad line', false)

@@ -8,6 +8,7 @@ import {
   parseFormat,
   parseGranularity,
   parseMode,
+  parseOpenBucketForm,
   parsePositiveInteger,
   parseSpan,
 } from '../../src/cli/arguments.js';
@@ -60,6 +61,8 @@ describe('option parsers', () => {
     expect(() => parseGranularity('weeks')).toThrow("Expected 'seconds', 'minutes' or 'hours'.");
     expect(parseMode('buckets')).toBe('buckets');
     expect(() => parseMode('view')).toThrow(InvalidArgumentError);
+    expect(parseOpenBucketForm('uncompressed')).toBe('uncompressed');
+    expect(() => parseOpenBucketForm('v1')).toThrow(InvalidArgumentError);
     expect(parseFormat('csv')).toBe('csv');
     expect(() => parseFormat('tsv')).toThrow(InvalidArgumentError);
   });
