@@ -91,21 +91,24 @@ export class BucketEngine {
         : { bucketsNs: coll.bucketsNamespace, timeField: coll.options.timeField };
     };
     // In the 8.0+ format buckets are compressed from their first commit: closing one writes nothing,
-    // unless the storage keeps open buckets uncompressed on its backend (then it compresses them).
-    const storageCompression = parameters.timeseriesAlwaysUseCompressedBuckets
-      ? closedBucketsCompressor(this.storage)
-      : undefined;
-    const closed =
-      storageCompression !== undefined
-        ? new ClosedBucketHandoff(storageCompression, target, parameters.timeseriesValidateCompressedBuckets)
-        : resolved.compression === 'onClose' && !parameters.timeseriesAlwaysUseCompressedBuckets
-          ? new ClosedBucketCompressor(
-              this.storage,
-              () => this.catalog,
-              target,
-              parameters.timeseriesValidateCompressedBuckets,
-            )
-          : undefined;
+    // unless the storage keeps open buckets uncompressed on its backend (then it compresses them). In
+    // the 5.x–7.x format a closed bucket is compressed: by the storage, many at once, when it can.
+    const validate = parameters.timeseriesValidateCompressedBuckets;
+    const storageCompression = closedBucketsCompressor(this.storage);
+    let closed: ClosedBucketCompressor | ClosedBucketHandoff | undefined;
+    if (parameters.timeseriesAlwaysUseCompressedBuckets) {
+      if (storageCompression !== undefined) {
+        closed = new ClosedBucketHandoff(storageCompression, target, { validate, which: 'held' });
+      }
+    } else if (resolved.compression === 'onClose') {
+      closed =
+        storageCompression === undefined
+          ? new ClosedBucketCompressor(this.storage, () => this.catalog, target, validate)
+          : new ClosedBucketHandoff(storageCompression, target, { validate, which: 'all' }, (ns, outcome) => {
+              if (outcome.kind === 'failed') this.catalog.recordCompression(ns, 'failed', 0, 0);
+              else this.catalog.recordCompression(ns, outcome.kind, outcome.bytesBefore, outcome.bytesAfter);
+            });
+    }
     this.catalog = new BucketCatalog({
       parameters: {
         timeseriesBucketMaxCount: parameters.timeseriesBucketMaxCount,

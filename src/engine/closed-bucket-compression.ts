@@ -13,7 +13,12 @@ import type { ObjectId } from 'bson';
 
 import type { BucketCatalog } from '../catalog/bucket-catalog.js';
 import { compressBucket } from '../bucket-format/bucket-compression.js';
-import type { CompressClosedBuckets, Storage } from '../storage/storage.js';
+import type {
+  ClosedBucketOutcome,
+  ClosedBucketsOptions,
+  CompressClosedBuckets,
+  Storage,
+} from '../storage/storage.js';
 import { bucketStateGuard } from '../bucket-format/bucket-document.js';
 
 /** A bucket closed by the catalog, waiting to be compressed. */
@@ -131,30 +136,35 @@ export class ClosedBucketCompressor {
 }
 
 /**
- * The 8.0 format over a storage that keeps some open buckets uncompressed on its backend
- * (`kCompressClosedBuckets`, `MongoStorage`): the buckets the catalog closes are handed to the storage,
- * per collection, before the insert call that closed them returns; the storage compresses those it holds
- * uncompressed (all of them in one read and one write).
+ * Closed buckets handed to a storage that compresses them itself, many at once
+ * (`kCompressClosedBuckets`, `MongoStorage`: one read and one write for all those an insert call closed),
+ * per collection, before the insert call that closed them returns. In the 8.0 format the storage
+ * compresses those it keeps as version 1 while open (`which: 'held'`); in the 5.x–7.x format, every one
+ * (`'all'`), and its outcomes are counted as {@link ClosedBucketCompressor} counts them.
  */
 export class ClosedBucketHandoff {
   readonly #queue: ClosedBucket[] = [];
   readonly #compress: CompressClosedBuckets;
   readonly #target: (ns: string) => CompressionTarget | undefined;
-  readonly #validate: boolean;
+  readonly #options: Pick<ClosedBucketsOptions, 'validate' | 'which'>;
+  readonly #record: ((ns: string, outcome: ClosedBucketOutcome) => void) | undefined;
 
   /**
    * @param compress - the storage's `kCompressClosedBuckets` method.
    * @param target - the buckets namespace and time field of a collection (undefined once dropped).
-   * @param validate - `timeseriesValidateCompressedBuckets`.
+   * @param options - `validate` (`timeseriesValidateCompressedBuckets`) and which buckets to compress.
+   * @param record - counts each outcome in the collection's statistics (5.x–7.x format).
    */
   constructor(
     compress: CompressClosedBuckets,
     target: (ns: string) => CompressionTarget | undefined,
-    validate: boolean,
+    options: Pick<ClosedBucketsOptions, 'validate' | 'which'>,
+    record?: (ns: string, outcome: ClosedBucketOutcome) => void,
   ) {
     this.#compress = compress;
     this.#target = target;
-    this.#validate = validate;
+    this.#options = options;
+    this.#record = record;
   }
 
   /**
@@ -179,7 +189,11 @@ export class ClosedBucketHandoff {
     for (const [ns, ids] of byNs) {
       const target = this.#target(ns);
       if (target === undefined) continue;
-      await this.#compress(target.bucketsNs, ids, { timeField: target.timeField, validate: this.#validate });
+      const outcomes = await this.#compress(target.bucketsNs, ids, {
+        ...this.#options,
+        timeField: target.timeField,
+      });
+      if (this.#record !== undefined) for (const outcome of outcomes) this.#record(ns, outcome);
     }
   }
 }

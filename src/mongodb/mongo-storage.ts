@@ -30,6 +30,7 @@ import type {
   BucketWrite,
   BucketWriteOutcome,
   CommitWritesOptions,
+  ClosedBucketOutcome,
   ClosedBucketsOptions,
   NamespaceOptions,
   ReopeningQuery,
@@ -570,8 +571,8 @@ export class MongoStorage implements Storage {
     });
   }
 
-  // The buckets this storage held as version 1, compressed when the catalog closes them
-  // (kCompressClosedBuckets; open-bucket-form.ts).
+  // Closed buckets compressed many at once (kCompressClosedBuckets): the ones this storage held as
+  // version 1 while they were open (8.0 format, open-bucket-form.ts), or every one (5.x–7.x format).
   static {
     Object.defineProperty(MongoStorage.prototype, kCompressClosedBuckets, {
       value(
@@ -579,62 +580,100 @@ export class MongoStorage implements Storage {
         ns: string,
         ids: ReadonlyArray<ObjectId>,
         options: ClosedBucketsOptions,
-      ): Promise<void> {
+      ): Promise<ClosedBucketOutcome[]> {
         return this.#compressClosed(ns, ids, options);
       },
     });
   }
 
   /**
-   * Compress the closed buckets of `ids` this storage holds as version 1: one read of them all, then one
-   * `bulkWrite` (or an `updateOne` each) setting `control` and `data` compressed, each guarded on the
-   * document as read (a direct write in between wins). Never rejects: a bucket left as version 1 is
-   * compressed when a writer reopens it.
+   * Compress closed buckets (those `options.which` names): one read of all of them still version 1,
+   * then one `bulkWrite` (or an `updateOne` each) setting each one's `control` and `data` compressed,
+   * guarded on the document as read (a direct write in between wins). When fewer match than were sent,
+   * the ones still version 1 are read to tell which were not compressed. Never rejects: a bucket left
+   * as version 1 is `failed` when the storage failed, and stays readable as it is.
    */
   async #compressClosed(
     ns: string,
     ids: ReadonlyArray<ObjectId>,
     options: ClosedBucketsOptions,
-  ): Promise<void> {
+  ): Promise<ClosedBucketOutcome[]> {
     const held = this.#uncompressed.take(ns, ids);
-    if (held.length === 0) return;
+    const wanted = options.which === 'held' ? held : ids;
+    if (wanted.length === 0) return [];
+    const { buckets, bucketsCollectionName } = this.#target(ns);
+    const outcomes: ClosedBucketOutcome[] = [];
+    const writes: Array<{
+      id: ObjectId;
+      filter: BucketFilter;
+      update: Document;
+      outcome: ClosedBucketOutcome;
+    }> = [];
+    // Until the read answers, every wanted bucket would be left as version 1 by a failure.
+    let pending = wanted.length;
     try {
-      const { buckets, bucketsCollectionName } = this.#target(ns);
       const docs = await this.#run('find', bucketsCollectionName, () =>
-        buckets.find({ _id: { $in: held }, 'control.version': 1 }, kReadBsonOptions).toArray(),
+        buckets.find({ _id: { $in: wanted }, 'control.version': 1 }, kReadBsonOptions).toArray(),
       );
-      const writes: Array<{ filter: BucketFilter; update: Document }> = [];
+      pending = 0;
       for (const raw of docs) {
         const doc = canonicalizeDocument(raw);
-        // What the catalog would have written had it stayed compressed: rows in the order appended.
-        const result = compressBucket(doc, options.timeField, {
-          validate: options.validate,
-          whenNotSmaller: 'compress',
-          order: 'stored',
-        });
-        if (result.kind !== 'compressed') continue;
-        // `_id`, `control`, `meta`, `data`: only the two that change are set, in place.
-        writes.push({
-          filter: bucketStateGuard(doc, options.timeField),
-          update: { $set: { control: result.doc.control, data: result.doc.data } },
-        });
+        // Held while open: what the catalog would have written had it stayed compressed (rows in the
+        // order appended, whatever the size). Otherwise the server's compression on close.
+        const result = compressBucket(
+          doc,
+          options.timeField,
+          options.which === 'held'
+            ? { validate: options.validate, whenNotSmaller: 'compress', order: 'stored' }
+            : { validate: options.validate },
+        );
+        if (result.kind === 'failed') outcomes.push({ kind: 'failed' });
+        else if (result.kind === 'notSmaller') outcomes.push(result);
+        else {
+          // `_id`, `control`, `meta`, `data`: only the two that change are set, in place.
+          writes.push({
+            id: doc._id as ObjectId,
+            filter: bucketStateGuard(doc, options.timeField),
+            update: { $set: { control: result.doc.control, data: result.doc.data } },
+            outcome: { kind: 'compressed', bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter },
+          });
+        }
       }
-      if (writes.length === 0) return;
+      if (writes.length === 0) return outcomes;
+      pending = writes.length;
+      let matched = 0;
       if (buckets.bulkWrite !== undefined) {
         const bulkWrite = buckets.bulkWrite.bind(buckets);
-        await this.#run('bulkWrite', bucketsCollectionName, () =>
+        const result = await this.#run('bulkWrite', bucketsCollectionName, () =>
           bulkWrite(
             writes.map((w) => ({ updateOne: { filter: w.filter, update: w.update } })),
             { ordered: false },
           ),
         );
+        matched = result.matchedCount;
       } else {
         for (const w of writes) {
-          await this.#run('updateOne', bucketsCollectionName, () => buckets.updateOne(w.filter, w.update));
+          const result = await this.#run('updateOne', bucketsCollectionName, () =>
+            buckets.updateOne(w.filter, w.update),
+          );
+          matched += result.matchedCount;
         }
       }
+      if (matched === writes.length) return [...outcomes, ...writes.map((w) => w.outcome)];
+      // A short count (a guard missed, or a retry found its own write done): the ones still version 1
+      // were not compressed.
+      const left = await this.#run('find', bucketsCollectionName, () =>
+        buckets
+          .find({ _id: { $in: writes.map((w) => w.id) }, 'control.version': 1 }, { projection: { _id: 1 } })
+          .toArray(),
+      );
+      const uncompressed = new Set(left.map((d) => String(d._id)));
+      for (const w of writes) if (!uncompressed.has(String(w.id))) outcomes.push(w.outcome);
+      return outcomes;
     } catch {
-      // Left as version 1 (see above).
+      // Left as version 1.
+      for (let i = 0; i < pending; i++) outcomes.push(kFailedCompression);
+      return outcomes;
     }
   }
 
@@ -856,6 +895,7 @@ export class MongoStorage implements Storage {
 }
 
 const kUpdated: StorageUpdateResult = Object.freeze({ kind: 'updated' });
+const kFailedCompression: ClosedBucketOutcome = Object.freeze({ kind: 'failed' });
 const kNotMatched: StorageUpdateResult = Object.freeze({ kind: 'notMatched' });
 
 /** The server's `timeseries` options: granularity alone when set (accepted by every 5.0+ server). */

@@ -105,29 +105,44 @@ type ReopeningCandidates = (
 ) => Promise<ReadonlyArray<StoredBucket[] | undefined>>;
 
 /**
- * On a storage that keeps some open compressed buckets uncompressed on its backend (`MongoStorage`, whose
- * commits could otherwise only resend whole columns): a method `(ns, ids, options) => Promise<void>`
- * that compresses, of the buckets of `ns` the catalog has closed for good (`ids`), those it holds
- * uncompressed, as a 5.x–7.x server compresses a bucket when it closes. Internal: the engine calls it in
- * the 8.0 format after each insert call that closed buckets. Never rejects: the writes it follows are
- * acknowledged, and a bucket left uncompressed is compressed when it is next reopened.
+ * On a storage that compresses closed buckets itself, many at once (`MongoStorage`: one read and one
+ * write for all the buckets an insert call closed, where compressing them one by one costs two round trips
+ * each): a method `(ns, ids, options) => Promise<ClosedBucketOutcome[]>` that compresses, of the buckets
+ * of `ns` the catalog has closed for good (`ids`), those `options.which` names, and says what became of
+ * each it tried. Internal: the engine calls it after each insert call that closed buckets. In the 8.0
+ * format it is given only the buckets the storage keeps as version 1 while they are open (its commits
+ * could otherwise only resend whole columns); in the 5.x–7.x format, every closed bucket. Never rejects:
+ * the writes it follows are acknowledged, and a bucket left uncompressed stays readable as version 1.
  */
 export const kCompressClosedBuckets: unique symbol = Symbol('tsbuckets.compressClosedBuckets');
 
-/** What a {@link kCompressClosedBuckets} compression needs to know of the collection. */
+/** What a {@link kCompressClosedBuckets} compression needs to know. */
 export interface ClosedBucketsOptions {
   /** The time field (its column orders a bucket's rows). */
   readonly timeField: string;
   /** Decompress each compressed bucket and compare it before writing it (`timeseriesValidateCompressedBuckets`). */
   readonly validate: boolean;
+  /**
+   * `'held'` (8.0 format): only the buckets the storage keeps as version 1 while the catalog appends to
+   * them compressed, compressed in the order appended whatever the size (the document the catalog would
+   * have left); `'all'` (5.x–7.x format): every one still version 1, sorted by time, left as version 1
+   * when compressing would not make it smaller (as the server compresses a bucket when it closes).
+   */
+  readonly which: 'held' | 'all';
 }
+
+/** What became of one bucket a {@link kCompressClosedBuckets} compression tried (for the statistics). */
+export type ClosedBucketOutcome =
+  | { readonly kind: 'compressed'; readonly bytesBefore: number; readonly bytesAfter: number }
+  | { readonly kind: 'notSmaller'; readonly bytesBefore: number; readonly bytesAfter: number }
+  | { readonly kind: 'failed' };
 
 /** A storage's {@link kCompressClosedBuckets} method. */
 export type CompressClosedBuckets = (
   ns: string,
   ids: ReadonlyArray<ObjectId>,
   options: ClosedBucketsOptions,
-) => Promise<void>;
+) => Promise<ReadonlyArray<ClosedBucketOutcome>>;
 
 /**
  * The {@link kCompressClosedBuckets} method of `storage`, bound to it, or `undefined` when it has none.

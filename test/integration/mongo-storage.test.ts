@@ -1353,6 +1353,50 @@ describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
     },
   );
 
+  it.each([true, false])(
+    '5.x–7.x format: the buckets one call closes are compressed with one find and one write, and counted (bulkWrite: %s)',
+    async (bulkWrite) => {
+      const fake = new FakeDb('metrics');
+      fake.bulkWrite = bulkWrite;
+      const storage = new MongoStorage(fake, { mode: 'buckets', retry: kInstantRetry });
+      const engine = new BucketEngine({
+        storage,
+        parameters: {
+          ...kParameters,
+          timeseriesBucketMaxCount: 3,
+          timeseriesAlwaysUseCompressedBuckets: false,
+        },
+      });
+      const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+      const series = [0, 1, 2, 3];
+      for (let i = 0; i < 3; i++)
+        await coll.insertMany(
+          series.map((s) => row(i, s)),
+          { ordered: false },
+        );
+      // A fourth measurement per series: every bucket rolls over on its count and closes.
+      const before = fake.calls.length;
+      await coll.insertMany(
+        series.map((s) => row(3, s)),
+        { ordered: false },
+      );
+      const calls = fake.calls.slice(before).map((c) => c.split(':')[0]);
+      // The writes of the call (one bulkWrite, or an insert per new bucket), then one read of the closed
+      // buckets and their compressions (one bulkWrite, or an update each): no replaceOne, no read each.
+      expect(calls.filter((c) => c === 'find')).toHaveLength(1);
+      expect(calls).not.toContain('replaceOne');
+      expect(calls.filter((c) => c === 'bulkWrite')).toHaveLength(bulkWrite ? 2 : 0);
+      const versions = fake.rawDocuments('weather.buckets', kReadBack).map(versionOf);
+      expect(versions.sort()).toEqual([1, 1, 1, 1, 2, 2, 2, 2]);
+      const stats = (await coll.stats()).timeseries;
+      expect([stats.numCompressedBuckets, stats.numUncompressedBuckets]).toEqual([4, 0]);
+      expect(stats.numBytesCompressed).toBeLessThan(stats.numBytesUncompressed ?? 0);
+      const stored = await storedMeasurements(storage, coll.bucketsNamespace, 'ts', 'sensor');
+      expect(stored).toHaveLength(16);
+      await engine.close();
+    },
+  );
+
   it("'uncompressed' rewrites a bucket as version 1 at its second commit; 'compressed' never does", async () => {
     for (const [form, version] of [
       ['uncompressed', 1],
