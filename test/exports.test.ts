@@ -39,6 +39,7 @@ describe('public exports', () => {
       'kDefaultInitialDelayMs',
       'kDefaultMaxDelayMs',
       'kDefaultMaxRetries',
+      'kOpenBucketForms',
       'resolveMongoStorageOptions',
     ]);
   });
