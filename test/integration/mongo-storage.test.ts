@@ -1397,6 +1397,57 @@ describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
     },
   );
 
+  it("a bucket with a field name that cannot be a path stays compressed, and its documents are the reference's", async () => {
+    // Cells are `data.<field>.<index>` paths: a dotted or $-prefixed name cannot be one, so such a
+    // bucket keeps the compressed form (its commits resend columns, as a pipeline), whatever the option.
+    const fake = new FakeDb('metrics');
+    fake.bulkWrite = true;
+    const parameters = { ...kParameters, timeseriesBucketMaxCount: 4 };
+    const engine = new BucketEngine({
+      storage: new MongoStorage(fake, {
+        mode: 'buckets',
+        retry: kInstantRetry,
+        openBucketForm: 'uncompressed',
+      }),
+      parameters,
+    });
+    const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+    const referenceEngine = new BucketEngine({ parameters });
+    const reference = await referenceEngine.createCollection('weather', { timeseries: kTimeseries });
+    for (let i = 0; i < 6; i++) {
+      const docs = [
+        { ts: at(i), sensor: 'dotted', 'a.b': i, v: i },
+        { ts: at(i), sensor: 'dollar', $x: i, v: -i },
+        { ts: at(i), sensor: 'plain', v: i },
+      ];
+      await coll.insertMany(docs, { ordered: false });
+      await reference.insertMany(docs, { ordered: false });
+    }
+    const stored = fake.rawDocuments('weather.buckets', kReadBack);
+    const bySeries = (meta: string) => stored.filter((d) => d.meta === meta).map(versionOf);
+    // Two buckets per series (4 + 2 measurements): the first closed and compressed; the open one
+    // version 1 only where every name can be a path.
+    expect(bySeries('dotted')).toEqual([2, 2]);
+    expect(bySeries('dollar')).toEqual([2, 2]);
+    expect(bySeries('plain')).toEqual([2, 1]);
+    // Matched by series and first time (both buckets of a series start in the same rounded minute).
+    const first = (d: Record<string, unknown>) =>
+      `${String(d.meta)}@${((decompressBucket(d).data as { ts: Record<string, Date> }).ts['0'] as Date).toISOString()}`;
+    const expected = new Map(
+      ((await reference.buckets.find().toArray()) as Array<Record<string, unknown>>).map((d) => [
+        first(d),
+        d,
+      ]),
+    );
+    expect(expected.size).toBe(6);
+    for (const doc of stored) {
+      const ref = expected.get(first(doc)) as Record<string, unknown>;
+      expect(withoutId(doc)).toBe(withoutId(versionOf(doc) === 1 ? decompressBucket(ref) : ref));
+    }
+    await engine.close();
+    await referenceEngine.close();
+  });
+
   it("'uncompressed' rewrites a bucket as version 1 at its second commit; 'compressed' never does", async () => {
     for (const [form, version] of [
       ['uncompressed', 1],
