@@ -16,7 +16,7 @@ import type { Clock } from '../util/clock.js';
 import type { MeasurementDocument } from '../reader/reader.js';
 import { checkCollectionName } from './argument-checks.js';
 import { CallGate } from './call-gate.js';
-import { ClosedBucketCompressor, ClosedBucketHandoff } from './closed-bucket-compression.js';
+import { ClosedBucketCompressor, compressOneByOne } from './closed-bucket-compression.js';
 import type { CompressionTarget } from './closed-bucket-compression.js';
 import { resolveEngineOptions } from './engine-options.js';
 import type { BucketEngineOptions } from './engine-options.js';
@@ -65,7 +65,7 @@ export class BucketEngine {
   /** Series identities of scalar metas, shared by the collections (normalisation is per value, not per ns). */
   readonly #metadataCache = new BucketMetadataCache();
   /** Where closed buckets go to be compressed, when closing one writes anything. */
-  readonly #closedBuckets: ClosedBucketCompressor | ClosedBucketHandoff | undefined;
+  readonly #closedBuckets: ClosedBucketCompressor | undefined;
   readonly #ttlMonitor: TTLMonitor | undefined;
   /** Calls on the engine and its collections; `close()` closes it (see call-gate.ts). */
   readonly #gate = new CallGate();
@@ -95,19 +95,21 @@ export class BucketEngine {
     // the 5.x–7.x format a closed bucket is compressed: by the storage, many at once, when it can.
     const validate = parameters.timeseriesValidateCompressedBuckets;
     const storageCompression = closedBucketsCompressor(this.storage);
-    let closed: ClosedBucketCompressor | ClosedBucketHandoff | undefined;
+    let closed: ClosedBucketCompressor | undefined;
     if (parameters.timeseriesAlwaysUseCompressedBuckets) {
       if (storageCompression !== undefined) {
-        closed = new ClosedBucketHandoff(storageCompression, target, { validate, which: 'held' });
+        closed = new ClosedBucketCompressor(storageCompression, target, { validate, which: 'held' });
       }
     } else if (resolved.compression === 'onClose') {
-      closed =
-        storageCompression === undefined
-          ? new ClosedBucketCompressor(this.storage, () => this.catalog, target, validate)
-          : new ClosedBucketHandoff(storageCompression, target, { validate, which: 'all' }, (ns, outcome) => {
-              if (outcome.kind === 'failed') this.catalog.recordCompression(ns, 'failed', 0, 0);
-              else this.catalog.recordCompression(ns, outcome.kind, outcome.bytesBefore, outcome.bytesAfter);
-            });
+      closed = new ClosedBucketCompressor(
+        storageCompression ?? compressOneByOne(this.storage),
+        target,
+        { validate, which: 'all' },
+        (ns, outcome) => {
+          if (outcome.kind === 'failed') this.catalog.recordCompression(ns, 'failed', 0, 0);
+          else this.catalog.recordCompression(ns, outcome.kind, outcome.bytesBefore, outcome.bytesAfter);
+        },
+      );
     }
     this.catalog = new BucketCatalog({
       parameters: {
