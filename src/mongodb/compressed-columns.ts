@@ -96,13 +96,7 @@ export class CompressedColumnCache {
    * @param id - the bucket's `_id`; all of the namespace when absent.
    */
   forget(ns: string, id?: unknown): void {
-    if (id !== undefined) {
-      const key = keyOf(ns, id);
-      if (key !== undefined) this.#cache.delete(key);
-      return;
-    }
-    const prefix = `${ns}\u0000`;
-    for (const key of [...this.#cache.keys()]) if (key.startsWith(prefix)) this.#cache.delete(key);
+    forgetBuckets(this.#cache, ns, id);
   }
 
   /**
@@ -310,7 +304,35 @@ function sameStoredValue(a: unknown, b: unknown): boolean {
   return sameBsonValue(a, b);
 }
 
-function keyOf(ns: string, id: unknown): string | undefined {
+/**
+ * The key of a bucket in a map of the buckets of many namespaces: `<ns>\0<_id hex>`.
+ *
+ * @param ns - namespace.
+ * @param id - the bucket's `_id`.
+ * @returns the key, or `undefined` when `id` is not an ObjectId.
+ */
+export function keyOf(ns: string, id: unknown): string | undefined {
   const hex = (id as { toHexString?: unknown } | null | undefined)?.toHexString;
   return typeof hex === 'function' ? `${ns}\u0000${String(hex.call(id))}` : undefined;
+}
+
+/**
+ * Delete a bucket from a map keyed by {@link keyOf}, or every bucket of a namespace.
+ *
+ * @param map - the map (or cache).
+ * @param ns - namespace.
+ * @param id - the bucket's `_id`; all of the namespace when absent.
+ */
+export function forgetBuckets(
+  map: { delete(key: string): unknown; keys(): Iterable<string> },
+  ns: string,
+  id?: unknown,
+): void {
+  if (id !== undefined) {
+    const key = keyOf(ns, id);
+    if (key !== undefined) map.delete(key);
+    return;
+  }
+  const prefix = `${ns}\u0000`;
+  for (const key of [...map.keys()]) if (key.startsWith(prefix)) map.delete(key);
 }

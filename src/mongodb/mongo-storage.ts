@@ -627,7 +627,7 @@ export class MongoStorage implements Storage {
             ? { validate: options.validate, whenNotSmaller: 'compress', order: 'stored' }
             : { validate: options.validate },
         );
-        if (result.kind === 'failed') outcomes.push({ kind: 'failed' });
+        if (result.kind === 'failed') outcomes.push(kFailedCompression);
         else if (result.kind === 'notSmaller') outcomes.push(result);
         else {
           // `_id`, `control`, `meta`, `data`: only the two that change are set, in place.

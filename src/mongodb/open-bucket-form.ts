@@ -37,7 +37,7 @@ import {
 import type { CommitRows, CompressedBucketCommit } from '../bucket-format/compressed-bucket.js';
 import type { BucketUpdateDocument, StoredBucket } from '../storage/storage.js';
 import { defineField, getOwnField, hasOwnField, isPathSafeFieldName } from '../util/safe-record.js';
-import { minMaxPaths, minMaxSetOps } from './compressed-columns.js';
+import { forgetBuckets, keyOf, minMaxPaths, minMaxSetOps } from './compressed-columns.js';
 import type { CompressedColumnCache, SplicedCommit, StoredMinMax } from './compressed-columns.js';
 import type { OpenBucketForm } from './mongo-storage-options.js';
 import { compressedCommitAlreadyApplied, updateAlreadyApplied } from './write-verification.js';
@@ -62,7 +62,7 @@ export class UncompressedOpenBuckets {
    * @returns how the bucket is held, or `undefined` when it is not held as version 1.
    */
   get(ns: string, id: ObjectId): HeldBucket | undefined {
-    return this.#held.get(keyOf(ns, id));
+    return this.#held.get(keyOf(ns, id) as string);
   }
 
   /**
@@ -73,7 +73,7 @@ export class UncompressedOpenBuckets {
    * @param bucket - what the stored document holds now.
    */
   hold(ns: string, id: ObjectId, bucket: HeldBucket): void {
-    this.#held.set(keyOf(ns, id), bucket);
+    this.#held.set(keyOf(ns, id) as string, bucket);
   }
 
   /**
@@ -84,13 +84,7 @@ export class UncompressedOpenBuckets {
    * @param id - the bucket's `_id`; all of the namespace when absent.
    */
   forget(ns: string, id?: unknown): void {
-    if (id !== undefined) {
-      const hex = (id as { toHexString?: unknown } | null | undefined)?.toHexString;
-      if (typeof hex === 'function') this.#held.delete(`${ns}\u0000${String(hex.call(id))}`);
-      return;
-    }
-    const prefix = `${ns}\u0000`;
-    for (const key of [...this.#held.keys()]) if (key.startsWith(prefix)) this.#held.delete(key);
+    forgetBuckets(this.#held, ns, id);
   }
 
   /**
@@ -102,7 +96,7 @@ export class UncompressedOpenBuckets {
    */
   take(ns: string, ids: ReadonlyArray<ObjectId>): ObjectId[] {
     const taken: ObjectId[] = [];
-    for (const id of ids) if (this.#held.delete(keyOf(ns, id))) taken.push(id);
+    for (const id of ids) if (this.#held.delete(keyOf(ns, id) as string)) taken.push(id);
     return taken;
   }
 }
@@ -352,8 +346,4 @@ function convertedPlan(
     filter: compressedCommitGuard(commit),
     update: { $set, $unset: { 'control.count': '' } },
   };
-}
-
-function keyOf(ns: string, id: ObjectId): string {
-  return `${ns}\u0000${id.toHexString()}`;
 }
