@@ -25,7 +25,12 @@ import {
   isTransientMongoError,
   resolveMongoStorageOptions,
 } from '../../src/mongodb/index.js';
-import type { MongoDbLike, MongoStorageMode, OpenBucketForm } from '../../src/mongodb/index.js';
+import type {
+  MongoDbLike,
+  MongoStorageMode,
+  MongoStorageOptions,
+  OpenBucketForm,
+} from '../../src/mongodb/index.js';
 import type { MongoCollectionLike } from '../../src/mongodb/driver-shape.js';
 import { compressBucket, decompressBucket } from '../../src/bucket-format/bucket-compression.js';
 import {
@@ -1189,6 +1194,20 @@ describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
     return { db, sent };
   }
 
+  /** An engine over `MongoStorage` on a fresh fake (with `bulkWrite` or not), and its 'weather' collection. */
+  async function engineOverFake(
+    bulkWrite: boolean,
+    options: MongoStorageOptions,
+    parameters: Readonly<Record<string, number | boolean>>,
+  ) {
+    const fake = new FakeDb('metrics');
+    fake.bulkWrite = bulkWrite;
+    const storage = new MongoStorage(fake, { mode: 'buckets', retry: kInstantRetry, ...options });
+    const engine = new BucketEngine({ storage, parameters: { ...kParameters, ...parameters } });
+    const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+    return { fake, storage, engine, coll };
+  }
+
   // One measurement per series per call (a bulk loader), ten fields each.
   const row = (i: number, s: number) => ({
     ts: at(i * 10),
@@ -1277,19 +1296,12 @@ describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
   it.each([true, false])(
     'a rewrite as version 1, a commit of cells and a compression whose replies were lost store each measurement once (bulkWrite: %s)',
     async (bulkWrite) => {
-      const fake = new FakeDb('metrics');
-      fake.bulkWrite = bulkWrite;
       const op = bulkWrite ? 'bulkWrite' : 'updateOne';
-      const storage = new MongoStorage(fake, {
-        mode: 'buckets',
-        retry: kInstantRetry,
-        openBucketForm: 'uncompressed',
-      });
-      const engine = new BucketEngine({
-        storage,
-        parameters: { ...kParameters, timeseriesBucketMaxCount: 4 },
-      });
-      const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+      const { fake, storage, engine, coll } = await engineOverFake(
+        bulkWrite,
+        { openBucketForm: 'uncompressed' },
+        { timeseriesBucketMaxCount: 4 },
+      );
       const versions: number[][] = [];
       for (let i = 0; i < 9; i++) {
         // Call 1 rewrites both buckets as version 1, calls 2 and 3 send cells, call 4 closes them
@@ -1356,18 +1368,11 @@ describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
   it.each([true, false])(
     '5.x–7.x format: the buckets one call closes are compressed with one find and one write, and counted (bulkWrite: %s)',
     async (bulkWrite) => {
-      const fake = new FakeDb('metrics');
-      fake.bulkWrite = bulkWrite;
-      const storage = new MongoStorage(fake, { mode: 'buckets', retry: kInstantRetry });
-      const engine = new BucketEngine({
-        storage,
-        parameters: {
-          ...kParameters,
-          timeseriesBucketMaxCount: 3,
-          timeseriesAlwaysUseCompressedBuckets: false,
-        },
-      });
-      const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
+      const { fake, storage, engine, coll } = await engineOverFake(
+        bulkWrite,
+        {},
+        { timeseriesBucketMaxCount: 3, timeseriesAlwaysUseCompressedBuckets: false },
+      );
       const series = [0, 1, 2, 3];
       for (let i = 0; i < 3; i++)
         await coll.insertMany(
@@ -1400,19 +1405,12 @@ describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
   it("a bucket with a field name that cannot be a path stays compressed, and its documents are the reference's", async () => {
     // Cells are `data.<field>.<index>` paths: a dotted or $-prefixed name cannot be one, so such a
     // bucket keeps the compressed form (its commits resend columns, as a pipeline), whatever the option.
-    const fake = new FakeDb('metrics');
-    fake.bulkWrite = true;
-    const parameters = { ...kParameters, timeseriesBucketMaxCount: 4 };
-    const engine = new BucketEngine({
-      storage: new MongoStorage(fake, {
-        mode: 'buckets',
-        retry: kInstantRetry,
-        openBucketForm: 'uncompressed',
-      }),
-      parameters,
-    });
-    const coll = await engine.createCollection('weather', { timeseries: kTimeseries });
-    const referenceEngine = new BucketEngine({ parameters });
+    const { fake, engine, coll } = await engineOverFake(
+      true,
+      { openBucketForm: 'uncompressed' },
+      { timeseriesBucketMaxCount: 4 },
+    );
+    const referenceEngine = new BucketEngine({ parameters: { ...kParameters, timeseriesBucketMaxCount: 4 } });
     const reference = await referenceEngine.createCollection('weather', { timeseries: kTimeseries });
     for (let i = 0; i < 6; i++) {
       const docs = [
