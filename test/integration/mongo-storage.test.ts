@@ -84,6 +84,32 @@ function bucket(id: ObjectId, n: number, meta: unknown = 'a'): StoredBucket {
   };
 }
 
+/**
+ * A `Db` over `fake` whose collections call `watch` with each operation of every `bulkWrite`, before
+ * sending it on (everything else passes through).
+ */
+function watchingBulkWrites(fake: FakeDb, watch: (operation: Record<string, unknown>) => void): FakeDb {
+  const watching = (coll: MongoCollectionLike): MongoCollectionLike =>
+    new Proxy(coll, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop !== 'bulkWrite') return (value as (...a: unknown[]) => unknown).bind(target);
+        return (operations: ReadonlyArray<Record<string, unknown>>, options: unknown) => {
+          for (const op of operations) watch(op);
+          return (value as (...a: unknown[]) => unknown).call(target, operations, options);
+        };
+      },
+    });
+  return new Proxy(fake, {
+    get(target, prop, receiver) {
+      if (prop === 'collection') return (name: string) => watching(target.collection(name));
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 /** A storage over a fresh fake database, recording backoff delays. */
 function setup(mode: MongoStorageMode = 'buckets', maxRetries = 5) {
   const db = new FakeDb('metrics');
@@ -984,29 +1010,10 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
   it('sends only the changed fields of control.min and control.max, and stores the documents the reference does', async () => {
     // The updates of every bulkWrite, as sent (a proxy of the fake's collections records them).
     const sent: Array<Record<string, unknown>> = [];
-    const recording = (coll: MongoCollectionLike): MongoCollectionLike =>
-      new Proxy(coll, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver) as unknown;
-          if (typeof value !== 'function') return value;
-          if (prop !== 'bulkWrite') return (value as (...a: unknown[]) => unknown).bind(target);
-          return (operations: ReadonlyArray<{ updateOne?: { update: unknown } }>, options: unknown) => {
-            for (const op of operations) {
-              const update = op.updateOne?.update;
-              if (update !== undefined && !Array.isArray(update))
-                sent.push(update as Record<string, unknown>);
-            }
-            return (value as (...a: unknown[]) => unknown).call(target, operations, options);
-          };
-        },
-      });
     const fake = new FakeDb('metrics');
-    const db = new Proxy(fake, {
-      get(target, prop, receiver) {
-        if (prop === 'collection') return (name: string) => recording(target.collection(name));
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
+    const db = watchingBulkWrites(fake, (op) => {
+      const update = (op as { updateOne?: { update: unknown } }).updateOne?.update;
+      if (update !== undefined && !Array.isArray(update)) sent.push(update as Record<string, unknown>);
     });
     const { engine, coll } = await engineOn(db, 5, {});
     const reference = await new BucketEngine({ parameters: kParameters }).createCollection('weather', {
@@ -1172,24 +1179,8 @@ describe('MongoStorage: open buckets on the server (openBucketForm)', () => {
   /** A `Db` over `fake` that adds up the BSON bytes of every bulkWrite's operations. */
   function measuredDb(fake: FakeDb): { db: MongoDbLike; sent: { bytes: number } } {
     const sent = { bytes: 0 };
-    const wrap = (coll: MongoCollectionLike): MongoCollectionLike =>
-      new Proxy(coll, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver) as unknown;
-          if (typeof value !== 'function') return value;
-          if (prop !== 'bulkWrite') return (value as (...a: unknown[]) => unknown).bind(target);
-          return (operations: ReadonlyArray<Record<string, unknown>>, options: unknown) => {
-            for (const op of operations) sent.bytes += serialize(op).length;
-            return (value as (...a: unknown[]) => unknown).call(target, operations, options);
-          };
-        },
-      });
-    const db = new Proxy(fake, {
-      get(target, prop, receiver) {
-        if (prop === 'collection') return (name: string) => wrap(target.collection(name));
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
+    const db = watchingBulkWrites(fake, (op) => {
+      sent.bytes += serialize(op).length;
     });
     return { db, sent };
   }
