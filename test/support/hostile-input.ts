@@ -53,7 +53,7 @@ const validLeaf: fc.Arbitrary<Hostile> = fc
     fc.constant(-0),
     fc.string({ maxLength: 4 }),
     fc.string({ unit: 'binary', maxLength: 4 }),
-    fc.constantFrom('\uD800', 'a\uDC00', '\0'),
+    fc.constantFrom('\uD800', 'a\uDC00', '\0', '\uFEFF', '\uFEFFlong enough to skip the ASCII path'),
     fc.boolean(),
     fc.constant(null),
     fc.constant(undefined),
@@ -106,7 +106,18 @@ const invalidLeaf: fc.Arbitrary<Hostile> = fc
 const fieldName: fc.Arbitrary<Hostile> = fc.oneof(
   fc
     .oneof(
-      fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', '$x', 'a.b', '_id', 'é', '\uD800'),
+      fc.constantFrom(
+        '__proto__',
+        'constructor',
+        'prototype',
+        'toString',
+        '$x',
+        'a.b',
+        '_id',
+        'é',
+        '\uD800',
+        '\uFEFF',
+      ),
       fc.string({ minLength: 1, maxLength: 3 }),
     )
     .filter((name) => name !== 't' && name !== 'm' && !name.includes('\0'))

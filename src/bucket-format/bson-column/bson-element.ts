@@ -34,7 +34,8 @@ import { isInt32Number } from '../../util/bson-value.js';
 import { wrapInt64 } from '../../util/int64.js';
 import { isBsonValue } from '../../util/bson-type.js';
 
-const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading U+FEFF is part of the string, not a marker to drop.
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const utf8Encoder = new TextEncoder();
 
 /**
@@ -164,7 +165,7 @@ export function elementValueSize(
  */
 export function decodeUtf8(bytes: Uint8Array, start: number, end: number): string {
   // Short ASCII strings (tags, host names, units) are decoded by hand: TextDecoder's call overhead is
-  // several times the work for a few bytes. Any byte >= 0x80 (including a BOM) takes the decoder.
+  // several times the work for a few bytes. Any byte >= 0x80 takes the decoder.
   if (end - start <= 24) {
     let s = '';
     let i = start;

@@ -36,7 +36,8 @@ export interface RefObject {
   readonly fields: ReadonlyArray<RefField>;
 }
 
-const utf8 = new TextDecoder();
+// ignoreBOM: a leading U+FEFF is part of the name, not a marker to drop.
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const utf8Encoder = new TextEncoder();
 
 /**

@@ -1,7 +1,7 @@
 import { Binary, Double, Long, serialize } from 'bson';
 import { describe, expect, it } from 'vitest';
 
-import { BSONColumn } from '../../../../src/bucket-format/bson-column/bson-column.js';
+import { BSONColumn, BSONColumnBuilder } from '../../../../src/bucket-format/bson-column/bson-column.js';
 import { TimeseriesError } from '../../../../src/errors.js';
 import {
   fromHex,
@@ -141,6 +141,17 @@ describe('BSONColumn value representation', () => {
     expect(Object.getPrototypeOf(decoded)).toBe(Object.prototype);
     expect(Object.keys(decoded as object)).toEqual(['__proto__', 'a']);
     expect(bsonOf([decoded])).toBe(bsonOf([obj]));
+  });
+
+  it('keeps a leading byte order mark in strings and field names', () => {
+    // U+FEFF is an ordinary character inside BSON; a UTF-8 decoder left at its default drops it when it
+    // comes first. Short and long strings take different decoding paths.
+    const bom = '\uFEFF';
+    const values = [bom, `${bom}x`, bom + 'y'.repeat(40), { a: bom }, { [`${bom}k`]: 1 }, [bom]];
+    const column = BSONColumn.encode(values);
+    expect(bsonOf(BSONColumn.decode(column))).toBe(bsonOf(values));
+    const resumed = BSONColumnBuilder.fromBinary(column);
+    expect(resumed.size).toBe(column.length);
   });
 
   it('rejects values without a BSON representation', () => {
