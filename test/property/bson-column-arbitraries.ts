@@ -37,6 +37,18 @@ export const scalar: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer({ min: -maxDateMs, max: maxDateMs }).map((ms) => new Date(ms)),
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
+  // Strings a decoder may mishandle: a leading byte order mark, NUL inside, multi-byte characters, and
+  // lengths around 16 bytes (the largest a string encoded as a 128-bit delta may have).
+  fc.constantFrom(
+    '\uFEFF',
+    '\uFEFFabc',
+    'a\0b',
+    'é',
+    '€uro',
+    'x'.repeat(15) + 'é',
+    'y'.repeat(16),
+    'z'.repeat(17),
+  ),
   fc.boolean(),
   fc.constant(null),
   fc.uint8Array({ minLength: 12, maxLength: 12 }).map((b) => new ObjectId(b)),
@@ -57,7 +69,7 @@ export const scalar: fc.Arbitrary<unknown> = fc.oneof(
   fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map((x) => Long.fromBigInt(x)),
 );
 
-export const key = fc.constantFrom('a', 'b', 'c', 'd', '__proto__', 'x.y', '');
+export const key = fc.constantFrom('a', 'b', 'c', 'd', '__proto__', 'x.y', '', '\uFEFFk');
 export const nested: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, scalar, tie('object'), tie('array')),
   object: fc.dictionary(key, tie('value'), { maxKeys: 4 }),
