@@ -117,8 +117,10 @@ export function convertTimeField(doc: Record<string, unknown>, timeField: string
 async function* readNdjson(stream: Readable, timeField: string): AsyncGenerator<ReadRecord> {
   const lines = createInterface({ input: stream, crlfDelay: Infinity });
   let line = 0;
-  for await (const text of lines) {
+  for await (const read of lines) {
     line++;
+    // A byte order mark before the first line (editors on Windows write one) is not part of the JSON.
+    const text = line === 1 && read.startsWith('\uFEFF') ? read.slice(1) : read;
     if (text.trim() === '') continue;
     let parsed: unknown;
     try {
@@ -185,6 +187,9 @@ async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<Rea
   const skipped: ReadRecord[] = [];
   const parser = stream.pipe(
     parseCsv({
+      // A byte order mark before the header (spreadsheets' "CSV UTF-8" starts with one) is not part of
+      // its first name.
+      bom: true,
       cast: castCell,
       info: true,
       skip_empty_lines: true,

@@ -110,6 +110,33 @@ describe('readers', () => {
     ]);
   });
 
+  it('skips the byte order mark that starts a file (spreadsheets write one), and only that one', async () => {
+    // A UTF-8 BOM, as a file's first bytes: the first CSV header and the first JSON line are what
+    // follows it. A U+FEFF anywhere else is data.
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const csv = openMeasurementSource('-', {
+      timeField: 't',
+      format: 'csv',
+      stdin: Readable.from([Buffer.concat([bom, Buffer.from('t,v\n5,\uFEFFx\n')])]),
+    });
+    expect(await readAll(csv.records)).toEqual([
+      { kind: 'measurement', line: 2, doc: { t: new Date(5), v: '\uFEFFx' } },
+    ]);
+    const ndjson = openMeasurementSource('-', {
+      timeField: 'ts',
+      // Split inside the mark: the reader decodes across chunks.
+      stdin: Readable.from([
+        bom.subarray(0, 2),
+        Buffer.from([0xbf]),
+        Buffer.from('{"ts": 1}\n\uFEFF{"ts": 2}\n'),
+      ]),
+    });
+    const records = await readAll(ndjson.records);
+    expect(records[0]).toEqual({ kind: 'measurement', line: 1, doc: { ts: new Date(1) } });
+    expect(records[1]).toMatchObject({ kind: 'bad', line: 2 });
+    expect(records).toHaveLength(2);
+  });
+
   it('takes the format from the extension and refuses what is not a time', () => {
     expect(['a.csv', 'A.CSV', 'a.ndjson', 'a.json', '-'].map(formatOfPath)).toEqual([
       'csv',
