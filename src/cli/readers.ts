@@ -1,10 +1,11 @@
 /**
  * Reading measurements from files for the `tsbuckets` command: NDJSON (one Extended JSON document per
  * line; numbers, strings and booleans as in JSON, other BSON types as canonical Extended JSON
- * `{"$numberLong": "22"}`) and CSV (a header row, one measurement per row), from a path or `-` for standard input.
+ * `{"$numberLong": "22"}`) or one JSON array of such documents, and CSV (a header row, one measurement per
+ * row), from a path or `-` for standard input.
  *
- * A reader yields one {@link ReadRecord} per non-empty line: a measurement, or a bad line with its line
- * number and the reason, so that the caller decides whether a bad line is fatal (`--strict`). The time
+ * A reader yields one {@link ReadRecord} per non-empty line (per element of a JSON array): a measurement,
+ * or a bad line with its line number and the reason, so that the caller decides whether a bad line is fatal (`--strict`). The time
  * field of each measurement is converted to a `Date` (from an Extended JSON date, an ISO 8601 string, or
  * epoch milliseconds).
  *
@@ -12,7 +13,6 @@
  */
 import { createReadStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { createInterface } from 'node:readline';
 
 import { EJSON } from 'bson';
 import { parse as parseCsv } from 'csv-parse';
@@ -85,8 +85,7 @@ export function openMeasurementSource(path: string, options: SourceOptions): Mea
   const totalBytes = stdin ? undefined : statSync(path).size;
   const file = stdin ? undefined : createReadStream(path);
   const stream: Readable = file ?? options.stdin ?? process.stdin;
-  const records =
-    format === 'csv' ? readCsv(stream, options.timeField) : readNdjson(stream, options.timeField);
+  const records = format === 'csv' ? readCsv(stream, options.timeField) : readJson(stream, options.timeField);
   return { records, bytesRead: () => file?.bytesRead ?? 0, totalBytes };
 }
 
@@ -114,28 +113,169 @@ export function convertTimeField(doc: Record<string, unknown>, timeField: string
   return undefined;
 }
 
-async function* readNdjson(stream: Readable, timeField: string): AsyncGenerator<ReadRecord> {
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
-  let line = 0;
-  for await (const read of lines) {
-    line++;
-    // A byte order mark before the first line (editors on Windows write one) is not part of the JSON.
-    const text = line === 1 && read.startsWith('\uFEFF') ? read.slice(1) : read;
-    if (text.trim() === '') continue;
-    let parsed: unknown;
-    try {
-      parsed = parseExtendedJson(text);
-    } catch (error) {
-      yield { kind: 'bad', line, reason: `not JSON: ${(error as Error).message}` };
-      continue;
-    }
-    if (!isPlainObject(parsed)) {
-      yield { kind: 'bad', line, reason: 'not a JSON object' };
-      continue;
-    }
-    const reason = convertTimeField(parsed, timeField);
-    yield reason === undefined ? { kind: 'measurement', line, doc: parsed } : { kind: 'bad', line, reason };
+/**
+ * NDJSON, or one JSON array of documents (what Compass and `mongoexport --jsonArray` write): an input
+ * whose first character that is not white space is `[` is read as an array, element by element.
+ */
+async function* readJson(stream: Readable, timeField: string): AsyncGenerator<ReadRecord> {
+  const texts = textOf(stream);
+  // Read until the first character that is not white space, by hand: leaving a `for await` loop early
+  // would close the stream.
+  let head = '';
+  let next = await texts.next();
+  while (!next.done) {
+    head += next.value;
+    if (head.trimStart() !== '') break;
+    next = await texts.next();
   }
+  const chunks = prepend(head, texts);
+  yield* head.trimStart().startsWith('[') ? readJsonArray(chunks, timeField) : readNdjson(chunks, timeField);
+}
+
+/**
+ * The text of a stream of bytes (or of strings), decoded as UTF-8 across chunks, without the byte order
+ * mark that may start it (editors on Windows write one; a U+FEFF anywhere else is kept).
+ */
+async function* textOf(stream: Readable): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  let started = false;
+  for await (const chunk of stream as AsyncIterable<Uint8Array | string>) {
+    let text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    if (!started && text !== '') {
+      started = true;
+      if (text.startsWith('\uFEFF')) text = text.slice(1);
+    }
+    if (text !== '') yield text;
+  }
+  const rest = decoder.decode();
+  if (rest !== '') yield rest;
+}
+
+/** `head`, then the rest of `texts`. */
+async function* prepend(head: string, texts: AsyncGenerator<string>): AsyncGenerator<string> {
+  if (head !== '') yield head;
+  yield* texts;
+}
+
+/** One document per line (`\n` or `\r\n`); blank lines are skipped. */
+async function* readNdjson(chunks: AsyncIterable<string>, timeField: string): AsyncGenerator<ReadRecord> {
+  let pending = '';
+  let line = 0;
+  for await (const text of chunks) {
+    pending += text;
+    let start = 0;
+    for (let end = pending.indexOf('\n'); end >= 0; end = pending.indexOf('\n', start)) {
+      line++;
+      const record = lineRecord(pending.slice(start, end), line, timeField);
+      if (record !== undefined) yield record;
+      start = end + 1;
+    }
+    pending = pending.slice(start);
+  }
+  if (pending !== '') {
+    const record = lineRecord(pending, line + 1, timeField);
+    if (record !== undefined) yield record;
+  }
+}
+
+/** The record of one NDJSON line, `undefined` for a blank one. */
+function lineRecord(text: string, line: number, timeField: string): ReadRecord | undefined {
+  const content = text.endsWith('\r') ? text.slice(0, -1) : text;
+  return content.trim() === '' ? undefined : jsonRecord(content, line, timeField);
+}
+
+/** A measurement from the text of one JSON document, or why it is not one. */
+function jsonRecord(text: string, line: number, timeField: string): ReadRecord {
+  let parsed: unknown;
+  try {
+    parsed = parseExtendedJson(text);
+  } catch (error) {
+    return { kind: 'bad', line, reason: `not JSON: ${(error as Error).message}` };
+  }
+  if (!isPlainObject(parsed)) return { kind: 'bad', line, reason: 'not a JSON object' };
+  const reason = convertTimeField(parsed, timeField);
+  return reason === undefined ? { kind: 'measurement', line, doc: parsed } : { kind: 'bad', line, reason };
+}
+
+const kNewline = 0x0a;
+const kQuote = 0x22;
+const kBackslash = 0x5c;
+const kComma = 0x2c;
+const kOpenBracket = 0x5b;
+const kCloseBracket = 0x5d;
+const kOpenBrace = 0x7b;
+const kCloseBrace = 0x7d;
+
+/** JSON's white space: space, tab, line feed, carriage return. */
+function isJsonWhiteSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === kNewline || c === 0x0d;
+}
+
+/**
+ * The elements of one JSON array, each parsed as the document of an NDJSON line and numbered by the line
+ * it starts on, without holding more than one element's text: the array is split at its top-level commas
+ * (outside strings and nested values) as the text arrives. A malformed element is a bad record and the
+ * next one is read; text after the array's end, or an array that never ends, is a last bad record.
+ */
+async function* readJsonArray(chunks: AsyncIterable<string>, timeField: string): AsyncGenerator<ReadRecord> {
+  let line = 1;
+  // Nesting: 0 before the array's `[`, 1 between its elements, more inside one; -1 after its `]`.
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let elements = 0;
+  // The current element's text from earlier chunks, and the line of its first character (0: none yet).
+  let element = '';
+  let elementLine = 0;
+  for await (const text of chunks) {
+    // Where the current element's text starts in this chunk.
+    let from = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === kNewline) line++;
+      if (depth < 0) {
+        if (isJsonWhiteSpace(c)) continue;
+        yield { kind: 'bad', line, reason: 'text after the JSON array' };
+        return;
+      }
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c === kBackslash) escaped = true;
+        else if (c === kQuote) inString = false;
+        continue;
+      }
+      if (depth === 0) {
+        // Only white space comes before the `[` (that is how the array was recognised).
+        if (c === kOpenBracket) {
+          depth = 1;
+          from = i + 1;
+        }
+        continue;
+      }
+      const separator = depth === 1 && (c === kComma || c === kCloseBracket);
+      if (!separator) {
+        if (elementLine === 0 && !isJsonWhiteSpace(c)) elementLine = line;
+        if (c === kQuote) inString = true;
+        else if (c === kOpenBrace || c === kOpenBracket) depth++;
+        // An unbalanced `}` stays in the element's text, whose parse then fails.
+        else if ((c === kCloseBrace || c === kCloseBracket) && depth > 1) depth--;
+        continue;
+      }
+      const content = element + text.slice(from, i);
+      element = '';
+      from = i + 1;
+      if (c === kCloseBracket) depth = -1;
+      // `[]`: no element.
+      if (depth < 0 && elements === 0 && content.trim() === '') continue;
+      elements++;
+      yield content.trim() === ''
+        ? { kind: 'bad', line, reason: 'an empty array element' }
+        : jsonRecord(content, elementLine, timeField);
+      elementLine = 0;
+    }
+    if (depth > 0) element += text.slice(from);
+  }
+  if (depth >= 0) yield { kind: 'bad', line, reason: 'the JSON array is not closed' };
 }
 
 /**

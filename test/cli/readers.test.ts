@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 
 import { Long } from 'bson';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 import { convertTimeField, formatOfPath, openMeasurementSource } from '../../src/cli/readers.js';
@@ -152,5 +153,93 @@ describe('readers', () => {
     const doc: Record<string, unknown> = { ts: '1970-01-01T00:00:01Z' };
     expect(convertTimeField(doc, 'ts')).toBeUndefined();
     expect(doc).toEqual({ ts: new Date(1000) });
+  });
+
+  describe('a JSON array of documents', () => {
+    /** The records of `chunks` given as standard input (NDJSON, the default format). */
+    const readJson = (chunks: ReadonlyArray<string | Buffer>): Promise<ReadRecord[]> =>
+      readAll(openMeasurementSource('-', { timeField: 'ts', stdin: Readable.from(chunks) }).records);
+
+    it('reads each element as a measurement, numbered by the line it starts on', async () => {
+      const text = [
+        '',
+        '  [',
+        '  {"ts": {"$date": "2026-01-01T00:00:00Z"}, "s": "a,]\\"}{[", "n": {"$numberLong": "7"}},',
+        '  {"ts": 2000,',
+        '   "nested": {"list": [1, [2, {"x": "]"}]]}},',
+        '  [1], 5, {"ts": "x"}, {"ts": 3, "oops"}, {"ts": 4}',
+        ']',
+        '',
+      ].join('\n');
+      expect(await readJson([text])).toEqual([
+        {
+          kind: 'measurement',
+          line: 3,
+          doc: { ts: new Date('2026-01-01T00:00:00Z'), s: 'a,]"}{[', n: Long.fromNumber(7) },
+        },
+        { kind: 'measurement', line: 4, doc: { ts: new Date(2000), nested: { list: [1, [2, { x: ']' }]] } } },
+        { kind: 'bad', line: 6, reason: 'not a JSON object' },
+        { kind: 'bad', line: 6, reason: 'not a JSON object' },
+        { kind: 'bad', line: 6, reason: `'ts' is not a valid time: "x"` },
+        expect.objectContaining({ kind: 'bad', line: 6, reason: expect.stringMatching(/^not JSON: /) }),
+        { kind: 'measurement', line: 6, doc: { ts: new Date(4) } },
+      ]);
+    });
+
+    it('reports an empty element, text after the array and an array left open, once each', async () => {
+      expect(await readJson(['[]'])).toEqual([]);
+      expect(await readJson(['\uFEFF [ \n ] \n'])).toEqual([]);
+      expect(await readJson(['[{"ts": 1},\n]'])).toEqual([
+        { kind: 'measurement', line: 1, doc: { ts: new Date(1) } },
+        { kind: 'bad', line: 2, reason: 'an empty array element' },
+      ]);
+      expect(await readJson(['[{"ts": 1}]\n{"ts": 2}\n{"ts": 3}\n'])).toEqual([
+        { kind: 'measurement', line: 1, doc: { ts: new Date(1) } },
+        { kind: 'bad', line: 2, reason: 'text after the JSON array' },
+      ]);
+      expect(await readJson(['[{"ts": 1},\n{"ts": 2'])).toEqual([
+        { kind: 'measurement', line: 1, doc: { ts: new Date(1) } },
+        { kind: 'bad', line: 2, reason: 'the JSON array is not closed' },
+      ]);
+    });
+
+    it('gives the same records however the bytes are split into chunks', async () => {
+      const element = fc.record({
+        ts: fc.integer({ min: 0, max: 2 ** 40 }),
+        s: fc.oneof(
+          fc.string({ unit: 'binary', maxLength: 6 }),
+          fc.constantFrom('\\', '"', '],[', '}{', '\\"]'),
+        ),
+        // Numbers plain JSON gives back as the same JS number: int32s and doubles that are not integral.
+        v: fc.oneof(
+          fc.integer(),
+          fc.integer().map((x) => x + 0.5),
+          fc.array(fc.integer(), { maxLength: 3 }),
+        ),
+      });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(element, { maxLength: 6 }),
+          fc.array(fc.constantFrom(' ', '\n', '\r\n', '\t'), { maxLength: 4 }),
+          fc.array(fc.nat(), { maxLength: 8 }),
+          async (docs, space, cuts) => {
+            // Arrange: the documents as one array, white space between the tokens, and its UTF-8 bytes cut
+            // anywhere (inside a character too).
+            const gap = space.join('');
+            const text = `${gap}[${gap}${docs.map((d) => JSON.stringify(d)).join(`${gap},${gap}`)}${gap}]${gap}`;
+            const bytes = Buffer.from(text);
+            const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+            const chunks = [0, ...at].map((from, i) => bytes.subarray(from, at[i] ?? bytes.length));
+            // Act
+            const records = await readJson(chunks.filter((c) => c.length > 0));
+            // Assert
+            expect(records.map((r) => (r.kind === 'measurement' ? r.doc : r))).toEqual(
+              docs.map((d) => ({ ...d, ts: new Date(d.ts) })),
+            );
+          },
+        ),
+        { numRuns: 200 },
+      );
+    });
   });
 });
