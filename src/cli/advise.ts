@@ -184,7 +184,7 @@ export function registerAdvise(program: Command, io: CommandIo): void {
   program
     .command('advise')
     .description('replay a sample through the catalog for each bucketing choice and recommend one')
-    .argument('[file]', 'a sample: .ndjson/.json or .csv file, or - for standard input')
+    .argument('[file]', 'a sample: .ndjson/.json or .csv file (.gz too), or - for standard input')
     .option('--format <format>', 'ndjson or csv (default: from the extension)', parseFormat)
     .option('--time-field <name>', "the time field (default: ts, or the collection's)")
     .option('--meta-field <name>', "the metaField (default: none, or the collection's)")

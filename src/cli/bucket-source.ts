@@ -57,7 +57,7 @@ export interface BucketSource {
 export function addBucketSourceOptions(command: Command): Command {
   command.argument(
     '[file]',
-    'ingest this .ndjson/.csv file into the embedded engine first (instead of --uri)',
+    'ingest this .ndjson/.json or .csv file (.gz too) into the embedded engine first (instead of --uri)',
   );
   addFileCollectionOptions(command);
   return addMongoOptions(command);

@@ -197,7 +197,7 @@ export function registerIngest(program: Command, io: CommandIo): void {
   const command = program
     .command('ingest')
     .description('load NDJSON or CSV measurements into a time-series collection')
-    .argument('<file>', 'an .ndjson/.json or .csv file, or - for standard input');
+    .argument('<file>', 'an .ndjson/.json or .csv file (.gz too), or - for standard input');
   addFileCollectionOptions(command);
   addMongoOptions(command);
   command

@@ -12,7 +12,9 @@
  * @packageDocumentation
  */
 import { createReadStream, statSync } from 'node:fs';
+import { pipeline } from 'node:stream';
 import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
 
 import { EJSON } from 'bson';
 import { parse as parseCsv } from 'csv-parse';
@@ -62,13 +64,19 @@ export interface SourceOptions {
 }
 
 /**
- * The format of a path: `.csv` is CSV, everything else (and `-`) NDJSON.
+ * The format of a path: `.csv` (or `.csv.gz`) is CSV, everything else (and `-`) NDJSON.
  *
  * @param path - a file path or `-`.
  * @returns the format.
  */
 export function formatOfPath(path: string): InputFormat {
-  return path.toLowerCase().endsWith('.csv') ? 'csv' : 'ndjson';
+  const name = path.toLowerCase();
+  return name.endsWith('.csv') || name.endsWith('.csv.gz') ? 'csv' : 'ndjson';
+}
+
+/** Whether a path names a gzip-compressed file (`.gz`), read through `gunzip`. */
+function isGzipPath(path: string): boolean {
+  return path.toLowerCase().endsWith('.gz');
 }
 
 /**
@@ -84,9 +92,36 @@ export function openMeasurementSource(path: string, options: SourceOptions): Mea
   const stdin = path === '-';
   const totalBytes = stdin ? undefined : statSync(path).size;
   const file = stdin ? undefined : createReadStream(path);
-  const stream: Readable = file ?? options.stdin ?? process.stdin;
+  // A compressed file's progress is counted in its compressed bytes, as its size is. Through `pipeline`,
+  // a read error (or a corrupt archive) ends the stream the reader iterates with that error.
+  const stream: Readable =
+    file === undefined
+      ? (options.stdin ?? process.stdin)
+      : isGzipPath(path)
+        ? pipeline(file, createGunzip(), kIgnore)
+        : file;
   const records = format === 'csv' ? readCsv(stream, options.timeField) : readJson(stream, options.timeField);
-  return { records, bytesRead: () => file?.bytesRead ?? 0, totalBytes };
+  return { records: namingErrors(records, path), bytesRead: () => file?.bytesRead ?? 0, totalBytes };
+}
+
+/** A `pipeline` callback: the error also ends the last stream, whose reader reports it. */
+function kIgnore(): void {
+  // Nothing to do.
+}
+
+/**
+ * `records`, a read error (a system or zlib error: it has a `code`) reported with the input's name and
+ * the same `code`; anything else is thrown as it is.
+ */
+async function* namingErrors(records: AsyncIterable<ReadRecord>, path: string): AsyncGenerator<ReadRecord> {
+  try {
+    yield* records;
+  } catch (error) {
+    const code = (error as { code?: unknown } | undefined)?.code;
+    if (!(error instanceof Error) || typeof code !== 'string') throw error;
+    const name = path === '-' ? 'standard input' : path;
+    throw Object.assign(new Error(`${name}: ${error.message}`, { cause: error }), { code });
+  }
 }
 
 /**
@@ -325,7 +360,10 @@ async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<Rea
   // is reported in order with the others. Rows csv-parse itself rejects (a broken quote) are skipped and
   // reported before the next row.
   const skipped: ReadRecord[] = [];
-  const parser = stream.pipe(
+  // Through `pipeline`, not `pipe`: an error of the input ends the parser with it (with `pipe` it was an
+  // unhandled error event, or a parser waiting for ever).
+  const parser = pipeline(
+    stream,
     parseCsv({
       // A byte order mark before the header (spreadsheets' "CSV UTF-8" starts with one) is not part of
       // its first name.
@@ -343,6 +381,7 @@ async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<Rea
         return undefined;
       },
     }),
+    kIgnore,
   );
   let header: string[] | undefined;
   for await (const item of parser as AsyncIterable<{
