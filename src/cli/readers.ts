@@ -5,9 +5,9 @@
  * row), from a path or `-` for standard input.
  *
  * A reader yields one {@link ReadRecord} per non-empty line (per element of a JSON array): a measurement,
- * or a bad line with its line number and the reason, so that the caller decides whether a bad line is fatal (`--strict`). The time
- * field of each measurement is converted to a `Date` (from an Extended JSON date, an ISO 8601 string, or
- * epoch milliseconds).
+ * or a bad line with its line number and the reason, so that the caller decides whether a bad line is
+ * fatal (`--strict`). The time field of each measurement is converted to a `Date` (from an Extended JSON
+ * date, an ISO 8601 string, or epoch milliseconds). A `.gz` file is read through gunzip.
  *
  * @packageDocumentation
  */
@@ -98,15 +98,15 @@ export function openMeasurementSource(path: string, options: SourceOptions): Mea
     file === undefined
       ? (options.stdin ?? process.stdin)
       : isGzipPath(path)
-        ? pipeline(file, createGunzip(), kIgnore)
+        ? pipeline(file, createGunzip(), leaveToReader)
         : file;
   const records = format === 'csv' ? readCsv(stream, options.timeField) : readJson(stream, options.timeField);
   return { records: namingErrors(records, path), bytesRead: () => file?.bytesRead ?? 0, totalBytes };
 }
 
-/** A `pipeline` callback: the error also ends the last stream, whose reader reports it. */
-function kIgnore(): void {
-  // Nothing to do.
+/** The callback `pipeline` requires: an error also ends the last stream, and its reader reports it. */
+function leaveToReader(): void {
+  // Nothing to do here.
 }
 
 /**
@@ -381,7 +381,7 @@ async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<Rea
         return undefined;
       },
     }),
-    kIgnore,
+    leaveToReader,
   );
   let header: string[] | undefined;
   for await (const item of parser as AsyncIterable<{
