@@ -16,6 +16,7 @@ import { isFieldSelected } from './bucket-unpacker.js';
 import type { FieldDependencies } from './field-dependencies.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { defineField, hasOwnField } from '../util/safe-record.js';
+import { mingoValue } from '../util/mingo-values.js';
 import { kMingoOptions, mingoCall, toMongoError } from '../util/query-validation.js';
 
 /** A `find` projection as given by the user. */
@@ -134,7 +135,9 @@ export function applyPostProjection(post: PostProjection, doc: MeasurementDocume
     }
     case 'mingo':
       try {
-        return inInputOrder(doc, post.aggregator.run([doc])[0] ?? {}) as MeasurementDocument;
+        // mingo sees the numbers as the driver promotes them (mingo-values); a field the projection
+        // passes through keeps its BSON type (inInputOrder).
+        return inInputOrder(doc, post.aggregator.run([mingoValue(doc)])[0] ?? {}) as MeasurementDocument;
       } catch (error) {
         // mingo's untyped errors (an invalid projection) become MongoDB's.
         throw toMongoError(error);
@@ -149,12 +152,14 @@ export function applyPostProjection(post: PostProjection, doc: MeasurementDocume
 /**
  * `projected` with its fields in the order of `input`, in sub-documents too, then any computed field in the
  * order the projection gave: MongoDB projects by iterating over the input document, while mingo's `$project`
- * emits the fields in the order of the specification.
+ * emits the fields in the order of the specification. A number equal to the input's value promoted for
+ * mingo is the input's value (a `Double` or `Long` passed through keeps its type).
  */
 function inInputOrder(input: unknown, projected: unknown): unknown {
   if (Array.isArray(input) && Array.isArray(projected)) {
     return projected.map((value, i) => inInputOrder(input[i], value));
   }
+  if (typeof projected === 'number' && input !== projected && mingoValue(input) === projected) return input;
   if (!isPlainObject(input) || !isPlainObject(projected)) return projected;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(input)) {

@@ -30,6 +30,7 @@ import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js'
 import { isPlainObject } from '../util/bson-value.js';
 import { getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
+import { mingoValue } from '../util/mingo-values.js';
 import { kMingoOptions, mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
@@ -516,7 +517,8 @@ async function* executeAggregate(
     }
     return;
   }
-  // mingo runs the rest of the pipeline; its untyped errors become MongoDB's (query-validation).
+  // mingo runs the rest of the pipeline, on the documents' numbers as the driver promotes them
+  // (mingo-values); its untyped errors become MongoDB's (query-validation).
   const aggregator = mingoCall(
     () => new Aggregator(rest as Array<Record<string, unknown>>, { ...kMingoOptions, jsonSchemaValidator }),
   );
@@ -525,7 +527,7 @@ async function* executeAggregate(
     // Chunks keep memory bounded while amortising mingo's per-run setup.
     let chunk: MeasurementDocument[] = [];
     for await (const batch of source) {
-      for (const doc of batch) chunk.push(doc);
+      for (const doc of batch) chunk.push(mingoValue(doc) as MeasurementDocument);
       if (chunk.length < CHUNK_SIZE) continue;
       const out = mingoCall(() => aggregator.run<MeasurementDocument>(chunk));
       chunk = [];
@@ -539,7 +541,7 @@ async function* executeAggregate(
   }
   // A blocking stage ($group, $sort, $limit...) needs its whole input, as in the server.
   const all: MeasurementDocument[] = [];
-  for await (const batch of source) for (const doc of batch) all.push(doc);
+  for await (const batch of source) for (const doc of batch) all.push(mingoValue(doc) as MeasurementDocument);
   const out = mingoCall(() => aggregator.run<MeasurementDocument>(all));
   state.nReturned += out.length;
   yield out;
@@ -550,9 +552,12 @@ async function* executeAggregate(
  * does), only the fields the rest of the pipeline reads are unpacked, and the rest runs in mingo on the
  * unpacked stream.
  *
- * Caveat: stages after the pushed-down `$match` are evaluated by mingo, which treats js-bson classes
- * (`Int32`, `Long`, `Decimal128`...) as opaque objects; plain JS numbers, strings, dates and booleans get
- * MongoDB semantics.
+ * The stages after the pushed-down `$match` are evaluated by mingo, on the documents' numbers as the
+ * MongoDB driver promotes them by default: an integral double (`Double`) and an int64 (`Long`) that fits
+ * in a JS number come out of such a pipeline as JS numbers. Caveats: mingo compares a `Decimal128` or a
+ * `Long` beyond 2^53 by its decimal string and leaves it out of `$sum` and `$avg`, and orders strings by
+ * UTF-16 code units (the server by UTF-8 bytes: they differ only between characters above U+E000 and
+ * those beyond U+FFFF).
  *
  * @param ctx - the reader context.
  * @param pipeline - aggregation stages.

@@ -13,6 +13,7 @@ import { Aggregator } from 'mingo';
 
 import type { Storage, StorageFindOptions } from '../storage/storage.js';
 import { cloneBsonValue, isPlainObject, ownValue } from '../util/bson-value.js';
+import { mingoDocuments } from '../util/mingo-values.js';
 import { checkFilter, checkPipeline, kMingoOptions, mingoCall } from '../util/query-validation.js';
 import type { Clock } from '../util/clock.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
@@ -135,7 +136,9 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
       const rest = leading ? pipeline.slice(1) : pipeline;
       if (rest.length === 0) return docs;
       return mingoCall(() =>
-        new Aggregator(rest as Array<Record<string, unknown>>, kMingoOptions).run<RollupDocument>(docs),
+        new Aggregator(rest as Array<Record<string, unknown>>, kMingoOptions).run<RollupDocument>(
+          mingoDocuments(docs),
+        ),
       );
     },
     explain: (filter: Readonly<Record<string, unknown>> = {}): Promise<RollupExplain> =>

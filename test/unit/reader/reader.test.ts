@@ -90,6 +90,26 @@ describe('find: unpacking', () => {
     ]);
   });
 
+  it('a computed projection reads an int64 or an integral double by its value; a field passed through keeps its type', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertOne({
+      ts: iso('2024-01-01T00:00:00Z'),
+      sensor: 's',
+      l: Long.fromNumber(40),
+      d: new Double(2),
+    });
+    const [out] = await find(
+      ctx(),
+      {},
+      {
+        projection: { _id: 0, l: 1, d: 1, sum: { $add: ['$l', '$d'] }, bigger: { $gt: ['$l', 5] } },
+      },
+    ).toArray();
+    expect(out).toStrictEqual({ l: Long.fromNumber(40), d: new Double(2), sum: 42, bigger: true });
+    expect((out?.l as { _bsontype?: string })._bsontype).toBe('Long');
+    expect((out?.d as { _bsontype?: string })._bsontype).toBe('Double');
+  });
+
   it('dotted projections keep the input order of fields, in sub-documents too', async () => {
     const { coll, ctx } = await setupCollection();
     await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 5, o: { y: 1, x: 2 } });
@@ -521,6 +541,52 @@ describe('aggregate', () => {
     ]).toArray();
     expect(out).toHaveLength(2500);
     expect(out[2499]).toStrictEqual({ w: 4998 });
+  });
+
+  it('stages after the $match see an int64 or an integral double by its value', async () => {
+    // Arrange: values that read back as Long and Double (their BSON types kept), next to plain numbers.
+    const { coll, ctx } = await setupCollection();
+    const values = [Long.fromNumber(300), 20, Long.fromNumber(1000), 5.5, new Double(21), new Double(100)];
+    await coll.insertMany(values.map((n, i) => ({ ts: new Date(1e12 + i * 1000), sensor: 's', n })));
+    // Act
+    const sorted = await aggregate(ctx(), [{ $sort: { n: -1 } }, { $project: { _id: 0, n: 1 } }]).toArray();
+    const grouped = await aggregate(ctx(), [
+      {
+        $group: {
+          _id: null,
+          max: { $max: '$n' },
+          min: { $min: '$n' },
+          sum: { $sum: '$n' },
+          avg: { $avg: '$n' },
+        },
+      },
+    ]).toArray();
+    const matched = await aggregate(ctx(), [
+      { $project: { n: 1 } },
+      { $match: { n: { $gt: 50 } } },
+    ]).toArray();
+    // Assert: by value, as the server orders and adds them up; numbers as the driver promotes them.
+    expect(sorted.map((d) => d.n)).toEqual([1000, 300, 100, 21, 20, 5.5]);
+    expect(grouped).toEqual([{ _id: null, max: 1000, min: 5.5, sum: 1446.5, avg: 1446.5 / 6 }]);
+    expect(matched.map((d) => d.n)).toEqual([300, 1000, 100]);
+    // The stored values are as they were.
+    const stored = await find(ctx(), {}, { projection: { _id: 0, n: 1 } }).toArray();
+    expect(stored.map((d) => (d.n as { _bsontype?: string })._bsontype ?? typeof d.n)).toEqual([
+      'Long',
+      'number',
+      'Long',
+      'number',
+      'Double',
+      'Double',
+    ]);
+  });
+
+  it('an int64 beyond 2^53 stays a Long for the stages after the $match', async () => {
+    const { coll, ctx } = await setupCollection();
+    const big = Long.fromString('9007199254740993');
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', n: big });
+    const [out] = await aggregate(ctx(), [{ $project: { _id: 0, n: 1 } }]).toArray();
+    expect((out?.n as Long).toString()).toBe('9007199254740993');
   });
 
   it('a pipeline without stages after $match returns whole measurements', async () => {
