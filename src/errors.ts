@@ -15,6 +15,7 @@ export const ErrorCodes = {
   FailedToParse: 9,
   TypeMismatch: 14,
   Overflow: 15,
+  ConflictingUpdateOperators: 40,
   InvalidOptions: 72,
   InvalidNamespace: 73,
   NamespaceExists: 48,

@@ -22,6 +22,7 @@ import { copyBsonValue } from '../util/bson-validation.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { metaGuard } from '../bucket-format/bucket-document.js';
 import { directWriteTarget, kMaxDirectWriteAttempts, withDirectWrite } from './direct-write.js';
+import { applyNumericOperators } from './numeric-update-operators.js';
 import type { WriteContext } from './direct-write.js';
 import { translateQuery, translateUpdate, upsertRefusal } from './update-delete-translation.js';
 import type { BucketMetaUpdate } from './update-delete-translation.js';
@@ -125,22 +126,18 @@ type UpdatedMeta = { readonly kind: 'present'; readonly meta: unknown } | { read
  * @param doc - the bucket (its `meta`).
  * @param metaUpdate - the update on `meta` paths.
  * @returns the normalised new meta, or `absent` when the update removed it.
- * @throws {@link TimeseriesError} `BadValue` when an operator cannot be applied to the value.
+ * @throws {@link TimeseriesError} `BadValue` when an operator cannot be applied to the value;
+ *   `TypeMismatch` for `$inc`/`$mul` on or with a value that is not a number; `ConflictingUpdateOperators`
+ *   when two paths of the update overlap.
  */
 export function updatedMeta(doc: StoredBucket, metaUpdate: BucketMetaUpdate): UpdatedMeta {
   // The stored document is shared with the storage: the update works on a copy of its containers.
   const scratch: Record<string, unknown> = {};
   if (hasOwnField(doc, 'meta')) defineField(scratch, 'meta', copyContainers(getOwnField(doc, 'meta')));
   try {
-    applyUpdateOperators(
-      scratch,
-      metaUpdate as Parameters<typeof applyUpdateOperators>[1],
-      undefined,
-      undefined,
-      // No clone: mingo's clones assign fields, turning an own `__proto__` key into a prototype. The
-      // scratch is already a copy, and its result is copied (and validated) below before it is kept.
-      { cloneMode: 'none' },
-    );
+    // $inc, $mul, $min and $max compute on BSON values, which mingo does not know: applied first, here.
+    const rest = applyNumericOperators(scratch, metaUpdate, doc._id) ?? metaUpdate;
+    if (Object.keys(rest).length > 0) applyRest(scratch, rest);
   } catch (error) {
     if (TimeseriesError.isTimeseriesError(error)) throw error;
     throw new TimeseriesError(
@@ -153,6 +150,19 @@ export function updatedMeta(doc: StoredBucket, metaUpdate: BucketMetaUpdate): Up
   // The new meta must be something BSON holds (depth, types, size), as an inserted one.
   const meta = copyBsonValue(getOwnField(scratch, 'meta'));
   return { kind: 'present', meta: makeBucketMetadata(meta).normalizedMeta };
+}
+
+/** The update operators mingo applies (all but the numeric ones, unless their paths were left to it). */
+function applyRest(scratch: Record<string, unknown>, update: BucketMetaUpdate): void {
+  applyUpdateOperators(
+    scratch,
+    update as Parameters<typeof applyUpdateOperators>[1],
+    undefined,
+    undefined,
+    // No clone: mingo's clones assign fields, turning an own `__proto__` key into a prototype. The
+    // scratch is already a copy, and its result is copied (and validated) below before it is kept.
+    { cloneMode: 'none' },
+  );
 }
 
 /** Copy plain objects and arrays; leave other values (BSON classes, dates) shared. */

@@ -1,3 +1,4 @@
+import { Decimal128, Double, Long } from 'bson';
 import type { ObjectId } from 'bson';
 import { describe, expect, it } from 'vitest';
 
@@ -212,5 +213,100 @@ describe('updatedMeta', () => {
     expect(doc.meta).toStrictEqual({ b: { y: 1, x: 2 }, a: 1 });
     expect(updatedMeta({ meta: 1 }, { $unset: { meta: '' } })).toStrictEqual({ kind: 'absent' });
     expect(updatedMeta({}, { $set: { 'meta.a': 1 } })).toStrictEqual({ kind: 'present', meta: { a: 1 } });
+  });
+
+  it("$inc and $mul compute on BSON numbers with the server's type rules", () => {
+    // Arrange: each numeric type, and a field that is missing.
+    const doc = {
+      _id: 1 as unknown as ObjectId,
+      meta: {
+        i: 7,
+        big: 2147483647,
+        l: Long.fromNumber(5),
+        d: new Double(2),
+        f: 2.5,
+        dec: Decimal128.fromString('1.10'),
+      },
+    };
+    const typed = (v: unknown): string =>
+      typeof v === 'object' && v !== null
+        ? `${(v as { _bsontype: string })._bsontype}(${(v as { toString(): string }).toString()})`
+        : String(v);
+    // Act
+    const inc = updatedMeta(doc, {
+      $inc: {
+        'meta.i': 1,
+        'meta.big': 1,
+        'meta.l': 1,
+        'meta.d': 1,
+        'meta.f': 0.5,
+        'meta.dec': 1,
+        'meta.new': Long.fromNumber(3),
+      },
+    });
+    const mul = updatedMeta(doc, {
+      $mul: { 'meta.i': 2, 'meta.l': 2.5, 'meta.d': Long.fromNumber(3), 'meta.zero': new Double(4) },
+    });
+    // Assert: int32 stays int32 until it overflows into int64; the wider type wins; a missing field is
+    // the operand ($inc) or a zero of its type ($mul).
+    if (inc.kind !== 'present' || mul.kind !== 'present') throw new Error('meta expected');
+    const incMeta = inc.meta as Record<string, unknown>;
+    expect(Object.fromEntries(Object.entries(incMeta).map(([k, v]) => [k, typed(v)]))).toEqual({
+      big: 'Long(2147483648)',
+      d: 'Double(3)',
+      dec: 'Decimal128(2.10)',
+      f: 'Double(3)',
+      i: '8',
+      l: 'Long(6)',
+      new: 'Long(3)',
+    });
+    const mulMeta = mul.meta as Record<string, unknown>;
+    expect([mulMeta.i, typed(mulMeta.l), typed(mulMeta.d), typed(mulMeta.zero)]).toEqual([
+      14,
+      '12.5',
+      'Double(6)',
+      'Double(0)',
+    ]);
+    // The stored meta is unchanged.
+    expect(typed(doc.meta.l)).toBe('Long(5)');
+  });
+
+  it('$min and $max compare in BSON order, across numeric types', () => {
+    const doc = {
+      _id: 1 as unknown as ObjectId,
+      meta: { l: Long.fromNumber(1000), d: new Double(21), s: 'b' },
+    };
+    const out = updatedMeta(doc, { $max: { 'meta.l': 300, 'meta.d': 100 }, $min: { 'meta.s': 'a' } });
+    expect(out).toStrictEqual({ kind: 'present', meta: { d: 100, l: Long.fromNumber(1000), s: 'a' } });
+  });
+
+  it('refuses $inc on a value that is not a number, overflowing int64 and overlapping paths, changing nothing', () => {
+    const doc = { _id: 'b1' as unknown as ObjectId, meta: { s: 'x', l: Long.MAX_VALUE } };
+    const codeOf = (f: () => unknown): [string, string] => {
+      try {
+        f();
+      } catch (error) {
+        if (TimeseriesError.isTimeseriesError(error)) return [error.codeName, error.message];
+        throw error;
+      }
+      throw new Error('expected a refusal');
+    };
+    expect(codeOf(() => updatedMeta(doc, { $inc: { 'meta.s': 1 } }))).toEqual([
+      'TypeMismatch',
+      `Cannot apply $inc to a value of non-numeric type. {_id: "b1"} has the field 's' of non-numeric type string`,
+    ]);
+    expect(codeOf(() => updatedMeta(doc, { $mul: { 'meta.l': 'two' } }))).toEqual([
+      'TypeMismatch',
+      'Cannot multiply with non-numeric argument: {meta.l: "two"}',
+    ]);
+    expect(codeOf(() => updatedMeta(doc, { $inc: { 'meta.l': 1 } }))).toEqual([
+      'BadValue',
+      'Failed to apply $inc operations to current value ((NumberLong)9223372036854775807) for document {_id: "b1"}',
+    ]);
+    expect(codeOf(() => updatedMeta(doc, { $set: { meta: {} }, $inc: { 'meta.n': 1 } }))).toEqual([
+      'ConflictingUpdateOperators',
+      "Updating the path 'meta.n' would create a conflict at 'meta'",
+    ]);
+    expect(doc.meta.s).toBe('x');
   });
 });
