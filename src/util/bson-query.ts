@@ -32,6 +32,7 @@ import {
   isPlainObject,
 } from './bson-value.js';
 import { jsonSchemaValidator } from './json-schema.js';
+import { mingoValue } from './mingo-values.js';
 import { kMingoOptions, mingoCall, toMongoError } from './query-validation.js';
 import { getOwnField } from './safe-record.js';
 
@@ -662,7 +663,8 @@ export function matchesCompiledFilter(
 /**
  * A filter ready to test documents: exact BSON semantics when {@link compileFilter} supports every
  * operator, otherwise mingo's `Query` (operators such as `$where`, `$jsonSchema`, geo and bitwise
- * operators; js-bson numeric classes are then opaque to it).
+ * operators, `$expr` beyond a few comparisons), on the document's numbers as the MongoDB driver promotes
+ * them (mingo-values.ts: a `Decimal128`, or a `Long` beyond 2^53, is still opaque to it).
  *
  * @example
  * ```ts
@@ -702,7 +704,8 @@ export class BsonQuery {
   test(doc: object): boolean {
     if (this.#compiled !== undefined) return matchesNode(doc, this.#compiled.root);
     try {
-      return (this.#mingo as Query).test(doc as Record<string, unknown>);
+      // mingo sees the numbers as the driver promotes them (an int64 or integral double by its value).
+      return (this.#mingo as Query).test(mingoValue(doc) as Record<string, unknown>);
     } catch (error) {
       // An expression mingo can only refuse while evaluating ($expr operands...): MongoDB's typed error.
       throw toMongoError(error);

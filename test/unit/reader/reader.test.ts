@@ -139,6 +139,17 @@ describe('find: unpacking', () => {
     expect(v(await find(ctx(), { v: { $lt: 'z' } }).toArray())).toEqual(['seven']);
   });
 
+  it('an $expr mingo evaluates reads an int64 or an integral double by its value', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', a: Long.fromNumber(1000), b: 300 },
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: 's', a: new Double(20), b: 100 },
+    ]);
+    const a = (docs: Array<Record<string, unknown>>) => docs.map((d) => String(d.a));
+    expect(a(await find(ctx(), { $expr: { $gt: ['$a', '$b'] } }).toArray())).toEqual(['1000']);
+    expect(a(await find(ctx(), { $expr: { $lt: [{ $add: ['$a', 1] }, 50] } }).toArray())).toEqual(['20']);
+  });
+
   it('skip and limit', async () => {
     const { coll, ctx } = await setupCollection();
     await coll.insertMany(
