@@ -27,8 +27,8 @@ import type { ResolvedCollectionOptions } from '../options.js';
 import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js';
 import { compareBySort, compileSort } from '../util/bson-query.js';
 import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js';
-import { isPlainObject } from '../util/bson-value.js';
-import { getOwnField } from '../util/safe-record.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
+import { defineField, getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
 import { mingoValue } from '../util/mingo-values.js';
 import { kMingoOptions, mingoCall } from '../util/query-validation.js';
@@ -542,9 +542,66 @@ async function* executeAggregate(
   // A blocking stage ($group, $sort, $limit...) needs its whole input, as in the server.
   const all: MeasurementDocument[] = [];
   for await (const batch of source) for (const doc of batch) all.push(mingoValue(doc) as MeasurementDocument);
-  const out = mingoCall(() => aggregator.run<MeasurementDocument>(all));
+  const segments = sortSegments(rest);
+  let out: MeasurementDocument[] = all;
+  if (segments === undefined) out = mingoCall(() => aggregator.run<MeasurementDocument>(all));
+  else {
+    for (const segment of segments) {
+      if (segment.kind === 'sort') out.sort((a, b) => compareBySort(a, b, segment.sort));
+      else out = mingoCall(() => segment.aggregator.run<MeasurementDocument>(out));
+    }
+  }
   state.nReturned += out.length;
   yield out;
+}
+
+/** A run of stages mingo evaluates, or a `$sort` evaluated here. */
+type Segment =
+  | { readonly kind: 'mingo'; readonly aggregator: Aggregator }
+  | { readonly kind: 'sort'; readonly sort: CompiledSort };
+
+/**
+ * The pipeline cut at its `$sort` stages, which are evaluated here in MongoDB's order (as `find` sorts:
+ * a `Decimal128`, a `Long` beyond 2^53 and strings compared as the server compares them; mingo compares
+ * the first two by their strings and strings by UTF-16 code units); `undefined` when it has no `$sort`
+ * of field paths (one on `$meta` stays with mingo).
+ */
+function sortSegments(rest: ReadonlyArray<PipelineStage>): Segment[] | undefined {
+  const segments: Segment[] = [];
+  let stages: PipelineStage[] = [];
+  const flush = (): void => {
+    if (stages.length === 0) return;
+    const run = stages as Array<Record<string, unknown>>;
+    segments.push({
+      kind: 'mingo',
+      aggregator: mingoCall(() => new Aggregator(run, { ...kMingoOptions, jsonSchemaValidator })),
+    });
+    stages = [];
+  };
+  for (const stage of rest) {
+    const sort = sortOfStage(stage);
+    if (sort === undefined) {
+      stages.push(stage);
+      continue;
+    }
+    flush();
+    segments.push({ kind: 'sort', sort });
+  }
+  flush();
+  return segments.some((segment) => segment.kind === 'sort') ? segments : undefined;
+}
+
+/** The sort of a `$sort` stage whose keys are all field paths with a direction of 1 or -1. */
+function sortOfStage(stage: PipelineStage): CompiledSort | undefined {
+  const keys = Object.keys(stage);
+  if (keys.length !== 1 || keys[0] !== '$sort' || !isPlainObject(stage.$sort)) return undefined;
+  const spec: Record<string, 1 | -1> = {};
+  for (const [path, direction] of Object.entries(stage.$sort)) {
+    const n = bsonNumberValue(direction);
+    if (n !== 1 && n !== -1) return undefined;
+    defineField(spec, path, n);
+  }
+  return compileSort(spec);
 }
 
 /**
@@ -554,9 +611,10 @@ async function* executeAggregate(
  *
  * The stages after the pushed-down `$match` are evaluated by mingo, on the documents' numbers as the
  * MongoDB driver promotes them by default: an integral double (`Double`) and an int64 (`Long`) that fits
- * in a JS number come out of such a pipeline as JS numbers. Caveats: mingo compares a `Decimal128` or a
- * `Long` beyond 2^53 by its decimal string and leaves it out of `$sum` and `$avg`, and orders strings by
- * UTF-16 code units (the server by UTF-8 bytes: they differ only between characters above U+E000 and
+ * in a JS number come out of such a pipeline as JS numbers. A `$sort` of field paths is evaluated here,
+ * in the server's order (as `find` sorts). Caveats, in the other stages: mingo compares a `Decimal128` or
+ * a `Long` beyond 2^53 by its decimal string and leaves it out of `$sum` and `$avg`, and orders strings
+ * by UTF-16 code units (the server by UTF-8 bytes: they differ only between characters above U+E000 and
  * those beyond U+FFFF).
  *
  * @param ctx - the reader context.

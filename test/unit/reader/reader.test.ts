@@ -592,6 +592,37 @@ describe('aggregate', () => {
     ]);
   });
 
+  it("a $sort stage orders as find does: decimals, large int64s and strings in the server's order", async () => {
+    // Arrange: values mingo orders by their strings (a Decimal128, a Long beyond 2^53), and strings whose
+    // UTF-16 order differs from their UTF-8 order (U+FF5E before U+1F600 in bytes, after in code units).
+    const { coll, ctx } = await setupCollection();
+    const values = [
+      Decimal128.fromString('7'),
+      Long.fromString('9007199254740993'),
+      20,
+      Decimal128.fromString('100.5'),
+      '\u{1F600}',
+      '\uFF5E',
+      'a',
+    ];
+    await coll.insertMany(values.map((n, i) => ({ ts: new Date(1e12 + i * 1000), sensor: 's', n, i })));
+    const order = (docs: Array<Record<string, unknown>>) => docs.map((d) => d.i);
+    // Act
+    const found = order(await find(ctx(), {}, { sort: { n: 1 } }).toArray());
+    const sorted = order(await aggregate(ctx(), [{ $sort: { n: 1 } }]).toArray());
+    const limited = order(
+      await aggregate(ctx(), [
+        { $project: { n: 1, i: 1 } },
+        { $sort: { n: new Int32(-1) } },
+        { $limit: 3 },
+      ]).toArray(),
+    );
+    // Assert
+    expect(found).toEqual([0, 2, 3, 1, 6, 5, 4]);
+    expect(sorted).toEqual(found);
+    expect(limited).toEqual([4, 5, 6]);
+  });
+
   it('an int64 beyond 2^53 stays a Long for the stages after the $match', async () => {
     const { coll, ctx } = await setupCollection();
     const big = Long.fromString('9007199254740993');
