@@ -31,7 +31,7 @@ import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
 import { mingoValue } from '../util/mingo-values.js';
-import { kMingoOptions, mingoCall } from '../util/query-validation.js';
+import { kMingoPipelineOptions, mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
 import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
@@ -520,7 +520,11 @@ async function* executeAggregate(
   // mingo runs the rest of the pipeline, on the documents' numbers as the driver promotes them
   // (mingo-values); its untyped errors become MongoDB's (query-validation).
   const aggregator = mingoCall(
-    () => new Aggregator(rest as Array<Record<string, unknown>>, { ...kMingoOptions, jsonSchemaValidator }),
+    () =>
+      new Aggregator(rest as Array<Record<string, unknown>>, {
+        ...kMingoPipelineOptions,
+        jsonSchemaValidator,
+      }),
   );
   const perDocument = rest.every((stage) => PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? ''));
   if (perDocument) {
@@ -574,7 +578,7 @@ function sortSegments(rest: ReadonlyArray<PipelineStage>): Segment[] | undefined
     const run = stages as Array<Record<string, unknown>>;
     segments.push({
       kind: 'mingo',
-      aggregator: mingoCall(() => new Aggregator(run, { ...kMingoOptions, jsonSchemaValidator })),
+      aggregator: mingoCall(() => new Aggregator(run, { ...kMingoPipelineOptions, jsonSchemaValidator })),
     });
     stages = [];
   };

@@ -23,8 +23,9 @@
  * (its reads are a `$match` over the buckets, where the parser allows no JavaScript), so tsbuckets refuses
  * it in every filter, the buckets view's too, with MongoDB's answer for the context. mingo, which
  * evaluates what tsbuckets does not compile itself, runs with scripts disabled ({@link kMingoOptions}), so
- * a `$where`, `$function` or `$accumulator` that reaches it (in a `$facet` or `$lookup` sub-pipeline)
- * is refused too.
+ * a `$where`, `$function` or `$accumulator` that reaches it is refused too; except for a pipeline, which
+ * {@link checkPipeline} has searched for them at every depth (in a `$facet` or `$lookup` sub-pipeline
+ * too), because mingo's `$setWindowFields` needs scripts for its own windows.
  *
  * @packageDocumentation
  */
@@ -39,6 +40,16 @@ import { hasOwnField } from './safe-record.js';
  * `$accumulator`), as tsbuckets runs no server-side script.
  */
 export const kMingoOptions: Readonly<{ scriptEnabled: false }> = Object.freeze({ scriptEnabled: false });
+
+/**
+ * Options for the mingo `Aggregator` of a pipeline {@link checkPipeline} accepted, and only of such a
+ * pipeline: scripts enabled, because mingo's own `$setWindowFields` evaluates each window through an
+ * internal `$function`. {@link checkPipeline} has refused every `$where`, `$function` and `$accumulator`
+ * the caller wrote, at any depth, so the only scripts mingo runs are its own.
+ */
+export const kMingoPipelineOptions: Readonly<{ scriptEnabled: true }> = Object.freeze({
+  scriptEnabled: true,
+});
 
 /** The operators that run JavaScript. */
 const kScriptOperators: ReadonlySet<string> = new Set(['$where', '$function', '$accumulator']);
@@ -423,7 +434,8 @@ function isRegex(v: unknown): boolean {
 
 /**
  * Check an aggregation pipeline: an array of one-field stage documents with known names; `$match`
- * filters are checked like any filter.
+ * filters are checked like any filter, and no other stage may name an operator that runs JavaScript
+ * (`$where`, `$function`, `$accumulator`), at any depth ({@link kMingoPipelineOptions}).
  *
  * @param pipeline - the pipeline as given.
  * @throws {@link TimeseriesError} `TypeMismatch`, `Location40323`, `Location40324`, what
@@ -435,6 +447,8 @@ export function checkPipeline(
   if (!Array.isArray(pipeline)) throw wrongType('aggregate.pipeline', pipeline, 'array');
   checkNesting(pipeline);
   for (const stage of pipeline as unknown[]) {
+    // Before the stage's own checks: mingo runs what this lets through with scripts enabled.
+    refuseScripts(stage);
     if (!isPlainObject(stage)) {
       throw new TimeseriesError('TypeMismatch', "Each element of the 'pipeline' array must be an object");
     }

@@ -130,6 +130,21 @@ describe('no JavaScript runs', () => {
       ['aggregate later $match', () => coll.aggregate([{ $limit: 5 }, { $match: where }]).toArray()],
       ['aggregate $facet', () => coll.aggregate([{ $facet: { a: [{ $match: where }] } }]).toArray()],
       ['aggregate $function', () => coll.aggregate([{ $project: { x: fn } }]).toArray()],
+      [
+        'aggregate later $match $expr',
+        () => coll.aggregate([{ $limit: 5 }, { $match: { $expr: fn } }]).toArray(),
+      ],
+      [
+        'aggregate $setWindowFields',
+        () =>
+          coll
+            .aggregate([{ $setWindowFields: { sortBy: { t: 1 }, output: { x: { $sum: fn, window: {} } } } }])
+            .toArray(),
+      ],
+      [
+        'aggregate $facet $project',
+        () => coll.aggregate([{ $facet: { a: [{ $project: { y: { z: fn } } }] } }]).toArray(),
+      ],
       ['buckets.find', () => coll.buckets.find(where).toArray()],
       ['buckets.find projection', () => coll.buckets.find({}, { projection: { x: fn } as never }).toArray()],
       ['buckets.countDocuments', () => coll.buckets.countDocuments(where)],
@@ -167,6 +182,9 @@ describe('no JavaScript runs', () => {
       `aggregate later $match: ${read}`,
       `aggregate $facet: ${read}`,
       'aggregate $function: BadValue $function is not allowed in this context',
+      'aggregate later $match $expr: BadValue $function is not allowed in this context',
+      'aggregate $setWindowFields: BadValue $function is not allowed in this context',
+      'aggregate $facet $project: BadValue $function is not allowed in this context',
       `buckets.find: ${read}`,
       'buckets.find projection: BadValue $function is not allowed in this context',
       `buckets.countDocuments: ${read}`,

@@ -631,6 +631,39 @@ describe('aggregate', () => {
     expect((out?.n as Long).toString()).toBe('9007199254740993');
   });
 
+  it('$setWindowFields computes running totals and moving averages per series', async () => {
+    // Arrange: two series, one reading a minute each.
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(
+      [1, 2, 3, 4].flatMap((v, i) => [
+        { ts: new Date(1e12 + i * 60_000), sensor: 'a', v },
+        { ts: new Date(1e12 + i * 60_000), sensor: 'b', v: 10 * v },
+      ]),
+    );
+    // Act
+    const out = await aggregate(ctx(), [
+      {
+        $setWindowFields: {
+          partitionBy: '$sensor',
+          sortBy: { ts: 1 },
+          output: {
+            total: { $sum: '$v', window: { documents: ['unbounded', 'current'] } },
+            last2m: { $avg: '$v', window: { range: [-60, 0], unit: 'second' } },
+          },
+        },
+      },
+      { $match: { sensor: 'a' } },
+      { $project: { _id: 0, v: 1, total: 1, last2m: 1 } },
+    ]).toArray();
+    // Assert
+    expect(out).toEqual([
+      { v: 1, total: 1, last2m: 1 },
+      { v: 2, total: 3, last2m: 1.5 },
+      { v: 3, total: 6, last2m: 2.5 },
+      { v: 4, total: 10, last2m: 3.5 },
+    ]);
+  });
+
   it('a pipeline without stages after $match returns whole measurements', async () => {
     const { coll, ctx } = await setupCollection();
     await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 1 });
