@@ -45,10 +45,32 @@ function addExpressionRefs(expr: unknown, out: Set<string>): boolean {
         if (!addGetFieldRefs(expr[key], out)) return false;
         continue;
       }
+      if (kSortByAccumulators.has(key)) {
+        if (!addSortByRefs(expr[key], out)) return false;
+        continue;
+      }
       // They build documents from field names given as plain strings: assume every field.
       if (key === '$setField' || key === '$unsetField') return false;
       if (!addExpressionRefs(expr[key], out)) return false;
     }
+  }
+  return true;
+}
+
+/** The accumulators that name the fields they sort by as plain strings (`sortBy: {ts: -1}`). */
+const kSortByAccumulators: ReadonlySet<string> = new Set(['$top', '$bottom', '$topN', '$bottomN']);
+
+/** The fields a `$top`-like accumulator reads: its `sortBy` keys, and those of its other expressions. */
+function addSortByRefs(arg: unknown, out: Set<string>): boolean {
+  if (!isPlainObject(arg)) return false;
+  for (const key of Object.keys(arg)) {
+    const value = arg[key];
+    if (key !== 'sortBy') {
+      if (!addExpressionRefs(value, out)) return false;
+      continue;
+    }
+    if (!isPlainObject(value)) return false;
+    for (const field of Object.keys(value)) out.add(topLevel(field));
   }
   return true;
 }

@@ -664,6 +664,22 @@ describe('aggregate', () => {
     ]);
   });
 
+  it('unpacks the fields a $topN or $bottomN sorts by', async () => {
+    // The time field appears only as a sortBy key, not as a "$ts" expression.
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([3, 0, 7, 1].map((v, i) => ({ ts: new Date(1e12 + v * 1000), sensor: 's', v, i })));
+    const out = await aggregate(ctx(), [
+      {
+        $group: {
+          _id: '$sensor',
+          latest: { $topN: { n: 2, sortBy: { ts: -1 }, output: '$v' } },
+          earliest: { $bottomN: { n: 1, sortBy: { ts: -1 }, output: '$i' } },
+        },
+      },
+    ]).toArray();
+    expect(out).toEqual([{ _id: 's', latest: [7, 3], earliest: [1] }]);
+  });
+
   it('a pipeline without stages after $match returns whole measurements', async () => {
     const { coll, ctx } = await setupCollection();
     await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 1 });
