@@ -20,7 +20,7 @@
  *
  * @packageDocumentation
  */
-import { Aggregator } from 'mingo';
+import type { Aggregator } from 'mingo/aggregator';
 
 import { areTimeseriesBucketsFixed } from '../options.js';
 import type { ResolvedCollectionOptions } from '../options.js';
@@ -30,6 +30,7 @@ import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js'
 import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
+import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoValue } from '../util/mingo-values.js';
 import { kMingoPipelineOptions, mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
@@ -519,12 +520,11 @@ async function* executeAggregate(
   }
   // mingo runs the rest of the pipeline, on the documents' numbers as the driver promotes them
   // (mingo-values); its untyped errors become MongoDB's (query-validation).
-  const aggregator = mingoCall(
-    () =>
-      new Aggregator(rest as Array<Record<string, unknown>>, {
-        ...kMingoPipelineOptions,
-        jsonSchemaValidator,
-      }),
+  const aggregator = mingoCall(() =>
+    pipelineAggregator(rest as Array<Record<string, unknown>>, {
+      ...kMingoPipelineOptions,
+      jsonSchemaValidator,
+    }),
   );
   const perDocument = rest.every((stage) => PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? ''));
   if (perDocument) {
@@ -578,7 +578,7 @@ function sortSegments(rest: ReadonlyArray<PipelineStage>): Segment[] | undefined
     const run = stages as Array<Record<string, unknown>>;
     segments.push({
       kind: 'mingo',
-      aggregator: mingoCall(() => new Aggregator(run, { ...kMingoPipelineOptions, jsonSchemaValidator })),
+      aggregator: mingoCall(() => pipelineAggregator(run, { ...kMingoPipelineOptions, jsonSchemaValidator })),
     });
     stages = [];
   };

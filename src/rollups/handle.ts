@@ -9,10 +9,10 @@
  *
  * @packageDocumentation
  */
-import { Aggregator } from 'mingo';
 
 import type { Storage, StorageFindOptions } from '../storage/storage.js';
 import { cloneBsonValue, isPlainObject, ownValue } from '../util/bson-value.js';
+import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoDocuments } from '../util/mingo-values.js';
 import { checkFilter, checkPipeline, kMingoPipelineOptions, mingoCall } from '../util/query-validation.js';
 import type { Clock } from '../util/clock.js';
@@ -136,7 +136,7 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
       const rest = leading ? pipeline.slice(1) : pipeline;
       if (rest.length === 0) return docs;
       return mingoCall(() =>
-        new Aggregator(rest as Array<Record<string, unknown>>, kMingoPipelineOptions).run<RollupDocument>(
+        pipelineAggregator(rest as Array<Record<string, unknown>>, kMingoPipelineOptions).run<RollupDocument>(
           mingoDocuments(docs),
         ),
       );

@@ -664,7 +664,7 @@ describe('aggregate', () => {
     ]);
   });
 
-  it('unpacks the fields a $topN or $bottomN sorts by', async () => {
+  it('unpacks the fields $top-like accumulators sort by; $top and $bottom give the output itself', async () => {
     // The time field appears only as a sortBy key, not as a "$ts" expression.
     const { coll, ctx } = await setupCollection();
     await coll.insertMany([3, 0, 7, 1].map((v, i) => ({ ts: new Date(1e12 + v * 1000), sensor: 's', v, i })));
@@ -674,10 +674,13 @@ describe('aggregate', () => {
           _id: '$sensor',
           latest: { $topN: { n: 2, sortBy: { ts: -1 }, output: '$v' } },
           earliest: { $bottomN: { n: 1, sortBy: { ts: -1 }, output: '$i' } },
+          last: { $top: { sortBy: { ts: -1 }, output: ['$v', '$i'] } },
+          first: { $bottom: { sortBy: { ts: -1 }, output: '$v' } },
         },
       },
     ]).toArray();
-    expect(out).toEqual([{ _id: 's', latest: [7, 3], earliest: [1] }]);
+    // $topN and $bottomN give arrays; $top and $bottom the output itself, as the server does.
+    expect(out).toEqual([{ _id: 's', latest: [7, 3], earliest: [1], last: [7, 2], first: 0 }]);
   });
 
   it('a pipeline without stages after $match returns whole measurements', async () => {
