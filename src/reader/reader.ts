@@ -518,17 +518,13 @@ async function* executeAggregate(
     }
     return;
   }
-  // mingo runs the rest of the pipeline, on the documents' numbers as the driver promotes them
-  // (mingo-values); its untyped errors become MongoDB's (query-validation).
-  const aggregator = mingoCall(() =>
-    pipelineAggregator(rest as Array<Record<string, unknown>>, {
-      ...kMingoPipelineOptions,
-      jsonSchemaValidator,
-    }),
-  );
-  const perDocument = rest.every((stage) => PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? ''));
-  if (perDocument) {
+  // mingo runs the rest of the pipeline but its `$sort` stages, on the documents' numbers as the driver
+  // promotes them (mingo-values); its untyped errors become MongoDB's (query-validation).
+  const segments = segmentsOf(rest);
+  const [first] = segments;
+  if (segments.length === 1 && first?.kind === 'mingo' && rest.every(isPerDocumentStage)) {
     // Chunks keep memory bounded while amortising mingo's per-run setup.
+    const { aggregator } = first;
     let chunk: MeasurementDocument[] = [];
     for await (const batch of source) {
       for (const doc of batch) chunk.push(mingoValue(doc) as MeasurementDocument);
@@ -544,19 +540,19 @@ async function* executeAggregate(
     return;
   }
   // A blocking stage ($group, $sort, $limit...) needs its whole input, as in the server.
-  const all: MeasurementDocument[] = [];
-  for await (const batch of source) for (const doc of batch) all.push(mingoValue(doc) as MeasurementDocument);
-  const segments = sortSegments(rest);
-  let out: MeasurementDocument[] = all;
-  if (segments === undefined) out = mingoCall(() => aggregator.run<MeasurementDocument>(all));
-  else {
-    for (const segment of segments) {
-      if (segment.kind === 'sort') out.sort((a, b) => compareBySort(a, b, segment.sort));
-      else out = mingoCall(() => segment.aggregator.run<MeasurementDocument>(out));
-    }
+  let out: MeasurementDocument[] = [];
+  for await (const batch of source) for (const doc of batch) out.push(mingoValue(doc) as MeasurementDocument);
+  for (const segment of segments) {
+    if (segment.kind === 'sort') out.sort((a, b) => compareBySort(a, b, segment.sort));
+    else out = mingoCall(() => segment.aggregator.run<MeasurementDocument>(out));
   }
   state.nReturned += out.length;
   yield out;
+}
+
+/** Whether a stage transforms each document independently (it can run on chunks of the stream). */
+function isPerDocumentStage(stage: PipelineStage): boolean {
+  return PER_DOCUMENT_STAGES.has(Object.keys(stage)[0] ?? '');
 }
 
 /** A run of stages mingo evaluates, or a `$sort` evaluated here. */
@@ -567,10 +563,10 @@ type Segment =
 /**
  * The pipeline cut at its `$sort` stages, which are evaluated here in MongoDB's order (as `find` sorts:
  * a `Decimal128`, a `Long` beyond 2^53 and strings compared as the server compares them; mingo compares
- * the first two by their strings and strings by UTF-16 code units); `undefined` when it has no `$sort`
- * of field paths (one on `$meta` stays with mingo).
+ * the first two by their strings and strings by UTF-16 code units); a `$sort` on `$meta` stays with
+ * mingo. A pipeline without such a `$sort` is one mingo segment.
  */
-function sortSegments(rest: ReadonlyArray<PipelineStage>): Segment[] | undefined {
+function segmentsOf(rest: ReadonlyArray<PipelineStage>): Segment[] {
   const segments: Segment[] = [];
   let stages: PipelineStage[] = [];
   const flush = (): void => {
@@ -592,7 +588,7 @@ function sortSegments(rest: ReadonlyArray<PipelineStage>): Segment[] | undefined
     segments.push({ kind: 'sort', sort });
   }
   flush();
-  return segments.some((segment) => segment.kind === 'sort') ? segments : undefined;
+  return segments;
 }
 
 /** The sort of a `$sort` stage whose keys are all field paths with a direction of 1 or -1. */
