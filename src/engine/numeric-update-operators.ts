@@ -20,13 +20,15 @@ import { Decimal128, Double, Long } from 'bson';
 
 import { TimeseriesError } from '../errors.js';
 import { bsonArithmetic, numericKind } from '../util/bson-arithmetic.js';
-import { compareBsonValues, isPlainObject } from '../util/bson-value.js';
+import { isPlainObject } from '../util/bson-value.js';
+import { bsonTypeName } from '../util/query-validation.js';
+import { counterValue } from '../storage/counter-update.js';
+import { lastSegment, parentOf, setIn, valueIn, writableKey } from '../storage/operator-update.js';
+import type { PathParent } from '../storage/operator-update.js';
 import { defineField } from '../util/safe-record.js';
 
 /** The operators applied here. */
 const kNumericOperators: ReadonlySet<string> = new Set(['$inc', '$mul', '$min', '$max']);
-
-const kIndex = /^(?:0|[1-9][0-9]*)$/u;
 
 /**
  * Apply the numeric operators of `update` to `doc` in place, and return the rest of the update (for
@@ -47,7 +49,7 @@ export function applyNumericOperators(
 ): Record<string, Readonly<Record<string, unknown>>> | undefined {
   checkConflicts(update);
   const rest: Record<string, Readonly<Record<string, unknown>>> = {};
-  const steps: Array<{ op: string; path: string; value: unknown }> = [];
+  const steps: Array<{ op: string; path: string; value: unknown; parent: PathParent | undefined }> = [];
   for (const op of Object.keys(update)) {
     const fields = update[op] as Readonly<Record<string, unknown>>;
     if (!kNumericOperators.has(op)) {
@@ -55,24 +57,29 @@ export function applyNumericOperators(
       continue;
     }
     for (const path of Object.keys(fields)) {
-      if (!walkable(doc, path)) return undefined;
-      steps.push({ op, path, value: fields[path] });
+      const parent = parentOf(doc, path, 'check');
+      // A missing parent is a new document: its key must be one a document may hold.
+      if (parent === 'refused' || !writableKey(parent === 'missing' ? {} : parent, lastSegment(path))) {
+        return undefined;
+      }
+      steps.push({ op, path, value: fields[path], parent: parent === 'missing' ? undefined : parent });
     }
   }
   if (steps.length === 0) return rest;
   // Checked first, applied after: a refused operator changes nothing.
-  const results = steps.map(({ op, path, value }) => {
-    const current = valueAt(doc, path);
-    return { path, next: operatorResult(op, current, value, path, id) };
+  const results = steps.map(({ op, path, value, parent }) => {
+    const current = parent === undefined ? undefined : valueIn(parent, lastSegment(path));
+    return { path, parent, next: operatorResult(op, current, value, path, id) };
   });
-  for (const { path, next } of results) setAt(doc, path, next);
+  for (const { path, parent, next } of results) {
+    setIn(parent ?? (parentOf(doc, path, 'create') as PathParent), lastSegment(path), next);
+  }
   return rest;
 }
 
 /** The value an operator leaves at a path. */
 function operatorResult(op: string, current: unknown, value: unknown, path: string, id: unknown): unknown {
-  if (op === '$min') return current === undefined || compareBsonValues(value, current) < 0 ? value : current;
-  if (op === '$max') return current === undefined || compareBsonValues(value, current) > 0 ? value : current;
+  if (op === '$min' || op === '$max') return counterValue(op, current, value);
   const verb = op === '$inc' ? 'increment' : 'multiply';
   if (numericKind(value) === undefined) {
     throw new TimeseriesError(
@@ -85,7 +92,7 @@ function operatorResult(op: string, current: unknown, value: unknown, path: stri
   if (numericKind(current) === undefined) {
     throw new TimeseriesError(
       'TypeMismatch',
-      `Cannot apply ${op} to a value of non-numeric type. {_id: ${describeValue(id)}} has the field '${field}' of non-numeric type ${typeNameOf(current)}`,
+      `Cannot apply ${op} to a value of non-numeric type. {_id: ${describeValue(id)}} has the field '${field}' of non-numeric type ${bsonTypeName(current)}`,
     );
   }
   const result = bsonArithmetic(op === '$inc' ? 'add' : 'multiply', current, value);
@@ -110,60 +117,6 @@ function zeroLike(value: unknown): unknown {
     default:
       return 0;
   }
-}
-
-/**
- * Whether every segment of `path` can be walked here: field names of documents (existing, or missing
- * from here on) and indexes within arrays; the last segment a field name or an index within its array.
- */
-function walkable(doc: Record<string, unknown>, path: string): boolean {
-  const segments = path.split('.');
-  let node: unknown = doc;
-  for (const segment of segments) {
-    if (segment.length === 0 || segment.startsWith('$')) return false;
-    if (node === undefined) continue;
-    if (Array.isArray(node)) {
-      if (!kIndex.test(segment) || Number(segment) >= node.length) return false;
-      node = node[Number(segment)];
-    } else if (isPlainObject(node)) {
-      node = Object.hasOwn(node, segment) ? node[segment] : undefined;
-    } else return false;
-  }
-  return true;
-}
-
-/** The value at a walkable path, `undefined` when absent. */
-function valueAt(doc: Record<string, unknown>, path: string): unknown {
-  let node: unknown = doc;
-  for (const segment of path.split('.')) {
-    if (node === undefined) return undefined;
-    if (Array.isArray(node)) node = node[Number(segment)];
-    else
-      node = Object.hasOwn(node as object, segment) ? (node as Record<string, unknown>)[segment] : undefined;
-  }
-  return node;
-}
-
-/** Set the value at a walkable path, creating the missing documents on the way. */
-function setAt(doc: Record<string, unknown>, path: string, value: unknown): void {
-  const segments = path.split('.');
-  let node: Record<string, unknown> | unknown[] = doc;
-  for (let i = 0; i < segments.length - 1; i++) {
-    const segment = segments[i] as string;
-    if (Array.isArray(node)) {
-      node = node[Number(segment)] as Record<string, unknown> | unknown[];
-      continue;
-    }
-    let child = Object.hasOwn(node, segment) ? node[segment] : undefined;
-    if (child === undefined) {
-      child = {};
-      defineField(node, segment, child);
-    }
-    node = child as Record<string, unknown> | unknown[];
-  }
-  const last = segments[segments.length - 1] as string;
-  if (Array.isArray(node)) node[Number(last)] = value;
-  else defineField(node, last, value);
 }
 
 /**
@@ -193,18 +146,6 @@ function checkConflicts(update: Readonly<Record<string, Readonly<Record<string, 
       }
     }
   }
-}
-
-/** The server's name of a value's type, for the error messages. */
-function typeNameOf(v: unknown): string {
-  if (v === null) return 'null';
-  if (typeof v === 'string') return 'string';
-  if (typeof v === 'boolean') return 'bool';
-  if (v instanceof Date) return 'date';
-  if (Array.isArray(v)) return 'array';
-  const tag = (v as { _bsontype?: unknown } | undefined)?._bsontype;
-  if (typeof tag === 'string') return tag.toLowerCase();
-  return 'object';
 }
 
 /** A value as the messages show it. */

@@ -49,9 +49,8 @@ export function applyOperatorUpdate(
         parents.push(undefined);
         continue;
       }
-      const key = path.slice(path.lastIndexOf('.') + 1);
-      if (Array.isArray(parent) && (!kIndex.test(key) || Number(key) >= parent.length)) return 'refused';
-      if (!Array.isArray(parent) && (key.length === 0 || key.startsWith('$'))) return 'refused';
+      const key = lastSegment(path);
+      if (!writableKey(parent, key)) return 'refused';
       const current = valueIn(parent, key);
       if (op === '$inc' && current !== undefined && typeof current !== 'number') return 'refused';
       parents.push(parent);
@@ -66,21 +65,65 @@ export function applyOperatorUpdate(
       if (skip) continue;
       const value = fields[path];
       const parent = checked ?? (parentOf(doc, path, 'create') as Record<string, unknown> | unknown[]);
-      const key = path.slice(path.lastIndexOf('.') + 1);
+      const key = lastSegment(path);
       const next =
         op === '$inc' || op === '$min' || op === '$max'
           ? counterValue(op, valueIn(parent, key), value)
           : value;
-      if (Array.isArray(parent)) parent[Number(key)] = next;
-      else defineField(parent, key, next);
+      setIn(parent, key, next);
     }
   }
   return 'applied';
 }
 
-function valueIn(parent: Record<string, unknown> | unknown[], key: string): unknown {
+/** A document or an array holding the last segment of a dotted path. */
+export type PathParent = Record<string, unknown> | unknown[];
+
+/**
+ * The last segment of a dotted path.
+ *
+ * @param path - the path.
+ * @returns the field name or array index after its last dot.
+ */
+export function lastSegment(path: string): string {
+  return path.slice(path.lastIndexOf('.') + 1);
+}
+
+/**
+ * Whether an update may write `key` in `parent`: an index within an array, or a non-empty name that does
+ * not start with `$` in a document.
+ *
+ * @param parent - the array or document.
+ * @param key - the last segment of a path.
+ * @returns whether it is writable.
+ */
+export function writableKey(parent: PathParent, key: string): boolean {
+  if (Array.isArray(parent)) return kIndex.test(key) && Number(key) < parent.length;
+  return key.length > 0 && !key.startsWith('$');
+}
+
+/**
+ * The value under `key` in `parent`.
+ *
+ * @param parent - the array or document.
+ * @param key - an index or a field name.
+ * @returns the value, `undefined` when absent.
+ */
+export function valueIn(parent: PathParent, key: string): unknown {
   if (Array.isArray(parent)) return parent[Number(key)];
   return Object.hasOwn(parent, key) ? parent[key] : undefined;
+}
+
+/**
+ * Write `value` under `key` in `parent` (an own field, even for `__proto__`).
+ *
+ * @param parent - the array or document.
+ * @param key - an index or a field name.
+ * @param value - the value.
+ */
+export function setIn(parent: PathParent, key: string, value: unknown): void {
+  if (Array.isArray(parent)) parent[Number(key)] = value;
+  else defineField(parent, key, value);
 }
 
 /**
@@ -88,8 +131,13 @@ function valueIn(parent: Record<string, unknown> | unknown[], key: string): unkn
  * `'missing'` when a sub-document on the way is absent (the update will create it); `'create'` creates
  * missing sub-documents. `'refused'` when the path crosses a scalar, an array by a non-index, or a
  * missing array element.
+ *
+ * @param doc - the document.
+ * @param path - a dotted path.
+ * @param mode - whether to create the missing sub-documents.
+ * @returns the parent, or why there is none.
  */
-function parentOf(
+export function parentOf(
   doc: Record<string, unknown>,
   path: string,
   mode: 'check' | 'create',
