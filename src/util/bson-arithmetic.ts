@@ -13,7 +13,7 @@
  */
 import { Decimal128, Double, Long } from 'bson';
 
-import { isInt32Number } from './bson-value.js';
+import { bsonNumberValue, isInt32Number } from './bson-value.js';
 
 /** The numeric BSON types, widest last. */
 export type NumericKind = 'int32' | 'int64' | 'double' | 'decimal';
@@ -71,8 +71,8 @@ export function bsonArithmetic(operation: ArithmeticOperation, a: unknown, b: un
       return r >= -(2n ** 63n) && r < 2n ** 63n ? Long.fromBigInt(r) : undefined;
     }
     case 'double': {
-      const x = doubleOf(a);
-      const y = doubleOf(b);
+      const x = bsonNumberValue(a) as number;
+      const y = bsonNumberValue(b) as number;
       const r = operation === 'add' ? x + y : x * y;
       return Number.isInteger(r) || Object.is(r, -0) ? new Double(r) : r;
     }
@@ -86,15 +86,6 @@ function bigIntOf(v: unknown): bigint {
   if (typeof v === 'number') return BigInt(v);
   if (typeof v === 'bigint') return v;
   return BigInt((v as { toString(): string }).toString());
-}
-
-/** Any BSON number as a double (an int64 rounded to the nearest). */
-function doubleOf(v: unknown): number {
-  if (typeof v === 'number') return v;
-  if (typeof v === 'bigint') return Number(v);
-  const tag = (v as { _bsontype?: unknown })._bsontype;
-  if (tag === 'Int32' || tag === 'Double') return (v as { value: number }).value;
-  return Number((v as { toString(): string }).toString());
 }
 
 /** A decimal as sign, coefficient and exponent, or one of the special values. */
@@ -118,7 +109,7 @@ function decimalOf(v: unknown): Decimal {
     return { kind: 'finite', negative: n < 0n, coefficient: n < 0n ? -n : n, exponent: 0 };
   }
   if (kind === 'double') {
-    const x = doubleOf(v);
+    const x = bsonNumberValue(v) as number;
     if (Number.isNaN(x)) return { kind: 'nan' };
     if (!Number.isFinite(x)) return { kind: 'infinity', negative: x < 0 };
     return parseDecimal(x.toExponential(14).replace('e', 'E'), Object.is(x, -0));
