@@ -32,7 +32,7 @@ import { defineField, getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
 import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoValue } from '../util/mingo-values.js';
-import { kMingoPipelineOptions, mingoCall } from '../util/query-validation.js';
+import { mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
 import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
@@ -574,7 +574,7 @@ function segmentsOf(rest: ReadonlyArray<PipelineStage>): Segment[] {
     const run = stages as Array<Record<string, unknown>>;
     segments.push({
       kind: 'mingo',
-      aggregator: mingoCall(() => pipelineAggregator(run, { ...kMingoPipelineOptions, jsonSchemaValidator })),
+      aggregator: mingoCall(() => pipelineAggregator(run, { jsonSchemaValidator })),
     });
     stages = [];
   };

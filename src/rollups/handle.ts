@@ -14,7 +14,7 @@ import type { Storage, StorageFindOptions } from '../storage/storage.js';
 import { cloneBsonValue, isPlainObject, ownValue } from '../util/bson-value.js';
 import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoDocuments } from '../util/mingo-values.js';
-import { checkFilter, checkPipeline, kMingoPipelineOptions, mingoCall } from '../util/query-validation.js';
+import { checkFilter, checkPipeline, mingoCall } from '../util/query-validation.js';
 import type { Clock } from '../util/clock.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { ResolvedRollupSpec } from './spec.js';
@@ -136,9 +136,7 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
       const rest = leading ? pipeline.slice(1) : pipeline;
       if (rest.length === 0) return docs;
       return mingoCall(() =>
-        pipelineAggregator(rest as Array<Record<string, unknown>>, kMingoPipelineOptions).run<RollupDocument>(
-          mingoDocuments(docs),
-        ),
+        pipelineAggregator(rest as Array<Record<string, unknown>>).run<RollupDocument>(mingoDocuments(docs)),
       );
     },
     explain: (filter: Readonly<Record<string, unknown>> = {}): Promise<RollupExplain> =>

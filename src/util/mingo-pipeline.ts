@@ -3,6 +3,11 @@
  * results differ from the server's replaced. mingo's `$top` and `$bottom` are its `$topN` and `$bottomN`
  * with `n: 1`, so they return a one-element array; the server returns the element itself.
  *
+ * Scripts are enabled, because mingo's own `$setWindowFields` evaluates each window through an internal
+ * `$function`: only for a pipeline `checkPipeline` (query-validation.ts) accepted, which has refused every
+ * `$where`, `$function` and `$accumulator` the caller wrote, at any depth, so the only scripts mingo runs
+ * are its own.
+ *
  * @packageDocumentation
  */
 import { Aggregator } from 'mingo/aggregator';
@@ -39,22 +44,22 @@ const kContext = Context.init({
   window: windowOperators,
 });
 
-/** Options of {@link pipelineAggregator} (mingo's, but for its operators). */
+/** Options of {@link pipelineAggregator} (mingo's, but for its operators and scripts). */
 export type PipelineAggregatorOptions = Omit<
   NonNullable<ConstructorParameters<typeof Aggregator>[1]>,
-  'context'
+  'context' | 'scriptEnabled'
 >;
 
 /**
- * A mingo `Aggregator` over tsbuckets' operators (see the module comment).
+ * A mingo `Aggregator` over tsbuckets' operators, scripts enabled (see the module comment).
  *
- * @param pipeline - the stages.
+ * @param pipeline - the stages, accepted by `checkPipeline`.
  * @param options - mingo's options.
  * @returns the aggregator.
  */
 export function pipelineAggregator(
   pipeline: ConstructorParameters<typeof Aggregator>[0],
-  options: PipelineAggregatorOptions,
+  options: PipelineAggregatorOptions = {},
 ): Aggregator {
-  return new Aggregator(pipeline, { ...options, context: kContext });
+  return new Aggregator(pipeline, { ...options, scriptEnabled: true, context: kContext });
 }

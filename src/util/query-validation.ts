@@ -36,20 +36,11 @@ import { bsonTypeOf, isPlainObject } from './bson-value.js';
 import { hasOwnField } from './safe-record.js';
 
 /**
- * Options given to every mingo `Query` and `Aggregator`: no JavaScript (`$where`, `$function`,
- * `$accumulator`), as tsbuckets runs no server-side script.
+ * Options given to every mingo `Query` and to a find projection's `Aggregator`: no JavaScript (`$where`,
+ * `$function`, `$accumulator`), as tsbuckets runs no server-side script. Pipelines, searched for these
+ * operators first, run with mingo-pipeline.ts's options instead.
  */
 export const kMingoOptions: Readonly<{ scriptEnabled: false }> = Object.freeze({ scriptEnabled: false });
-
-/**
- * Options for the mingo `Aggregator` of a pipeline {@link checkPipeline} accepted, and only of such a
- * pipeline: scripts enabled, because mingo's own `$setWindowFields` evaluates each window through an
- * internal `$function`. {@link checkPipeline} has refused every `$where`, `$function` and `$accumulator`
- * the caller wrote, at any depth, so the only scripts mingo runs are its own.
- */
-export const kMingoPipelineOptions: Readonly<{ scriptEnabled: true }> = Object.freeze({
-  scriptEnabled: true,
-});
 
 /** The operators that run JavaScript. */
 const kScriptOperators: ReadonlySet<string> = new Set(['$where', '$function', '$accumulator']);
@@ -434,8 +425,8 @@ function isRegex(v: unknown): boolean {
 
 /**
  * Check an aggregation pipeline: an array of one-field stage documents with known names; `$match`
- * filters are checked like any filter, and no other stage may name an operator that runs JavaScript
- * (`$where`, `$function`, `$accumulator`), at any depth ({@link kMingoPipelineOptions}).
+ * filters are checked like any filter, and no stage may name an operator that runs JavaScript (`$where`,
+ * `$function`, `$accumulator`), at any depth: mingo runs pipelines with scripts enabled (mingo-pipeline.ts).
  *
  * @param pipeline - the pipeline as given.
  * @throws {@link TimeseriesError} `TypeMismatch`, `Location40323`, `Location40324`, what
