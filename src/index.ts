@@ -17,7 +17,7 @@ export type {
   InsertOneResult,
 } from './engine/timeseries-collection.js';
 export type { UpdateManyOptions, UpdateResult } from './engine/timeseries-update.js';
-export type { DeleteResult } from './engine/timeseries-delete.js';
+export type { DeleteManyOptions, DeleteResult } from './engine/timeseries-delete.js';
 export type {
   CreateIndexOptions,
   IndexKeySpec,

@@ -122,6 +122,7 @@ export function checkInsertArguments(docs: unknown, options: unknown): Options {
 export function checkFindArguments(filter: unknown, options: unknown): Options {
   if (filter !== undefined) checkFilter(filter, 'find.filter');
   const checked = checkOptions(options, 'find');
+  refuseCollation(checked, 'find');
   for (const name of ['projection', 'sort'] as const) {
     const value = checked[name];
     if (value !== undefined && !isPlainObject(value)) throw wrongType(`find.${name}`, value, 'object');
@@ -158,16 +159,55 @@ export function checkFilterArgument(filter: unknown, field: string, context: Fil
 }
 
 /**
- * `updateMany`'s options: `upsert` must be a boolean (and is refused later when `true`).
+ * A `collation`, which MongoDB applies to a command's string comparisons and tsbuckets does not: refused
+ * rather than silently ignored (a JavaScript caller is not stopped by the option types).
+ *
+ * @param options - the command's options.
+ * @param command - the command, in the message.
+ * @throws {@link TimeseriesError} `InvalidOptions`.
+ */
+function refuseCollation(options: Options, command: string): void {
+  if (hasOwnField(options, 'collation') && options.collation !== undefined) {
+    throw new TimeseriesError(
+      'InvalidOptions',
+      `${command}: option 'collation' is not supported by tsbuckets`,
+      {
+        field: 'collation',
+      },
+    );
+  }
+}
+
+/**
+ * `updateMany`'s options: `upsert` must be a boolean (and is refused later when `true`), `arrayFilters` an
+ * array of documents; a `collation` is refused.
  *
  * @param options - the options.
  * @returns the options.
- * @throws {@link TimeseriesError} `TypeMismatch`.
+ * @throws {@link TimeseriesError} `TypeMismatch`, `InvalidOptions`.
  */
 export function checkUpdateOptions(options: unknown): Options {
   const checked = checkOptions(options, 'update');
   checkBoolean(checked, 'upsert', 'update');
+  refuseCollation(checked, 'update');
+  const arrayFilters = hasOwnField(checked, 'arrayFilters') ? checked.arrayFilters : undefined;
+  if (arrayFilters !== undefined) {
+    if (!Array.isArray(arrayFilters)) throw wrongType('update.updates.arrayFilters', arrayFilters, 'array');
+    arrayFilters.forEach((filter: unknown, i) => {
+      if (!isPlainObject(filter)) throw wrongType(`update.updates.arrayFilters.${i}`, filter, 'object');
+    });
+  }
   return checked;
+}
+
+/**
+ * `deleteMany`'s options: a `collation` is refused.
+ *
+ * @param options - the options.
+ * @throws {@link TimeseriesError} `TypeMismatch`, `InvalidOptions`.
+ */
+export function checkDeleteOptions(options: unknown): void {
+  refuseCollation(checkOptions(options, 'delete'), 'delete');
 }
 
 /**

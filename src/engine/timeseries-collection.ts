@@ -43,6 +43,7 @@ import {
   checkDocument,
   checkDocumentOrPipeline,
   checkFilterArgument,
+  checkDeleteOptions,
   checkFindArguments,
   checkIndexKeyNames,
   checkInsertArguments,
@@ -57,7 +58,7 @@ import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
 import type { CreateIndexOptions, IndexKeySpec, TimeseriesIndexDescription } from './index-translation.js';
 import { deleteMany } from './timeseries-delete.js';
-import type { DeleteResult } from './timeseries-delete.js';
+import type { DeleteManyOptions, DeleteResult } from './timeseries-delete.js';
 import { createIndex, dropIndex, listIndexes } from './timeseries-indexes.js';
 import type { IndexContext } from './timeseries-indexes.js';
 import { updateMany } from './timeseries-update.js';
@@ -689,9 +690,10 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    *
    * @param filter - a query on the metaField only (`$expr` and `$where` are refused).
    * @param update - update operators on the metaField only.
-   * @param options - `upsert` must not be `true`.
-   * @returns bucket counts, as MongoDB reports them for these updates: `matchedCount` buckets matched,
-   *   `modifiedCount` of them changed.
+   * @param options - `upsert` must not be `true`; `arrayFilters` for `$[<identifier>]` paths (a positional
+   *   `$` path resolves against the query); a `collation` is refused.
+   * @returns measurement counts, as MongoDB reports them: `matchedCount` measurements are in the buckets
+   *   that matched, `modifiedCount` in those whose meta changed.
    * @throws {@link TimeseriesError} `InvalidOptions` (or `FailedToParse` for a malformed operator) with
    *   MongoDB's message for each refusal.
    * @example
@@ -721,15 +723,17 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * rewrites each bucket under the same `_id` (or deletes it when empty).
    *
    * @param filter - a MongoDB query over measurements (`{}` deletes everything).
+   * @param options - none is applied; a `collation` is refused with `InvalidOptions`.
    * @returns the number of measurements deleted.
    * @example
    * ```ts
    * await coll.deleteMany({ sensor: 'a', ts: { $lt: new Date('2024-01-01') } });
    * ```
    */
-  async deleteMany(filter: QueryFilter): Promise<DeleteResult> {
+  async deleteMany(filter: QueryFilter, options: DeleteManyOptions = {}): Promise<DeleteResult> {
     return await this.#call(() => {
       checkFilterArgument(filter, 'delete.q', 'write');
+      checkDeleteOptions(options);
       const ctx = this.#writeContext();
       return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
         deleteMany(ctx, filter),

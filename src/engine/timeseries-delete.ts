@@ -32,6 +32,12 @@ import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { directWriteTarget, kMaxDirectWriteAttempts, withDirectWrite } from './direct-write.js';
 import type { WriteContext } from './direct-write.js';
 
+/**
+ * Options of `deleteMany`: none is applied yet. MongoDB's `collation` is refused (`InvalidOptions`), not
+ * ignored.
+ */
+export type DeleteManyOptions = Readonly<Record<string, never>>;
+
 /** Result of `deleteMany`. */
 export interface DeleteResult {
   /** Always `true`. */

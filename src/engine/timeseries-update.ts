@@ -6,8 +6,13 @@
  * memory with MongoDB's update operators, normalised (object fields sorted, as a series is identified by
  * its normalised meta) and written back guarded on the meta it was computed from.
  *
- * Counts are bucket counts, as MongoDB reports them for these updates (they run on the buckets
- * collection): `matchedCount` buckets matched the query, `modifiedCount` of them got a different meta.
+ * Counts are measurement counts, as MongoDB reports them (its update of the buckets collection counts each
+ * bucket by the measurements it holds, `numMeasurementsForBucketCounter`): `matchedCount` measurements are
+ * in buckets that matched the query, `modifiedCount` in the buckets whose meta changed.
+ *
+ * The query also serves the positional `$` operator (`{$set: {'tag.$': 0}}` sets the first array element
+ * the query matched) and `arrayFilters` the `$[<identifier>]` operator, as MongoDB applies them to the
+ * bucket's `meta`.
  *
  * @packageDocumentation
  */
@@ -21,20 +26,25 @@ import { isPlainObject } from '../util/bson-value.js';
 import { copyBsonValue } from '../util/bson-validation.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { metaGuard } from '../bucket-format/bucket-document.js';
+import { bsonColumnDecoder, bucketMeasurementCount } from '../reader/bucket-unpacker.js';
 import { directWriteTarget, kMaxDirectWriteAttempts, withDirectWrite } from './direct-write.js';
 import { applyNumericOperators } from './numeric-update-operators.js';
 import type { WriteContext } from './direct-write.js';
 import { translateQuery, translateUpdate, upsertRefusal } from './update-delete-translation.js';
 import type { BucketMetaUpdate } from './update-delete-translation.js';
 
-/** Result of `updateMany`. */
+/** Result of `updateMany`, shaped as the driver's `UpdateResult`. */
 export interface UpdateResult {
   /** Always `true`. */
   readonly acknowledged: true;
-  /** Buckets whose meta matched the query. */
+  /** Measurements in the buckets whose meta matched the query. */
   readonly matchedCount: number;
-  /** Buckets whose meta the update changed. */
+  /** Measurements in the buckets whose meta the update changed. */
   readonly modifiedCount: number;
+  /** Always 0: time-series collections refuse upserts. */
+  readonly upsertedCount: 0;
+  /** Always `null`: time-series collections refuse upserts. */
+  readonly upsertedId: null;
 }
 
 /** Options of `updateMany`. */
@@ -44,10 +54,21 @@ export interface UpdateManyOptions {
    * @defaultValue false
    */
   readonly upsert?: boolean;
+  /**
+   * Filters choosing the array elements a `$[<identifier>]` path updates, one per identifier (`[{ i: {
+   * $gte: 7 } }]` for `'tag.$[i]'`), as MongoDB's `arrayFilters`.
+   */
+  readonly arrayFilters?: ReadonlyArray<Readonly<Record<string, unknown>>>;
 }
 
-/** What happened to one bucket. */
-type BucketOutcome = 'notMatched' | 'unchanged' | 'modified';
+/** What happened to one bucket: whether it matched and changed, and how many measurements it holds. */
+interface BucketOutcome {
+  readonly kind: 'notMatched' | 'unchanged' | 'modified';
+  readonly measurements: number;
+}
+
+/** A bucket that no longer matched when it was read for the update. */
+const kNotMatched: BucketOutcome = { kind: 'notMatched', measurements: 0 };
 
 /**
  * Apply a metaField-only update to every bucket whose meta matches a metaField-only query.
@@ -55,8 +76,8 @@ type BucketOutcome = 'notMatched' | 'unchanged' | 'modified';
  * @param ctx - the collection's catalog, storage and fields.
  * @param filter - query over measurements, on the metaField only.
  * @param update - update operators on the metaField only.
- * @param options - `upsert` (refused when `true`).
- * @returns the bucket counts.
+ * @param options - `upsert` (refused when `true`), `arrayFilters`.
+ * @returns the measurement counts.
  * @throws {@link TimeseriesError} with MongoDB's code and message for each refusal (see
  *   `update-delete-translation.ts`); `WriteConflict` when a bucket keeps changing under the update.
  * @example
@@ -73,6 +94,8 @@ export async function updateMany(
   if (options.upsert === true) throw upsertRefusal();
   const metaUpdate = translateUpdate(update, ctx.metaField);
   const bucketFilter = translateQuery(filter, ctx.metaField as string);
+  const arrayFilters = options.arrayFilters ?? [];
+  checkIdentifiers(metaUpdate, arrayFilters);
   const candidates: StoredBucket[] = [];
   for await (const doc of ctx.storage.find(ctx.bucketsNs, bucketFilter, { projection: { _id: 1, meta: 1 } }))
     candidates.push(doc);
@@ -80,12 +103,12 @@ export async function updateMany(
   let modifiedCount = 0;
   for (const candidate of candidates) {
     const outcome = await withDirectWrite(ctx.catalog, ctx.ns, directWriteTarget(candidate), () =>
-      updateBucket(ctx, candidate, bucketFilter, metaUpdate),
+      updateBucket(ctx, candidate, bucketFilter, metaUpdate, arrayFilters),
     );
-    if (outcome !== 'notMatched') matchedCount++;
-    if (outcome === 'modified') modifiedCount++;
+    if (outcome.kind !== 'notMatched') matchedCount += outcome.measurements;
+    if (outcome.kind === 'modified') modifiedCount += outcome.measurements;
   }
-  return { acknowledged: true, matchedCount, modifiedCount };
+  return { acknowledged: true, matchedCount, modifiedCount, upsertedCount: 0, upsertedId: null };
 }
 
 async function updateBucket(
@@ -93,23 +116,25 @@ async function updateBucket(
   candidate: StoredBucket,
   bucketFilter: BucketFilter,
   metaUpdate: BucketMetaUpdate,
+  arrayFilters: ReadonlyArray<Readonly<Record<string, unknown>>>,
 ): Promise<BucketOutcome> {
   for (let attempt = 0; attempt < kMaxDirectWriteAttempts; attempt++) {
     let doc: StoredBucket | undefined;
     for await (const found of ctx.storage.find(
       ctx.bucketsNs,
       { ...bucketFilter, _id: candidate._id },
-      { projection: { _id: 1, meta: 1 }, limit: 1 },
+      { limit: 1 },
     ))
       doc = found;
-    if (doc === undefined) return 'notMatched';
-    const next = updatedMeta(doc, metaUpdate);
+    if (doc === undefined) return kNotMatched;
+    const measurements = bucketMeasurementCount(doc, ctx.timeField, bsonColumnDecoder);
+    const next = updatedMeta(doc, metaUpdate, { query: bucketFilter, arrayFilters });
     const before = makeBucketMetadata(hasOwnField(doc, 'meta') ? doc.meta : undefined).key;
     const after = makeBucketMetadata(next.kind === 'present' ? next.meta : undefined).key;
-    if (before === after) return 'unchanged';
+    if (before === after) return { kind: 'unchanged', measurements };
     const write = next.kind === 'present' ? { $set: { meta: next.meta } } : { $unset: { meta: '' } };
     const result = await ctx.storage.updateOne(ctx.bucketsNs, { _id: doc._id, ...metaGuard(doc) }, write);
-    if (result.kind === 'updated') return 'modified';
+    if (result.kind === 'updated') return { kind: 'modified', measurements };
   }
   throw new TimeseriesError(
     'WriteConflict',
@@ -117,27 +142,70 @@ async function updateBucket(
   );
 }
 
+/**
+ * Every `$[<identifier>]` of the update's paths must have its array filter, as the server checks when it
+ * parses the update (before any document is read).
+ *
+ * @throws {@link TimeseriesError} `BadValue` naming the identifier and the (translated) path.
+ */
+function checkIdentifiers(
+  metaUpdate: BucketMetaUpdate,
+  arrayFilters: ReadonlyArray<Readonly<Record<string, unknown>>>,
+): void {
+  const declared = new Set(
+    arrayFilters.flatMap((filter) => Object.keys(filter).map((key) => key.split('.')[0])),
+  );
+  for (const fields of Object.values(metaUpdate)) {
+    for (const path of Object.keys(fields)) {
+      for (const segment of path.split('.')) {
+        const identifier = /^\$\[(.+)\]$/.exec(segment)?.[1];
+        if (identifier !== undefined && !declared.has(identifier)) {
+          throw new TimeseriesError(
+            'BadValue',
+            `No array filter found for identifier '${identifier}' in path '${path}'`,
+          );
+        }
+      }
+    }
+  }
+}
+
 /** The meta a bucket has after an update: a normalised value, or none. */
 type UpdatedMeta = { readonly kind: 'present'; readonly meta: unknown } | { readonly kind: 'absent' };
+
+/** What positional operators resolve against: the translated query (`$`) and the `arrayFilters` (`$[id]`). */
+export interface PositionalContext {
+  /** The bucket filter the bucket matched (on `meta` paths). */
+  readonly query: BucketFilter;
+  /** The update's `arrayFilters`. */
+  readonly arrayFilters: ReadonlyArray<Readonly<Record<string, unknown>>>;
+}
 
 /**
  * Apply a translated update to a bucket's meta.
  *
  * @param doc - the bucket (its `meta`).
  * @param metaUpdate - the update on `meta` paths.
+ * @param positional - the query and `arrayFilters` positional paths resolve against.
  * @returns the normalised new meta, or `absent` when the update removed it.
  * @throws {@link TimeseriesError} `BadValue` when an operator cannot be applied to the value;
  *   `TypeMismatch` for `$inc`/`$mul` on or with a value that is not a number; `ConflictingUpdateOperators`
  *   when two paths of the update overlap.
  */
-export function updatedMeta(doc: StoredBucket, metaUpdate: BucketMetaUpdate): UpdatedMeta {
+export function updatedMeta(
+  doc: StoredBucket,
+  metaUpdate: BucketMetaUpdate,
+  positional: PositionalContext = { query: {}, arrayFilters: [] },
+): UpdatedMeta {
   // The stored document is shared with the storage: the update works on a copy of its containers.
   const scratch: Record<string, unknown> = {};
   if (hasOwnField(doc, 'meta')) defineField(scratch, 'meta', copyContainers(getOwnField(doc, 'meta')));
   try {
     // $inc, $mul, $min and $max compute on BSON values, which mingo does not know: applied first, here.
     const rest = applyNumericOperators(scratch, metaUpdate, doc._id) ?? metaUpdate;
-    if (Object.keys(rest).length > 0) applyRest(scratch, rest);
+    // Without an upsert nothing is inserted, so `$setOnInsert` sets nothing.
+    const { $setOnInsert: _onInsert, ...others } = rest;
+    if (Object.keys(others).length > 0) applyRest(scratch, others, positional);
   } catch (error) {
     if (TimeseriesError.isTimeseriesError(error)) throw error;
     throw new TimeseriesError(
@@ -152,13 +220,24 @@ export function updatedMeta(doc: StoredBucket, metaUpdate: BucketMetaUpdate): Up
   return { kind: 'present', meta: makeBucketMetadata(meta).normalizedMeta };
 }
 
-/** The update operators mingo applies (all but the numeric ones, unless their paths were left to it). */
-function applyRest(scratch: Record<string, unknown>, update: BucketMetaUpdate): void {
+/**
+ * The update operators mingo applies (all but the numeric ones, unless their paths were left to it). The
+ * query goes with them only for a positional `$` path, which needs it: mingo tests it again, with its own
+ * comparisons, before it updates anything.
+ */
+function applyRest(
+  scratch: Record<string, unknown>,
+  update: BucketMetaUpdate,
+  positional: PositionalContext,
+): void {
+  const positionalPath = Object.values(update).some((fields) =>
+    Object.keys(fields).some((path) => path.split('.').includes('$')),
+  );
   applyUpdateOperators(
     scratch,
     update as Parameters<typeof applyUpdateOperators>[1],
-    undefined,
-    undefined,
+    positional.arrayFilters as Parameters<typeof applyUpdateOperators>[2],
+    positionalPath ? (positional.query as Parameters<typeof applyUpdateOperators>[3]) : undefined,
     // No clone: mingo's clones assign fields, turning an own `__proto__` key into a prototype. The
     // scratch is already a copy, and its result is copied (and validated) below before it is kept.
     { cloneMode: 'none' },

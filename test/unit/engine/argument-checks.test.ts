@@ -147,7 +147,13 @@ describe('$jsonSchema where MongoDB accepts it', () => {
       { $jsonSchema: { required: ['m'], properties: { m: { required: ['extra'] } } } },
       { $set: { 'm.site': 'S' } },
     );
-    expect(result).toEqual({ acknowledged: true, matchedCount: 1, modifiedCount: 1 });
+    expect(result).toEqual({
+      acknowledged: true,
+      matchedCount: 1,
+      modifiedCount: 1,
+      upsertedCount: 0,
+      upsertedId: null,
+    });
     expect((await coll.find({}, { sort: { t: 1 } }).toArray()).map((d) => d.m)).toEqual([
       { site: 'n' },
       { extra: 1, site: 'S' },

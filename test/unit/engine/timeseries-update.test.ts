@@ -34,7 +34,7 @@ async function refusal(promise: Promise<unknown>): Promise<[string, string]> {
 }
 
 describe('updateMany', () => {
-  it('rewrites the meta of whole buckets, normalised, and reports bucket counts', async () => {
+  it('rewrites the meta of whole buckets, normalised, and counts the measurements in them', async () => {
     // Arrange: two buckets of series {a, b} (two hours apart) and one of series {c}; commits go in id order.
     const { coll } = await setup();
     await coll.insertMany([
@@ -52,8 +52,14 @@ describe('updateMany', () => {
       { 'tag.a': 'A' },
       { $set: { 'tag.z': 0, 'tag.c': 'C' }, $unset: { 'tag.b': '' } },
     );
-    // Assert
-    expect(result).toStrictEqual({ acknowledged: true, matchedCount: 2, modifiedCount: 2 });
+    // Assert: MongoDB counts each matched bucket by its measurements (two buckets: 2 + 1).
+    expect(result).toStrictEqual({
+      acknowledged: true,
+      matchedCount: 3,
+      modifiedCount: 3,
+      upsertedCount: 0,
+      upsertedId: null,
+    });
     const after = byId(await coll.buckets.find().toArray());
     expect(after).toStrictEqual([
       {
@@ -98,12 +104,103 @@ describe('updateMany', () => {
       acknowledged: true,
       matchedCount: 1,
       modifiedCount: 0,
+      upsertedCount: 0,
+      upsertedId: null,
     });
     expect(await coll.updateMany({ tag: 'nothing' }, { $set: { tag: 1 } })).toStrictEqual({
       acknowledged: true,
       matchedCount: 0,
       modifiedCount: 0,
+      upsertedCount: 0,
+      upsertedId: null,
     });
+  });
+
+  it('counts measurements per bucket, a no-op bucket matched but not modified (the jstest no-op case)', async () => {
+    // Arrange: jstests/core/timeseries/timeseries_update.js, "one of the matching documents is a no-op
+    // update": docs 1 and 4 share series {a, b}; doc 5 is series {a, b, c}, which the update leaves alone.
+    const { coll } = await setup();
+    const time = iso('2021-07-12T16:00:00Z');
+    await coll.insertMany([
+      { _id: 1, time, tag: { a: 'A', b: 'B' } },
+      { _id: 4, time, tag: { a: 'A', b: 'B' }, f: 'F' },
+      { _id: 5, time, tag: { a: 'A', b: 'B', c: 'C' } },
+    ]);
+    // Act
+    const result = await coll.updateMany({ 'tag.a': 'A' }, { $set: { 'tag.c': 'C' } });
+    // Assert: MongoDB's n 3, nModified 2.
+    expect(result).toMatchObject({ matchedCount: 3, modifiedCount: 2 });
+  });
+
+  it('resolves a positional $ against the query and $[<id>] against arrayFilters', async () => {
+    // Arrange: the jstest's positional and arrayFilters cases.
+    const { coll } = await setup();
+    const time = iso('2021-07-12T16:00:00Z');
+    await coll.insertMany([
+      { _id: 1, time, tag: [1, 2, 2] },
+      { _id: 2, time, tag: [2, 3, 4] },
+      { _id: 3, time, tag: [9] },
+    ]);
+    // Act
+    const positional = await coll.updateMany({ tag: 2 }, { $set: { 'tag.$': 1000 } });
+    const filtered = await coll.updateMany(
+      {},
+      { $set: { 'tag.$[i]': 100 } },
+      { arrayFilters: [{ i: { $gte: 1000 } }] },
+    );
+    // Assert
+    expect(positional).toMatchObject({ matchedCount: 2, modifiedCount: 2 });
+    expect(filtered).toMatchObject({ matchedCount: 3, modifiedCount: 2 });
+    expect(await coll.find({}, { projection: { _id: 1, tag: 1 } }).toArray()).toStrictEqual([
+      { tag: [1, 100, 2], _id: 1 },
+      { tag: [100, 3, 4], _id: 2 },
+      { tag: [9], _id: 3 },
+    ]);
+    // An identifier without its filter, as the server refuses it (the path as translated to buckets).
+    expect(await refusal(coll.updateMany({}, { $set: { 'tag.$[j]': 0 } }))).toEqual([
+      'BadValue',
+      "No array filter found for identifier 'j' in path 'meta.$[j]'",
+    ]);
+    expect(
+      await refusal(coll.updateMany({}, { $set: { tag: 0 } }, { arrayFilters: 'i' as unknown as [] })),
+    ).toEqual([
+      'TypeMismatch',
+      "BSON field 'update.updates.arrayFilters' is the wrong type 'string', expected type 'array'",
+    ]);
+  });
+
+  it('$setOnInsert without an upsert sets nothing; the rest of the update applies', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: { a: 1 } });
+    expect(await coll.updateMany({ 'tag.a': 1 }, { $setOnInsert: { 'tag.b': 2 } })).toMatchObject({
+      matchedCount: 1,
+      modifiedCount: 0,
+    });
+    expect(
+      await coll.updateMany({ 'tag.a': 1 }, { $setOnInsert: { 'tag.b': 2 }, $set: { 'tag.c': 3 } }),
+    ).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+    expect(await coll.find({}, { projection: { _id: 0, tag: 1 } }).toArray()).toStrictEqual([
+      { tag: { a: 1, c: 3 } },
+    ]);
+  });
+
+  it('refuses a collation rather than ignoring it (updates, deletes and finds)', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: 'café' });
+    const collation = { locale: 'fr', strength: 1 };
+    const untyped = { collation } as Record<string, unknown>;
+    expect(await refusal(coll.updateMany({ tag: 'cafe' }, { $set: { tag: 'x' } }, untyped))).toEqual([
+      'InvalidOptions',
+      "update: option 'collation' is not supported by tsbuckets",
+    ]);
+    expect(await refusal(coll.deleteMany({ tag: 'cafe' }, untyped as Record<string, never>))).toEqual([
+      'InvalidOptions',
+      "delete: option 'collation' is not supported by tsbuckets",
+    ]);
+    expect(() => coll.find({ tag: 'cafe' }, untyped)).toThrow(
+      "find: option 'collation' is not supported by tsbuckets",
+    );
+    expect(await coll.countDocuments()).toBe(1);
   });
 
   it('$unset of the metaField leaves buckets without meta', async () => {
@@ -195,7 +292,7 @@ describe('updateMany', () => {
     expect(updated).toBe(false);
     gate.resolve();
     await insert;
-    expect(await update).toStrictEqual({ acknowledged: true, matchedCount: 1, modifiedCount: 1 });
+    expect(await update).toMatchObject({ matchedCount: 2, modifiedCount: 2 });
     expect(await coll.find({}, { projection: { _id: 1, tag: 1 } }).toArray()).toStrictEqual([
       { tag: 'B', _id: 1 },
       { tag: 'B', _id: 2 },
