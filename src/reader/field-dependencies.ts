@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 import { isPlainObject } from '../util/bson-value.js';
+import { defineField } from '../util/safe-record.js';
 
 /** A set of top-level field names, or every field. */
 export type FieldDependencies = ReadonlySet<string> | 'all';
@@ -127,6 +128,25 @@ export function filterDependencies(filter: Readonly<Record<string, unknown>>): F
   return addFilterRefs(filter, out) ? out : 'all';
 }
 
+/**
+ * A `$project` specification with its nested-document syntax spelled as dotted paths (`{a: {b: 1}}` is
+ * `{'a.b': 1}`, as MongoDB reads it); an object whose first field starts with `$` is an expression, kept.
+ */
+function flatProjection(
+  spec: Record<string, unknown>,
+  prefix = '',
+  out: Record<string, unknown> = {},
+): Record<string, unknown> {
+  for (const key of Object.keys(spec)) {
+    const value = spec[key];
+    const first = isPlainObject(value) ? Object.keys(value)[0] : undefined;
+    if (isPlainObject(value) && first !== undefined && !first.startsWith('$')) {
+      flatProjection(value, `${prefix}${key}.`, out);
+    } else defineField(out, `${prefix}${key}`, value);
+  }
+  return out;
+}
+
 /** Whether a `$project` specification is an inclusion (or computes fields), hence replaces documents. */
 function isInclusionProjection(spec: Record<string, unknown>): boolean {
   for (const key of Object.keys(spec)) {
@@ -172,10 +192,11 @@ export function pipelineDependencies(
         break;
       case '$project': {
         if (!isPlainObject(arg)) return 'all';
-        if (!isInclusionProjection(arg)) break;
-        if (!(arg._id === 0 || arg._id === false)) out.add('_id');
-        for (const key of Object.keys(arg)) {
-          const v = arg[key];
+        const spec = flatProjection(arg);
+        if (!isInclusionProjection(spec)) break;
+        if (!(spec._id === 0 || spec._id === false)) out.add('_id');
+        for (const key of Object.keys(spec)) {
+          const v = spec[key];
           if (v === 1 || v === true) out.add(topLevel(key));
           else if (!(v === 0 || v === false) && !addExpressionRefs(v, out)) return 'all';
         }

@@ -683,6 +683,20 @@ describe('aggregate', () => {
     expect(out).toEqual([{ _id: 's', latest: [7, 3], earliest: [1], last: [7, 2], first: 0 }]);
   });
 
+  it('a $project in nested-document syntax reads the fields it names, as its dotted form does', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', _id: 1, a: { b: 1, c: 2 }, z: 3 });
+    const run = async (stage: Record<string, unknown>) =>
+      await aggregate(ctx(), [{ $project: stage }]).toArray();
+    // An inclusion: `a` must be unpacked (it came out as `{_id: 1}`).
+    expect(await run({ a: { b: 1 } })).toStrictEqual([{ a: { b: 1 }, _id: 1 }]);
+    expect(await run({ a: { b: 1 } })).toStrictEqual(await run({ 'a.b': 1 }));
+    // An exclusion: every other field stays (it was taken for an inclusion of nothing).
+    expect(await run({ a: { b: 0 } })).toStrictEqual([
+      { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', _id: 1, a: { c: 2 }, z: 3 },
+    ]);
+  });
+
   it('a pipeline without stages after $match returns whole measurements', async () => {
     const { coll, ctx } = await setupCollection();
     await coll.insertOne({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', v: 1 });
