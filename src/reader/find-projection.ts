@@ -14,7 +14,7 @@ import { TimeseriesError } from '../errors.js';
 import type { FieldSelection, MeasurementDocument } from './bucket-unpacker.js';
 import { isFieldSelected } from './bucket-unpacker.js';
 import type { FieldDependencies } from './field-dependencies.js';
-import { isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField, hasOwnField } from '../util/safe-record.js';
 import { mingoValue } from '../util/mingo-values.js';
 import { kMingoOptions, mingoCall, toMongoError } from '../util/query-validation.js';
@@ -44,6 +44,35 @@ function isTruthyFlag(v: unknown): boolean | undefined {
   if (v === 0 || v === false) return false;
   if (typeof v === 'number') return v !== 0;
   return undefined;
+}
+
+/**
+ * The projection with its flags given as js-bson numbers (`Int32(1)`, `Double(0)`: what relaxed-false
+ * EJSON or an unpromoted BSON read gives) as JS numbers, at the top level and in nested-document syntax,
+ * as the server reads any numeric flag; expressions (objects whose first field starts with `$`) are kept.
+ * A `find` projection and an aggregation's `$project` alike.
+ *
+ * @param spec - the projection.
+ * @returns `spec` itself when it has no such flag, else a copy.
+ */
+export function numericFlags(spec: ProjectionSpec): ProjectionSpec {
+  let out: Record<string, unknown> | undefined;
+  for (const key of Object.keys(spec)) {
+    const value = spec[key];
+    const first = isPlainObject(value) ? Object.keys(value)[0] : undefined;
+    let flag: unknown = value;
+    if (isPlainObject(value) && first !== undefined && !first.startsWith('$')) flag = numericFlags(value);
+    else if (typeof value === 'object' && value !== null) flag = bsonNumberValue(value) ?? value;
+    if (flag !== value && out === undefined) {
+      out = {};
+      for (const before of Object.keys(spec)) {
+        if (before === key) break;
+        defineField(out, before, spec[before]);
+      }
+    }
+    if (out !== undefined) defineField(out, key, flag);
+  }
+  return out ?? spec;
 }
 
 /** The top-level selection of a simple projection, or `undefined` when the projection is not simple. */
@@ -76,12 +105,13 @@ function simpleSelection(spec: ProjectionSpec): FieldSelection | undefined {
 /**
  * Plan a projection.
  *
- * @param spec - the user's projection, or `undefined`.
+ * @param given - the user's projection, or `undefined`.
  * @param needed - fields the event filter and the sort read.
  * @returns the unpack selection and the post-filter step.
  * @throws {@link TimeseriesError} `BadValue` for a projection mixing inclusion and exclusion.
  */
-export function planProjection(spec: ProjectionSpec | undefined, needed: FieldDependencies): ProjectionPlan {
+export function planProjection(given: ProjectionSpec | undefined, needed: FieldDependencies): ProjectionPlan {
+  const spec = given === undefined ? undefined : numericFlags(given);
   const selection = spec === undefined ? ({ kind: 'all' } as const) : simpleSelection(spec);
   if (selection === undefined) {
     return {

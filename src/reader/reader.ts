@@ -41,7 +41,7 @@ import { Cursor } from './cursor.js';
 import type { BatchGuard } from './cursor.js';
 import { filterDependencies, pipelineDependencies, unionDependencies } from './field-dependencies.js';
 import type { FieldDependencies } from './field-dependencies.js';
-import { applyPostProjection, planProjection } from './find-projection.js';
+import { applyPostProjection, numericFlags, planProjection } from './find-projection.js';
 import type { PostProjection, ProjectionSpec } from './find-projection.js';
 import { heapPeekKey, heapPop, heapPush, makeMeasurementHeap } from './measurement-heap.js';
 import { countMatching, planRowFilter, unpackMatching } from './row-filter.js';
@@ -174,7 +174,7 @@ function readOrderOf(sort: SortSpec | undefined, timeField: string): ReadOrder {
   const keys = Object.keys(sort);
   if (keys.length === 0) return { kind: 'natural' };
   if (keys.length === 1 && keys[0] === timeField)
-    return { kind: 'time', direction: sort[timeField] === -1 ? -1 : 1 };
+    return { kind: 'time', direction: bsonNumberValue(sort[timeField]) === -1 ? -1 : 1 };
   return { kind: 'blocking', sort: compileSort(sort) };
 }
 
@@ -626,7 +626,12 @@ function sortOfStage(stage: PipelineStage): CompiledSort | undefined {
  * ```
  */
 export function aggregate(ctx: ReaderContext, pipeline: ReadonlyArray<PipelineStage>): ReaderCursor {
-  const { filter, rest } = splitLeadingMatch(pipeline);
+  // A `$project`'s flags as numbers (mingo took an `Int32(1)` for a literal).
+  const stages = pipeline.map((stage) => {
+    const spec = getOwnField(stage, '$project');
+    return isPlainObject(spec) && Object.keys(stage).length === 1 ? { $project: numericFlags(spec) } : stage;
+  });
+  const { filter, rest } = splitLeadingMatch(stages);
   const deps = pipelineDependencies(rest);
   const needed = deps === 'all' ? 'all' : unionDependencies(deps, filterDependencies(filter));
   const unpack: FieldSelection = needed === 'all' ? { kind: 'all' } : { kind: 'include', fields: needed };

@@ -26,6 +26,8 @@ import { Query } from 'mingo';
 import {
   BSON_TYPE_ALIASES,
   BsonType,
+  bsonNumberValue,
+  bsonTrueValue,
   bsonTypeOf,
   canonicalTypeOf,
   compareBsonValues,
@@ -219,7 +221,7 @@ function compileField(path: ReadonlyArray<string>, value: unknown): QueryNode {
         // `$exists: false` is NOT(`$exists: true`) over the whole path, as the server parses it: with an
         // array along the path, one element having the field is enough to fail it.
         nodes.push(
-          operand
+          bsonTrueValue(operand)
             ? { kind: 'path', path, pred: { kind: 'exists', expected: true } }
             : { kind: 'notPath', path, preds: [{ kind: 'exists', expected: true }] },
         );
@@ -227,11 +229,12 @@ function compileField(path: ReadonlyArray<string>, value: unknown): QueryNode {
       case '$type':
         nodes.push({ kind: 'path', path, pred: compileType(operand) });
         break;
-      case '$size':
-        if (typeof operand !== 'number' || !Number.isInteger(operand))
-          throw new Unsupported('$size needs an integer');
-        nodes.push({ kind: 'path', path, pred: { kind: 'size', size: operand } });
+      case '$size': {
+        const size = bsonNumberValue(operand);
+        if (size === undefined || !Number.isInteger(size)) throw new Unsupported('$size needs an integer');
+        nodes.push({ kind: 'path', path, pred: { kind: 'size', size } });
         break;
+      }
       case '$regex': {
         const options = ops.$options;
         nodes.push({
@@ -250,8 +253,12 @@ function compileField(path: ReadonlyArray<string>, value: unknown): QueryNode {
       case '$mod': {
         if (!Array.isArray(operand) || operand.length !== 2)
           throw new Unsupported('$mod needs [divisor, remainder]');
-        const [d, r] = operand as [unknown, unknown];
-        if (typeof d !== 'number' || typeof r !== 'number' || d === 0) throw new Unsupported('$mod operands');
+        // Any numeric type, as the server reads them (an int64 beyond 2^53 is left to mingo).
+        const d = bsonNumberValue(operand[0]);
+        const r = bsonNumberValue(operand[1]);
+        if (d === undefined || r === undefined || d === 0 || !Number.isSafeInteger(Math.trunc(d)))
+          throw new Unsupported('$mod operands');
+        if (!Number.isSafeInteger(Math.trunc(r))) throw new Unsupported('$mod operands');
         nodes.push({
           kind: 'path',
           path,
@@ -733,7 +740,12 @@ export interface CompiledSort {
  * @returns the compiled sort.
  */
 export function compileSort(sort: SortSpec): CompiledSort {
-  return { keys: Object.keys(sort).map((k) => ({ path: splitPath(k), direction: sort[k] === -1 ? -1 : 1 })) };
+  return {
+    keys: Object.keys(sort).map((k) => ({
+      path: splitPath(k),
+      direction: bsonNumberValue(sort[k]) === -1 ? -1 : 1,
+    })),
+  };
 }
 
 /**

@@ -59,6 +59,20 @@ export function bsonNumberValue(v: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * Whether a value counts as true where MongoDB takes a flag of any type (`$exists: <value>`; the server's
+ * `BSONElement::trueValue`): `false`, `null`, `undefined` and zero of any numeric type are false, anything
+ * else (an empty string, an object) is true.
+ *
+ * @param v - any value.
+ * @returns its truth.
+ */
+export function bsonTrueValue(v: unknown): boolean {
+  if (v === false || v === null || v === undefined) return false;
+  const n = bsonNumberValue(v);
+  return n === undefined || n !== 0;
+}
+
 /** MongoDB's maximum size of a user document (`BSONObjMaxUserSize`): 16 MiB. */
 export const kBSONObjMaxUserSize: number = 16 * 1024 * 1024;
 

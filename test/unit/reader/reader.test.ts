@@ -489,6 +489,35 @@ describe('find: sort on time with limit', () => {
   });
 });
 
+describe('arguments given as js-bson numbers (relaxed-false EJSON, unpromoted BSON)', () => {
+  it('read as the numbers they hold: sort directions, $exists, $mod, $size and projection flags', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: 's', _id: 1, x: 5, a: [1] },
+      { ts: iso('2024-01-01T00:00:02Z'), sensor: 's', _id: 2, x: 7, a: [1, 2] },
+    ]);
+    const ids = async (filter: Record<string, unknown>, options: Record<string, unknown> = {}) =>
+      (await find(ctx(), filter, options).toArray()).map((d) => d._id);
+    // Descending, on the time field (the merge of buckets) and on a data field (a blocking sort).
+    expect(await ids({}, { sort: { ts: new Int32(-1) } })).toEqual([2, 1]);
+    expect(await ids({}, { sort: { x: new Double(-1) } })).toEqual([2, 1]);
+    expect(await ids({ x: { $exists: new Int32(0) } })).toEqual([]);
+    expect(await ids({ x: { $exists: new Int32(1) } })).toEqual([1, 2]);
+    expect(await ids({ x: { $mod: [Long.fromNumber(2), Long.fromNumber(1)] } })).toEqual([1, 2]);
+    expect(await ids({ a: { $size: new Int32(2) } })).toEqual([2]);
+    // A flag, not a literal 1; an exclusion, not a computed 0.
+    expect(await find(ctx(), { _id: 1 }, { projection: { x: new Int32(1) } }).toArray()).toStrictEqual([
+      { _id: 1, x: 5 },
+    ]);
+    expect(
+      await find(ctx(), { _id: 1 }, { projection: { x: new Int32(0), a: new Int32(0) } }).toArray(),
+    ).toStrictEqual([{ ts: iso('2024-01-01T00:00:01Z'), sensor: 's', _id: 1 }]);
+    expect(
+      await aggregate(ctx(), [{ $project: { _id: new Int32(0), x: new Int32(1) } }]).toArray(),
+    ).toStrictEqual([{ x: 5 }, { x: 7 }]);
+  });
+});
+
 describe('countDocuments', () => {
   it('counts metaField-only matches without unpacking, and others by filtering', async () => {
     const { coll, ctx } = await setupCollection();
