@@ -23,6 +23,7 @@
  */
 import { Query } from 'mingo';
 
+import { TimeseriesError } from '../errors.js';
 import {
   BSON_TYPE_ALIASES,
   BsonType,
@@ -727,10 +728,12 @@ export class BsonQuery {
 /** A MongoDB sort specification: field paths with 1 (ascending) or -1 (descending). */
 export type SortSpec = Readonly<Record<string, 1 | -1>>;
 
-/** A sort specification compiled into paths (plain data, built once per sort). */
+/** A sort specification compiled into paths, built once per sort (it caches each document's sort key). */
 export interface CompiledSort {
   /** The sort keys in order. */
   readonly keys: ReadonlyArray<{ readonly path: ReadonlyArray<string>; readonly direction: 1 | -1 }>;
+  /** Each document's sort key, computed once for the comparisons of one sort. */
+  readonly sortKeys: WeakMap<object, ReadonlyArray<unknown>>;
 }
 
 /**
@@ -745,39 +748,150 @@ export function compileSort(sort: SortSpec): CompiledSort {
       path: splitPath(k),
       direction: bsonNumberValue(sort[k]) === -1 ? -1 : 1,
     })),
+    sortKeys: new WeakMap(),
   };
 }
 
+/** A path component that indexes an array by position (digits, no leading zero). */
+function isPositional(component: string): boolean {
+  return /^(0|[1-9][0-9]*)$/.test(component);
+}
+
+/** A sort field still to be followed from the current sub-document: its place in the key and its path. */
+interface PendingField {
+  readonly k: number;
+  readonly path: ReadonlyArray<string>;
+  readonly i: number;
+}
+
 /**
- * The sort key of one path: the value, or for an array its smallest (ascending) or largest element. A
- * missing field sorts as null; an empty array as BSON undefined, below null and missing in either
- * direction (MongoDB's sort order, "Arrays").
+ * The keys an index on the sort's paths would hold for `from`, as the server's key generator makes them
+ * (its sort keys are those keys): each path is followed through sub-documents; a positional component
+ * (`a.0`) picks an array element; the first array a path meets otherwise is expanded, its elements
+ * giving one key each, shared by every path that meets the same array (`a.b` and `a.c` over one array of
+ * documents pair each element's `b` with its own `c`); an array at the end of a path is expanded one
+ * level (an empty one is BSON undefined); a missing value is null.
+ *
+ * @throws {@link TimeseriesError} `BadValue` when two paths meet different arrays (parallel arrays).
  */
-function sortKeyOf(doc: unknown, path: ReadonlyArray<string>, direction: 1 | -1): unknown {
-  const v = resolveExprPath(doc, path, 0);
-  if (!Array.isArray(v)) return v ?? null;
-  if (v.length === 0) return undefined;
-  let best: unknown = v[0];
-  for (let i = 1; i < v.length; i++) {
-    const c = compareBsonValues(v[i], best);
-    if (direction === 1 ? c < 0 : c > 0) best = v[i];
+function indexKeys(
+  from: unknown,
+  pending: ReadonlyArray<PendingField>,
+  fixed: unknown[],
+  out: unknown[][],
+): void {
+  let array: unknown[] | undefined;
+  const onArray: PendingField[] = [];
+  const key = fixed.slice();
+  for (const field of pending) {
+    let v = from;
+    let i = field.i;
+    let positional = false;
+    for (;;) {
+      if (i === field.path.length) {
+        if (Array.isArray(v) && !positional) {
+          if (array !== undefined && array !== v) throw parallelArrays();
+          array = v;
+          onArray.push({ k: field.k, path: field.path, i });
+        } else key[field.k] = v;
+        break;
+      }
+      const component = field.path[i] as string;
+      if (Array.isArray(v)) {
+        if (isPositional(component)) {
+          v = v[Number(component)];
+          positional = true;
+          i++;
+          if (v === undefined) {
+            key[field.k] = null;
+            break;
+          }
+          continue;
+        }
+        if (array !== undefined && array !== v) throw parallelArrays();
+        array = v;
+        onArray.push({ k: field.k, path: field.path, i });
+        break;
+      }
+      const next = isPlainObject(v) ? getOwnField(v, component) : undefined;
+      if (next === undefined) {
+        key[field.k] = null;
+        break;
+      }
+      v = next;
+      positional = false;
+      i++;
+    }
   }
+  if (array === undefined) {
+    out.push(key);
+    return;
+  }
+  if (array.length === 0) {
+    // An empty array ending a path is undefined (below null); one on the way has nothing below it.
+    for (const field of onArray) key[field.k] = field.i === field.path.length ? undefined : null;
+    out.push(key);
+    return;
+  }
+  for (const element of array) {
+    const deeper: PendingField[] = [];
+    const elementKey = key.slice();
+    for (const field of onArray) {
+      if (field.i === field.path.length) elementKey[field.k] = element;
+      else if (isPlainObject(element)) deeper.push(field);
+      else elementKey[field.k] = null;
+    }
+    if (deeper.length === 0) out.push(elementKey);
+    else indexKeys(element, deeper, elementKey, out);
+  }
+}
+
+function parallelArrays(): TimeseriesError {
+  return new TimeseriesError('BadValue', 'cannot sort with keys that are parallel arrays');
+}
+
+/** Compare two sort keys by the sort's directions (BSON order, component by component). */
+function compareKeys(a: ReadonlyArray<unknown>, b: ReadonlyArray<unknown>, sort: CompiledSort): number {
+  for (let k = 0; k < sort.keys.length; k++) {
+    // `undefined` (an empty array) is BSON undefined, below null.
+    const c = compareBsonValues(a[k], b[k]);
+    if (c !== 0) return (sort.keys[k] as { direction: 1 | -1 }).direction === 1 ? c : -c;
+  }
+  return 0;
+}
+
+/**
+ * A document's sort key: of the keys {@link indexKeys} makes, the one that sorts first (the server sorts
+ * a document by the smallest of its keys in the sort's order, `a: [1, 5]` ascending as 1, descending as 5).
+ */
+function sortKeyOf(doc: object, sort: CompiledSort): ReadonlyArray<unknown> {
+  const cached = sort.sortKeys.get(doc);
+  if (cached !== undefined) return cached;
+  const keys: unknown[][] = [];
+  indexKeys(
+    doc,
+    sort.keys.map((key, k) => ({ k, path: key.path, i: 0 })),
+    new Array<unknown>(sort.keys.length).fill(null),
+    keys,
+  );
+  let best = keys[0] as unknown[];
+  for (let i = 1; i < keys.length; i++)
+    if (compareKeys(keys[i] as unknown[], best, sort) < 0) best = keys[i] as unknown[];
+  sort.sortKeys.set(doc, best);
   return best;
 }
 
 /**
- * Compare two documents by a compiled sort, with MongoDB's value order ({@link compareBsonValues});
- * a missing field sorts as null, an empty array below it.
+ * Compare two documents by a compiled sort, with MongoDB's value order ({@link compareBsonValues}) over
+ * the sort keys the server makes (see {@link sortKeyOf}): a missing field sorts as null, an empty array
+ * below it.
  *
  * @param a - first document.
  * @param b - second document.
  * @param sort - the compiled sort.
  * @returns negative, zero or positive.
+ * @throws {@link TimeseriesError} `BadValue` for a document whose sort paths meet parallel arrays.
  */
 export function compareBySort(a: object, b: object, sort: CompiledSort): number {
-  for (const { path, direction } of sort.keys) {
-    const c = compareBsonValues(sortKeyOf(a, path, direction), sortKeyOf(b, path, direction));
-    if (c !== 0) return direction === 1 ? c : -c;
-  }
-  return 0;
+  return compareKeys(sortKeyOf(a, sort), sortKeyOf(b, sort), sort);
 }

@@ -446,6 +446,125 @@ describe('find: sort on a data field', () => {
   });
 });
 
+describe('find and $sort: dotted paths through arrays (jstests/core/query/sort/sort_dotted_paths.js)', () => {
+  // Sorted by the index keys the server would make for the sort's paths: the first array a path meets is
+  // expanded, paths through one array pair its elements' values, a positional component picks an element.
+  async function order(docs: Array<Record<string, unknown>>, sort: Record<string, 1 | -1>) {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(docs.map((d) => ({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', ...d })));
+    const found = (await find(ctx(), {}, { sort }).toArray()).map((d) => d._id);
+    const sorted = (await aggregate(ctx(), [{ $sort: sort }]).toArray()).map((d) => d._id);
+    expect(sorted).toEqual(found);
+    return found;
+  }
+
+  it('a path through an array of documents sorts by the smallest (largest) value it reaches', async () => {
+    const docs = [
+      { _id: 1, a: { b: 2 } },
+      { _id: 2, a: { b: [] } },
+      { _id: 3, a: { b: [2, 3] } },
+      { _id: 4, a: { c: 1 } },
+      { _id: 5, a: [] },
+      { _id: 6, a: [{ b: [5] }] },
+      { _id: 7, a: [{ b: [4, 5] }, { b: 7 }] },
+      { _id: 8, a: [{ b: [1, 3] }, { b: [2, 5] }] },
+      { _id: 9, a: [{ b: [] }, { b: [1, 3] }] },
+    ];
+    expect(await order(docs, { 'a.b': 1, _id: 1 })).toEqual([2, 9, 4, 5, 8, 1, 3, 7, 6]);
+    expect(await order(docs, { 'a.b': -1, _id: -1 })).toEqual([7, 8, 6, 9, 3, 1, 5, 4, 2]);
+  });
+
+  it('a positional component picks an element, which is not expanded', async () => {
+    const docs = [
+      { _id: 1, a: 1 },
+      { _id: 3, a: null },
+      { _id: 4, a: {} },
+      { _id: 5, a: [] },
+      { _id: 6, a: [1] },
+      { _id: 7, a: [[1]] },
+      { _id: 8 },
+    ];
+    expect(await order(docs, { 'a.0': 1, _id: 1 })).toEqual([1, 3, 4, 5, 8, 6, 7]);
+    expect(await order(docs, { 'a.0': -1, _id: 1 })).toEqual([7, 6, 1, 3, 4, 5, 8]);
+  });
+
+  it("paths through one array pair each element's values; paths through two arrays are refused", async () => {
+    const docs = [
+      {
+        _id: 1,
+        a: [
+          { b: 4, c: 1 },
+          { b: 1, c: 2 },
+        ],
+      },
+      {
+        _id: 2,
+        a: [
+          { b: 2, c: 1 },
+          { b: 4, c: 2 },
+        ],
+      },
+      {
+        _id: 3,
+        a: [
+          { b: 6, c: 1 },
+          { b: 9, c: 2 },
+        ],
+      },
+      {
+        _id: 4,
+        a: [
+          { b: 4, c: 1 },
+          { b: 5, c: 3 },
+        ],
+      },
+      {
+        _id: 5,
+        a: [
+          { b: 2, c: 1 },
+          { b: 7, c: 3 },
+        ],
+      },
+      {
+        _id: 6,
+        a: [
+          { b: 5, c: 1 },
+          { b: 3, c: 3 },
+        ],
+      },
+      {
+        _id: 7,
+        a: [
+          { b: 7, c: 2 },
+          { b: 2, c: 3 },
+        ],
+      },
+      {
+        _id: 8,
+        a: [
+          { b: 3, c: 2 },
+          { b: 8, c: 3 },
+        ],
+      },
+      {
+        _id: 9,
+        a: [
+          { b: 8, c: 2 },
+          { b: 6, c: 3 },
+        ],
+      },
+    ];
+    expect(await order(docs, { 'a.c': 1, 'a.b': -1, _id: 1 })).toEqual([3, 6, 1, 4, 2, 5, 9, 7, 8]);
+    expect(await order(docs, { 'a.c': 1, a: 1, _id: 1 })).toEqual([2, 5, 1, 4, 6, 3, 8, 7, 9]);
+    await expect(order([{ _id: 1, a: [1, 2], b: [3, 4] }, { _id: 2 }], { a: 1, b: 1 })).rejects.toMatchObject(
+      {
+        codeName: 'BadValue',
+        message: 'cannot sort with keys that are parallel arrays',
+      },
+    );
+  });
+});
+
 describe('find: sort on time with limit', () => {
   it('latest value per series reads a handful of buckets', async () => {
     // Arrange: 3 series, 100 buckets each.
