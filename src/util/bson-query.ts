@@ -552,8 +552,13 @@ function matchesLeaf(v: unknown, pred: LeafPredicate): boolean {
     case 'size':
       return Array.isArray(v) && v.length === pred.size;
     case 'elemMatchDoc':
+      // Elements that are documents, or arrays read as documents of their indexes (the server's
+      // ElemMatchObjectMatchExpression): `{$elemMatch: {}}` matches `[[]]`, `{b: 5}` not `[[{b: 5}]]`.
       if (!Array.isArray(v)) return false;
-      for (const el of v) if (isPlainObject(el) && matchesNode(el, pred.node)) return true;
+      for (const el of v) {
+        if (isPlainObject(el) && matchesNode(el, pred.node)) return true;
+        if (Array.isArray(el) && matchesNode(arrayAsDocument(el), pred.node)) return true;
+      }
       return false;
     case 'elemMatchValue':
       if (!Array.isArray(v)) return false;
@@ -569,9 +574,29 @@ function matchesLeaf(v: unknown, pred: LeafPredicate): boolean {
   return false;
 }
 
+/**
+ * Whether one element satisfies every predicate of a value `$elemMatch`, the element itself (the server's
+ * `matchesSingleElement`): `{$elemMatch: {$lt: 6}}` does not look into an element `[5]`, and `$type:
+ * 'number'` is not met by one.
+ */
 function allValuePreds(v: unknown, preds: ReadonlyArray<LeafPredicate>): boolean {
-  for (const p of preds) if (!matchesLeaf(v, p)) return false;
+  for (const p of preds) {
+    const whole =
+      p.kind === 'exists' ||
+      p.kind === 'size' ||
+      p.kind === 'elemMatchDoc' ||
+      p.kind === 'elemMatchValue' ||
+      p.kind === 'internalExpr';
+    if (!(whole ? matchesLeaf(v, p) : matchesValue(v, p))) return false;
+  }
   return true;
+}
+
+/** An array as a document of its indexes (`[5, 7]` as `{0: 5, 1: 7}`), as the server reads one. */
+function arrayAsDocument(array: ReadonlyArray<unknown>): Record<string, unknown> {
+  const doc: Record<string, unknown> = {};
+  for (let i = 0; i < array.length; i++) doc[String(i)] = array[i];
+  return doc;
 }
 
 /** Walk `path` from component `i` of `value` (server `ElementPath` traversal). */

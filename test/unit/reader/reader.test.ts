@@ -420,6 +420,40 @@ describe('find: null and $exists through arrays (null_query_semantics.js, newest
   });
 });
 
+describe('find: $elemMatch over nested arrays (elemmatch_value.js, elemmatch_object.js)', () => {
+  it('the value form tests each element itself; the document form reads arrays as documents', async () => {
+    const { coll, ctx } = await setupCollection();
+    const values = [
+      5,
+      [5],
+      [3, 7],
+      [[5]],
+      [[3, 7]],
+      [[[5]]],
+      { b: 5 },
+      [{ b: 5 }],
+      [[{ b: 5 }]],
+      [],
+      [[]],
+      [1, {}],
+    ];
+    await coll.insertMany(
+      values.map((a, i) => ({ ts: iso('2024-01-01T00:00:00Z'), sensor: 's', _id: i, a })),
+    );
+    const ids = async (filter: Record<string, unknown>) =>
+      (await find(ctx(), filter).toArray()).map((d) => d._id as number).sort((x, y) => x - y);
+    // An element [5] is not looked into, and is not a number.
+    expect(await ids({ a: { $elemMatch: { $lt: 6, $gt: 4 } } })).toEqual([1]);
+    expect(await ids({ a: { $elemMatch: { $type: 'number' } } })).toEqual([1, 2, 11]);
+    expect(await ids({ a: { $elemMatch: { $elemMatch: { $lt: 6, $gt: 4 } } } })).toEqual([3]);
+    // Documents and arrays are elements `{}` matches; an array's fields are its indexes.
+    expect(await ids({ a: { $elemMatch: {} } })).toEqual([3, 4, 5, 7, 8, 10, 11]);
+    expect(await ids({ a: { $elemMatch: { b: 5 } } })).toEqual([7]);
+    // ([[[5]]]: its element read as {0: [5]}, whose field 0 holds 5 in an array, which equality looks into.)
+    expect(await ids({ a: { $elemMatch: { '0': 5 } } })).toEqual([3, 5]);
+  });
+});
+
 describe('find: sort on a data field', () => {
   it('puts an empty array below missing and null, in either direction (DOCS-2760)', async () => {
     const { coll, ctx } = await setupCollection();
