@@ -37,7 +37,7 @@ import {
 import { jsonSchemaValidator } from './json-schema.js';
 import { mingoValue } from './mingo-values.js';
 import { kMingoOptions, mingoCall, toMongoError } from './query-validation.js';
-import { getOwnField } from './safe-record.js';
+import { defineField, getOwnField } from './safe-record.js';
 
 /** A MongoDB query filter. */
 export type QueryFilter = Readonly<Record<string, unknown>>;
@@ -80,7 +80,9 @@ type QueryNode =
       readonly op: 'eq' | 'ne';
       readonly lhs: ExprOperand;
       readonly rhs: ExprOperand;
-    };
+    }
+  /** One condition of the filter that mingo evaluates (an operator this module does not implement). */
+  | { readonly kind: 'mingo'; readonly query: Query };
 
 /** The result of {@link compileFilter}. */
 export type CompiledFilter =
@@ -157,35 +159,49 @@ function splitPath(path: string): ReadonlyArray<string> {
   return path.split('.');
 }
 
-function compileNode(filter: unknown): QueryNode {
+/**
+ * Compile a filter. With `mixed`, a condition this module does not implement (one field's operators, a
+ * top-level operator such as `$where` or `$jsonSchema`, an `$expr` beyond the supported subset) becomes a
+ * node mingo evaluates alone, and the other conditions stay exact; without, it fails the whole filter.
+ */
+function compileNode(filter: unknown, mixed = false): QueryNode {
   if (!isPlainObject(filter)) throw new Unsupported('filter must be an object');
   const children: QueryNode[] = [];
   for (const key of Object.keys(filter)) {
     const value = filter[key];
-    if (value === undefined) continue;
-    switch (key) {
-      case '$and':
-      case '$or':
-      case '$nor': {
-        if (!Array.isArray(value) || value.length === 0)
-          throw new Unsupported(`${key} needs a non-empty array`);
-        children.push({
-          kind: key === '$and' ? 'and' : key === '$or' ? 'or' : 'nor',
-          children: value.map(compileNode),
-        });
-        break;
-      }
-      case '$comment':
-        break;
-      case '$expr':
-        children.push(compileExpr(value));
-        break;
-      default:
-        if (key.startsWith('$')) throw new Unsupported(`top-level operator ${key}`);
-        children.push(compileField(splitPath(key), value));
+    if (value === undefined || key === '$comment') continue;
+    try {
+      children.push(compileCondition(key, value, mixed));
+    } catch (e) {
+      if (!mixed || !(e instanceof Unsupported)) throw e;
+      const part: Record<string, unknown> = {};
+      defineField(part, key, value);
+      const query = mingoCall(() => new Query(part, { ...kMingoOptions, jsonSchemaValidator }));
+      children.push({ kind: 'mingo', query });
     }
   }
   return children.length === 1 ? (children[0] as QueryNode) : { kind: 'and', children };
+}
+
+/** One condition of a filter: a logical operator, an `$expr`, or a field's value or operators. */
+function compileCondition(key: string, value: unknown, mixed: boolean): QueryNode {
+  switch (key) {
+    case '$and':
+    case '$or':
+    case '$nor': {
+      if (!Array.isArray(value) || value.length === 0)
+        throw new Unsupported(`${key} needs a non-empty array`);
+      return {
+        kind: key === '$and' ? 'and' : key === '$or' ? 'or' : 'nor',
+        children: value.map((child: unknown) => compileNode(child, mixed)),
+      };
+    }
+    case '$expr':
+      return compileExpr(value);
+    default:
+      if (key.startsWith('$')) throw new Unsupported(`top-level operator ${key}`);
+      return compileField(splitPath(key), value);
+  }
 }
 
 function compileField(path: ReadonlyArray<string>, value: unknown): QueryNode {
@@ -654,6 +670,14 @@ function evalExprOperand(doc: unknown, operand: ExprOperand): unknown {
 
 function matchesNode(doc: unknown, node: QueryNode): boolean {
   switch (node.kind) {
+    case 'mingo':
+      try {
+        // mingo sees the numbers as the driver promotes them (an int64 or integral double by its value).
+        return node.query.test(mingoValue(doc) as Record<string, unknown>);
+      } catch (error) {
+        // An expression mingo can only refuse while evaluating ($expr operands...): MongoDB's typed error.
+        throw toMongoError(error);
+      }
     case 'and':
       for (const c of node.children) if (!matchesNode(doc, c)) return false;
       return true;
@@ -694,10 +718,10 @@ export function matchesCompiledFilter(
 }
 
 /**
- * A filter ready to test documents: exact BSON semantics when {@link compileFilter} supports every
- * operator, otherwise mingo's `Query` (operators such as `$where`, `$jsonSchema`, geo and bitwise
- * operators, `$expr` beyond a few comparisons), on the document's numbers as the MongoDB driver promotes
- * them (mingo-values.ts: a `Decimal128`, or a `Long` beyond 2^53, is still opaque to it).
+ * A filter ready to test documents: exact BSON semantics for every condition {@link compileFilter}
+ * supports; each other condition (operators such as `$where`, `$jsonSchema`, geo and bitwise operators,
+ * `$expr` beyond a few comparisons) by mingo's `Query`, on the document's numbers as the MongoDB driver
+ * promotes them (mingo-values.ts: a `Decimal128`, or a `Long` beyond 2^53, is still opaque to it).
  *
  * @example
  * ```ts
@@ -706,26 +730,22 @@ export function matchesCompiledFilter(
  * ```
  */
 export class BsonQuery {
-  /** How the filter is evaluated: `'exact'` (this module) or `'mingo'` (fallback). */
+  /**
+   * How the filter is evaluated: `'exact'` (this module alone) or `'mingo'` (some of its conditions by
+   * mingo, the others exactly).
+   */
   readonly mode: 'exact' | 'mingo';
-  readonly #compiled: Extract<CompiledFilter, { kind: 'exact' }> | undefined;
-  readonly #mingo: Query | undefined;
+  readonly #root: QueryNode;
 
   /**
    * @param filter - a MongoDB query filter.
    */
   constructor(filter: QueryFilter) {
     const compiled = compileFilter(filter);
-    if (compiled.kind === 'exact') {
-      this.mode = 'exact';
-      this.#compiled = compiled;
-      this.#mingo = undefined;
-    } else {
-      this.mode = 'mingo';
-      this.#compiled = undefined;
-      // mingo evaluates $jsonSchema only through a validator; its untyped errors become MongoDB's.
-      this.#mingo = mingoCall(() => new Query(filter, { ...kMingoOptions, jsonSchemaValidator }));
-    }
+    this.mode = compiled.kind === 'exact' ? 'exact' : 'mingo';
+    // The conditions mingo cannot be spared go to it one by one: a bucket filter's internal operators
+    // (`$_internalExprGte`...), which mingo does not know, stay here beside a `$bitsAllSet` on `meta`.
+    this.#root = compiled.kind === 'exact' ? compiled.root : compileNode(filter, true);
   }
 
   /**
@@ -735,14 +755,7 @@ export class BsonQuery {
    * @returns `true` on a match.
    */
   test(doc: object): boolean {
-    if (this.#compiled !== undefined) return matchesNode(doc, this.#compiled.root);
-    try {
-      // mingo sees the numbers as the driver promotes them (an int64 or integral double by its value).
-      return (this.#mingo as Query).test(mingoValue(doc) as Record<string, unknown>);
-    } catch (error) {
-      // An expression mingo can only refuse while evaluating ($expr operands...): MongoDB's typed error.
-      throw toMongoError(error);
-    }
+    return matchesNode(doc, this.#root);
   }
 }
 

@@ -273,6 +273,24 @@ describe('find: bucket-level predicates and explain', () => {
     });
   });
 
+  it('a meta condition only mingo evaluates sits beside the time bounds, which it does not know', async () => {
+    // The bucket filter pairs `meta.flags: {$bitsAllSet: 4}` with `$_internalExpr*` bounds on control.
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany([
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: { flags: 5 }, v: 1 },
+      { ts: iso('2024-01-01T00:00:01Z'), sensor: { flags: 2 }, v: 2 },
+      { ts: iso('2023-01-01T00:00:01Z'), sensor: { flags: 5 }, v: 3 },
+    ]);
+    const filter = {
+      'sensor.flags': { $bitsAllSet: 4 },
+      ts: { $gte: iso('2024-01-01T00:00:00Z') },
+      v: { $lt: 9 },
+    };
+    expect((await find(ctx(), filter).toArray()).map((d) => d.v)).toEqual([1]);
+    expect((await aggregate(ctx(), [{ $match: filter }]).toArray()).map((d) => d.v)).toEqual([1]);
+    expect(await countDocuments(ctx(), filter)).toBe(1);
+  });
+
   it('a 1% time range examines about 1% of the buckets', async () => {
     const { coll, ctx } = await setupCollection({ granularity: 'seconds' }, { timeseriesBucketMaxCount: 10 });
     const start = Date.UTC(2024, 0, 1);
