@@ -54,6 +54,8 @@ export const ErrorCodes = {
   Location51091: 51091,
   /** A negative `limit` or `skip`. */
   Location51024: 51024,
+  /** An expression given the wrong number of arguments (`$gt` with one). */
+  Location16020: 16020,
   /** `$group` given something other than a document. */
   Location15947: 15947,
   /** `$group` with an unknown accumulator. */

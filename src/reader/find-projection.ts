@@ -8,7 +8,7 @@
  *
  * @packageDocumentation
  */
-import { Aggregator } from 'mingo';
+import { Aggregator } from 'mingo/aggregator';
 
 import { TimeseriesError } from '../errors.js';
 import type { FieldSelection, MeasurementDocument } from './bucket-unpacker.js';

@@ -12,7 +12,7 @@
  * @packageDocumentation
  */
 import { Binary } from 'bson';
-import { Query } from 'mingo';
+import { Query } from 'mingo/query';
 
 import { isBsonValue } from '../util/bson-type.js';
 import { cloneBsonValue, copyBytes, isPlainObject } from '../util/bson-value.js';

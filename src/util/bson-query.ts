@@ -21,7 +21,7 @@
  *
  * @packageDocumentation
  */
-import { Query } from 'mingo';
+import { Query } from 'mingo/query';
 
 import { TimeseriesError } from '../errors.js';
 import {

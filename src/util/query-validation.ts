@@ -31,6 +31,7 @@
  */
 import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { describe } from './bson-validation.js';
+import { kMingoContext } from './mingo-pipeline.js';
 import { checkStageSpec } from './pipeline-stages.js';
 import { bsonTypeOf, isPlainObject } from './bson-value.js';
 import { hasOwnField } from './safe-record.js';
@@ -40,7 +41,12 @@ import { hasOwnField } from './safe-record.js';
  * `$function`, `$accumulator`), as tsbuckets runs no server-side script. Pipelines, searched for these
  * operators first, run with mingo-pipeline.ts's options instead.
  */
-export const kMingoOptions: Readonly<{ scriptEnabled: false }> = Object.freeze({ scriptEnabled: false });
+export const kMingoOptions: Readonly<{ scriptEnabled: false; context: typeof kMingoContext }> = Object.freeze(
+  {
+    scriptEnabled: false,
+    context: kMingoContext,
+  },
+);
 
 /** The operators that run JavaScript. */
 const kScriptOperators: ReadonlySet<string> = new Set(['$where', '$function', '$accumulator']);

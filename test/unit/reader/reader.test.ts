@@ -150,6 +150,33 @@ describe('find: unpacking', () => {
     expect(a(await find(ctx(), { $expr: { $lt: [{ $add: ['$a', 1] }, 50] } }).toArray())).toEqual(['20']);
   });
 
+  it('$expr comparisons order values of different types as the server does (BSON order)', async () => {
+    const { coll, ctx } = await setupCollection();
+    const values: unknown[] = [1, 'abc', { y: 1 }, [0], null, undefined, new Date(0), true, 2];
+    await coll.insertMany(
+      values.map((x, i) => ({
+        ts: iso('2024-01-01T00:00:00Z'),
+        sensor: 's',
+        _id: i,
+        ...(x === undefined ? {} : { x }),
+      })),
+    );
+    const ids = async (expr: Record<string, unknown>) =>
+      (await find(ctx(), { $expr: expr }).toArray()).map((d) => d._id as number).sort((a, b) => a - b);
+    // Strings, documents, arrays, dates and booleans are above every number; null and missing below.
+    expect(await ids({ $gt: ['$x', 1] })).toEqual([1, 2, 3, 6, 7, 8]);
+    expect(await ids({ $lt: ['$x', 1] })).toEqual([4, 5]);
+    // A missing field is below null, not equal to it.
+    expect(await ids({ $eq: ['$x', null] })).toEqual([4]);
+    expect(await ids({ $gte: ['$x', null] })).toEqual([0, 1, 2, 3, 4, 6, 7, 8]);
+    const cmp = await aggregate(ctx(), [{ $project: { _id: 0, c: { $cmp: ['$x', 1] } } }]).toArray();
+    expect(cmp.map((d) => d.c)).toEqual([0, 1, 1, 1, -1, -1, 1, 1, 1]);
+    await expect(find(ctx(), { $expr: { $gt: ['$x'] } }).toArray()).rejects.toMatchObject({
+      codeName: 'Location16020',
+      message: 'Expression $gt takes exactly 2 arguments. 1 were passed in.',
+    });
+  });
+
   it('skip and limit', async () => {
     const { coll, ctx } = await setupCollection();
     await coll.insertMany(
