@@ -12,7 +12,9 @@
  *
  * Refusals (MongoDB's codes and messages): `unique: true` and text indexes (`InvalidOptions`); a
  * non-numeric time key, or a measurement key that is neither a number nor `'2dsphere'`
- * (`CannotCreateIndex`, with the translation's `BadValue` text); `sparse` on a measurement field
+ * (`CannotCreateIndex`, with the translation's `BadValue` text); a wildcard (`$**`) outside the metaField,
+ * and a bucket key pattern the server's `validateKeyPattern` refuses (a 0 or NaN value, an unknown index
+ * type, an empty field name: `CannotCreateIndex`); `sparse` on a measurement field
  * (`InvalidOptions`). tsbuckets also refuses what it does not implement: partial filters on measurement
  * fields and TTL indexes (the collection's `expireAfterSeconds` is the supported TTL).
  *
@@ -24,8 +26,9 @@ import { TimeseriesError } from '../errors.js';
 import type { ResolvedCollectionOptions } from '../options.js';
 import { createBucketPredicates } from '../reader/bucket-predicates.js';
 import type { StorageIndex } from '../storage/storage.js';
-import { isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import type { QueryFilter } from '../util/bson-query.js';
+import { bsonTypeName } from '../util/query-validation.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 
 /** An index key pattern over measurement fields: `1`/`-1`, or an index type such as `'2dsphere'`. */
@@ -117,22 +120,75 @@ export function bucketKeyPattern(
       defineField(out, `meta${field.slice(metaField.length)}`, value);
       continue;
     }
+    if (field === '$**' || field.endsWith('.$**')) {
+      throw new TimeseriesError(
+        'CannotCreateIndex',
+        `${spec} Wildcard indexes on a time-series collection may only cover the metaField: ${field}`,
+      );
+    }
     if (field !== timeField && value === '2dsphere') {
       defineField(out, `data.${field}`, '2dsphere_bucket');
       continue;
     }
-    if (typeof value !== 'number') {
+    // Any numeric type (a js-bson Int32 or Double from relaxed-false EJSON), as the server reads one.
+    const n = bsonNumberValue(value);
+    if (n === undefined) {
       throw cannotCreate(
         field === timeField
           ? `${spec} Indexes on the time field must be ascending or descending (numbers only): ${field}: ${render(value)}`
           : `${spec} Indexes on measurement fields must be ascending or descending (numbers only), or '2dsphere': ${field}: ${render(value)}`,
       );
     }
-    const [first, second] = value >= 0 ? ['min', 'max'] : ['max', 'min'];
+    const [first, second] = n >= 0 ? ['min', 'max'] : ['max', 'min'];
     defineField(out, `control.${first}.${field}`, value);
     defineField(out, `control.${second}.${field}`, value);
   }
+  validateKeyPattern(out);
   return out;
+}
+
+/** The index types the server knows (`IndexNames`). */
+const kIndexPlugins: ReadonlySet<string> = new Set(['2d', '2dsphere', '2dsphere_bucket', 'text', 'hashed']);
+
+/**
+ * The server's checks of the bucket index it is asked to build (`validateKeyPattern`, index version 2),
+ * with its messages: every value a non-zero number or the name of one known index type, and no empty
+ * field name or path component.
+ *
+ * @throws {@link TimeseriesError} `CannotCreateIndex`.
+ */
+function validateKeyPattern(key: Readonly<Record<string, unknown>>): void {
+  const fields = Object.keys(key);
+  const plugin = fields
+    .map((field) => key[field])
+    .find((value): value is string => typeof value === 'string');
+  if (plugin !== undefined && !kIndexPlugins.has(plugin)) {
+    throw new TimeseriesError('CannotCreateIndex', `Unknown index plugin '${plugin}'`);
+  }
+  for (const field of fields) {
+    const value = key[field];
+    const n = bsonNumberValue(value);
+    if (n !== undefined) {
+      if (Number.isNaN(n))
+        throw new TimeseriesError('CannotCreateIndex', 'Values in the index key pattern cannot be NaN.');
+      if (n === 0)
+        throw new TimeseriesError('CannotCreateIndex', 'Values in the index key pattern cannot be 0.');
+    } else if (typeof value !== 'string') {
+      throw new TimeseriesError(
+        'CannotCreateIndex',
+        `Values in v:2 index key pattern cannot be of type ${bsonTypeName(value)}. Only numbers > 0, numbers < 0, and strings are allowed.`,
+      );
+    } else if (value !== plugin) {
+      throw new TimeseriesError(
+        'CannotCreateIndex',
+        "Can't use more than one index plugin for a single index.",
+      );
+    }
+    if (field === '') throw new TimeseriesError('CannotCreateIndex', 'Index keys cannot be an empty field.');
+    if (field.split('.').includes('')) {
+      throw new TimeseriesError('CannotCreateIndex', 'Index keys cannot contain an empty field.');
+    }
+  }
 }
 
 /**

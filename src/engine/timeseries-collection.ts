@@ -791,7 +791,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * Drop an index by name or key pattern. Dropping the last index that supports query-based reopening
    * (the default `{meta, time}` index) switches that reopening off, as in MongoDB.
    *
-   * @param nameOrKey - the index name, or its key pattern over measurement fields.
+   * @param nameOrKey - the index name, `'*'` for every index, or its key pattern over measurement fields.
    * @throws {@link TimeseriesError} `IndexNotFound`.
    */
   async dropIndex(nameOrKey: string | IndexKeySpec): Promise<void> {

@@ -107,13 +107,20 @@ export async function listIndexes(ctx: IndexContext): Promise<TimeseriesIndexDes
 }
 
 /**
- * Drop an index by name, or by its key pattern over measurement fields.
+ * Drop an index by name, or by its key pattern over measurement fields; `'*'` drops every index (the
+ * server's `dropIndexes` with `'*'`: all but `_id`'s, which a time-series collection does not list).
  *
  * @param ctx - storage, buckets namespace and options.
- * @param nameOrKey - the index name, or its key pattern.
+ * @param nameOrKey - the index name, `'*'`, or its key pattern.
  * @throws {@link TimeseriesError} `IndexNotFound` when no such index exists.
  */
 export async function dropIndex(ctx: IndexContext, nameOrKey: string | IndexKeySpec): Promise<void> {
+  if (nameOrKey === '*') {
+    for (const index of await ctx.storage.listIndexes(ctx.bucketsNs)) {
+      await ctx.storage.dropIndex(ctx.bucketsNs, index.name);
+    }
+    return;
+  }
   let name: string;
   if (typeof nameOrKey === 'string') {
     name = nameOrKey;

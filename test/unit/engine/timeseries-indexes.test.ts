@@ -67,6 +67,48 @@ describe('createIndex / listIndexes / dropIndex', () => {
     ]);
   });
 
+  it("'*' drops every index", async () => {
+    const { coll } = await setup();
+    await coll.createIndex({ x: 1 });
+    await coll.dropIndex('*');
+    expect(await coll.listIndexes()).toStrictEqual([]);
+    await coll.dropIndex('*');
+  });
+
+  it('refuses the key patterns the server refuses, with its messages', async () => {
+    const { coll } = await setup();
+    const refused = async (key: Record<string, unknown>) =>
+      await refusal(coll.createIndex(key as Record<string, number>));
+    expect(await refused({ x: 0 })).toEqual([
+      'CannotCreateIndex',
+      'Values in the index key pattern cannot be 0.',
+    ]);
+    expect(await refused({ tm: 0 })).toEqual([
+      'CannotCreateIndex',
+      'Values in the index key pattern cannot be 0.',
+    ]);
+    expect(await refused({ mm: Number.NaN })).toEqual([
+      'CannotCreateIndex',
+      'Values in the index key pattern cannot be NaN.',
+    ]);
+    expect(await refused({ mm: 'foo' })).toEqual(['CannotCreateIndex', "Unknown index plugin 'foo'"]);
+    expect(await refused({ mm: true })).toEqual([
+      'CannotCreateIndex',
+      'Values in v:2 index key pattern cannot be of type bool. Only numbers > 0, numbers < 0, and strings are allowed.',
+    ]);
+    expect(await refused({ 'a..b': 1 })).toEqual([
+      'CannotCreateIndex',
+      'Index keys cannot contain an empty field.',
+    ]);
+    // Wildcards on measurement fields (jstests/core/timeseries/ddl/timeseries_metric_index_wildcard.js).
+    for (const key of [{ '$**': 1 }, { '_id.$**': 1 }, { x: 1, 'y.$**': 1 }, { 'mm.tag': 1, 'x.$**': 1 }]) {
+      expect((await refused(key))[0]).toBe('CannotCreateIndex');
+    }
+    expect(await coll.listIndexes()).toStrictEqual([{ v: 2, key: { mm: 1, tm: 1 }, name: 'mm_1_tm_1' }]);
+    // A wildcard on the metaField is a bucket index on meta.
+    expect(await coll.createIndex({ 'mm.$**': 1 })).toBe('mm.$**_1');
+  });
+
   it('dropping the {meta, time} index switches query-based reopening off; an equivalent index switches it on', async () => {
     // Arrange: one bucket of series 'a', forgotten by the catalog (cleared), so only a query can reopen it.
     const { engine, coll } = await setup();
