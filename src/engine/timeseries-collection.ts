@@ -57,7 +57,7 @@ import { metaGuard } from '../bucket-format/bucket-document.js';
 import type { WriteContext } from './direct-write.js';
 import { reopeningIndexStatus } from './index-translation.js';
 import type { CreateIndexOptions, IndexKeySpec, TimeseriesIndexDescription } from './index-translation.js';
-import { deleteMany } from './timeseries-delete.js';
+import { deleteMany, deleteOne } from './timeseries-delete.js';
 import type { DeleteManyOptions, DeleteResult } from './timeseries-delete.js';
 import { createIndex, dropIndex, listIndexes } from './timeseries-indexes.js';
 import type { IndexContext } from './timeseries-indexes.js';
@@ -737,6 +737,29 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       const ctx = this.#writeContext();
       return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
         deleteMany(ctx, filter),
+      );
+    });
+  }
+
+  /**
+   * Delete one measurement matching the filter (MongoDB 7.0+ on time-series collections): the first one
+   * found; its bucket is rewritten under the same `_id` without it, or deleted when it held only that one.
+   *
+   * @param filter - a MongoDB query over measurements.
+   * @param options - none is applied; a `collation` is refused with `InvalidOptions`.
+   * @returns `deletedCount` 1, or 0 when nothing matched.
+   * @example
+   * ```ts
+   * await coll.deleteOne({ sensor: 'a', ts: new Date('2024-01-01T00:00:00Z') });
+   * ```
+   */
+  async deleteOne(filter: QueryFilter, options: DeleteManyOptions = {}): Promise<DeleteResult> {
+    return await this.#call(() => {
+      checkFilterArgument(filter, 'delete.q', 'write');
+      checkDeleteOptions(options);
+      const ctx = this.#writeContext();
+      return this.#rollups.directWrite(affectedBucketsFilter(filter, this.#options), () =>
+        deleteOne(ctx, filter),
       );
     });
   }

@@ -1,5 +1,6 @@
 /**
- * `deleteMany` on a time-series collection (docs/mongodb-behaviour.md §12.1, MongoDB 7.0+ arbitrary deletes).
+ * `deleteMany` and `deleteOne` on a time-series collection (docs/mongodb-behaviour.md §12.1, MongoDB 7.0+
+ * arbitrary deletes).
  *
  * The filter is split by the reader's bucket predicates (docs/mongodb-behaviour.md §10.3) into a loose bucket filter and
  * an exact per-measurement event filter:
@@ -13,6 +14,8 @@
  *
  * Each bucket is a direct write (docs/mongodb-behaviour.md §8), guarded on the state it was read in and re-read when
  * another direct writer changed it meanwhile. `deletedCount` counts measurements, as MongoDB's `n`.
+ * `deleteOne` removes the first matching measurement of the first candidate bucket holding one (a
+ * metaField-only filter too: the bucket is repacked without it, or deleted when it held only that one).
  *
  * @packageDocumentation
  */
@@ -60,6 +63,23 @@ export interface DeleteResult {
  * ```
  */
 export async function deleteMany(ctx: WriteContext, filter: QueryFilter): Promise<DeleteResult> {
+  return await deleteMatching(ctx, filter, Number.POSITIVE_INFINITY);
+}
+
+/**
+ * Delete one measurement matching `filter` (the first one found; none when nothing matches).
+ *
+ * @param ctx - the collection's catalog, storage and fields.
+ * @param filter - a MongoDB query over measurements.
+ * @returns `deletedCount` 0 or 1.
+ * @throws {@link TimeseriesError} as {@link deleteMany}.
+ */
+export async function deleteOne(ctx: WriteContext, filter: QueryFilter): Promise<DeleteResult> {
+  return await deleteMatching(ctx, filter, 1);
+}
+
+/** Delete up to `limit` measurements matching `filter`. */
+async function deleteMatching(ctx: WriteContext, filter: QueryFilter, limit: number): Promise<DeleteResult> {
   const { bucketFilter, eventFilter } = createBucketPredicates(filter, {
     timeField: ctx.timeField,
     metaField: ctx.metaField,
@@ -75,33 +95,40 @@ export async function deleteMany(ctx: WriteContext, filter: QueryFilter): Promis
     candidates.push(doc);
   let deletedCount = 0;
   for (const candidate of candidates) {
+    if (deletedCount >= limit) break;
     const target = directWriteTarget(candidate);
     deletedCount += await withDirectWrite(ctx.catalog, ctx.ns, target, () =>
-      deleteFromBucket(ctx, { ...bucketFilter, _id: target._id }, event),
+      deleteFromBucket(ctx, { ...bucketFilter, _id: target._id }, event, limit - deletedCount),
     );
   }
   return { acknowledged: true, deletedCount };
 }
 
-/** Delete the matching measurements of one bucket; returns how many were deleted. */
+/** Delete the matching measurements of one bucket, up to `limit`; returns how many were deleted. */
 async function deleteFromBucket(
   ctx: WriteContext,
   filter: BucketFilter,
   event: BsonQuery | undefined,
+  limit: number,
 ): Promise<number> {
   for (let attempt = 0; attempt < kMaxDirectWriteAttempts; attempt++) {
     let doc: StoredBucket | undefined;
     for await (const found of ctx.storage.find(ctx.bucketsNs, filter, { limit: 1 })) doc = found;
     if (doc === undefined) return 0;
     const guard = bucketStateGuard(doc, ctx.timeField);
-    if (event === undefined) {
-      const n = bucketMeasurementCount(doc, ctx.timeField, bsonColumnDecoder);
+    // A metaField-only filter matches the whole bucket: deleted whole when the limit allows.
+    const n = event === undefined ? bucketMeasurementCount(doc, ctx.timeField, bsonColumnDecoder) : undefined;
+    if (n !== undefined && n <= limit) {
       if ((await ctx.storage.deleteMany(ctx.bucketsNs, guard)) === 1) return n;
       continue;
     }
     const rows = measurementsOf(doc, ctx.timeField, ctx.metaField);
-    const kept = rows.filter((row) => !event.test(row));
-    const removed = rows.length - kept.length;
+    let removed = 0;
+    const kept = rows.filter((row) => {
+      if (removed >= limit || (event !== undefined && !event.test(row))) return true;
+      removed++;
+      return false;
+    });
     if (removed === 0) return 0;
     if (kept.length === 0) {
       if ((await ctx.storage.deleteMany(ctx.bucketsNs, guard)) === 1) return removed;

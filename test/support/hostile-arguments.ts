@@ -159,8 +159,8 @@ function assertTyped(call: string, error: unknown): void {
  * `engine` (dropped and recreated, so one engine serves many cases); throws when a law is broken.
  *
  * @param engine - the engine to run on.
- * @param arg - the filter (or non-filter) passed to find, countDocuments, the buckets, updateMany and
- *   deleteMany.
+ * @param arg - the filter (or non-filter) passed to find, countDocuments, the buckets, updateMany,
+ *   deleteOne and deleteMany.
  * @param options - the find options.
  * @param stages - the pipeline passed to aggregate.
  */
@@ -183,12 +183,15 @@ export async function checkHostileArguments(
   assertTyped('aggregate', await outcome(() => coll.aggregate(stages as never).toArray()));
   assertTyped('buckets.find', await outcome(() => coll.buckets.find(arg as never).toArray()));
   assertTyped('updateMany', await outcome(() => coll.updateMany(arg as never, { $set: { m: 'z' } })));
-  const before = await coll.countDocuments();
-  const failed = await outcome(() => coll.deleteMany(arg as never));
-  assertTyped('deleteMany', failed);
-  if (failed !== undefined) {
-    const after = await coll.countDocuments();
-    if (after !== before) throw new Error(`a failed deleteMany changed the count from ${before} to ${after}`);
+  for (const method of ['deleteOne', 'deleteMany'] as const) {
+    const before = await coll.countDocuments();
+    const failed = await outcome(() => coll[method](arg as never));
+    assertTyped(method, failed);
+    if (failed !== undefined) {
+      const after = await coll.countDocuments();
+      if (after !== before)
+        throw new Error(`a failed ${method} changed the count from ${before} to ${after}`);
+    }
   }
 }
 

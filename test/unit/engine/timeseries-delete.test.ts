@@ -178,6 +178,32 @@ describe('deleteMany with other filters', () => {
   });
 });
 
+describe('deleteOne', () => {
+  it('deletes one matching measurement, repacking its bucket, with either kind of filter', async () => {
+    // Arrange: one bucket of three measurements of series A, one of series B.
+    const { coll } = await setup({ timeseriesAlwaysUseCompressedBuckets: true });
+    await coll.insertMany([
+      { time: at(0), tag: 'A', m: 1 },
+      { time: at(1), tag: 'A', m: 2 },
+      { time: at(2), tag: 'A', m: 2 },
+      { time: at(3), tag: 'B', m: 2 },
+    ]);
+    const ms = async () =>
+      (await coll.find({}, { sort: { time: 1 } }).toArray()).map((d) => `${String(d.tag)}${String(d.m)}`);
+    // Act / Assert: a filter on data fields, then one on the metaField only (which deleteMany would
+    // answer by deleting the whole bucket).
+    expect(await coll.deleteOne({ m: 2 })).toStrictEqual({ acknowledged: true, deletedCount: 1 });
+    expect(await ms()).toEqual(['A1', 'A2', 'B2']);
+    expect(await coll.deleteOne({ tag: 'A' })).toStrictEqual({ acknowledged: true, deletedCount: 1 });
+    expect(await ms()).toEqual(['A2', 'B2']);
+    // A bucket holding only the one measurement is deleted.
+    expect(await coll.deleteOne({ tag: 'B' })).toStrictEqual({ acknowledged: true, deletedCount: 1 });
+    expect(await coll.deleteOne({ m: 9 })).toStrictEqual({ acknowledged: true, deletedCount: 0 });
+    expect(await ms()).toEqual(['A2']);
+    expect(await coll.buckets.countDocuments()).toBe(1);
+  });
+});
+
 describe('measurementsOf and repackBucket', () => {
   it('round-trips a bucket: measurements in data order with the meta, repacked to the same document', async () => {
     const { coll } = await setup();
