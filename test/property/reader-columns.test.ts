@@ -12,11 +12,13 @@
  * The reference is deliberately naive: every bucket is decompressed back into a version-1 document, every
  * row of it is built with every field, and mingo decides which rows match and which fields stay. Values are
  * plain JS values (numbers, strings, dates, booleans, null, arrays, sub-documents) so that mingo's semantics
- * are MongoDB's for them, in the reference and wherever the reader falls back to mingo (`$expr`).
+ * are MongoDB's for them, in the reference and wherever the reader falls back to mingo (`$expr`); mingo runs
+ * with the comparison expressions tsbuckets gives it (`kMingoContext`), since mingo's own find a `false`
+ * and a missing field unordered where MongoDB orders every pair of types.
  */
 import { Binary, serialize } from 'bson';
 import fc from 'fast-check';
-import { Query } from 'mingo';
+import { Query } from 'mingo/query';
 import { describe, expect, it } from 'vitest';
 
 import { BSONColumn } from '../../src/bucket-format/bson-column/bson-column.js';
@@ -26,6 +28,7 @@ import type { TimeseriesOptions } from '../../src/index.js';
 import { countDocuments, find } from '../../src/reader/reader.js';
 import type { ReaderContext } from '../../src/reader/reader.js';
 import type { StoredBucket } from '../../src/storage/storage.js';
+import { kMingoContext } from '../../src/util/mingo-pipeline.js';
 
 const BASE = Date.UTC(2024, 0, 1);
 const FIELDS = ['a', 'b', 'c', '_id'] as const;
@@ -222,10 +225,12 @@ function reference(
   filter: Record<string, unknown>,
   projection: Record<string, 0 | 1> | undefined,
 ): Array<Record<string, unknown>> {
-  const matching = new Query(filter, {}).find<Record<string, unknown>>(all).all();
+  const matching = new Query(filter, { context: kMingoContext }).find<Record<string, unknown>>(all).all();
   if (projection === undefined) return matching;
   return matching.map((doc) => {
-    const [projected] = new Query({}, {}).find<Record<string, unknown>>([doc], projection).all();
+    const [projected] = new Query({}, { context: kMingoContext })
+      .find<Record<string, unknown>>([doc], projection)
+      .all();
     return Object.fromEntries(Object.keys(doc).flatMap((k) => (k in (projected ?? {}) ? [[k, doc[k]]] : [])));
   });
 }
