@@ -122,6 +122,14 @@ export function foldRow(
   }
 }
 
+/**
+ * `a < b` in BSON order, where NaN is below every number (as `$min`/`$max` and the storage's counters
+ * compare): a NaN is the minimum, and the maximum only when every value is NaN.
+ */
+function isBelow(a: number, b: number): boolean {
+  return a < b || (a !== a && b === b);
+}
+
 function addValue(f: FieldAcc, v: number, t: number): void {
   if (f.count === 0) {
     f.count = 1;
@@ -134,8 +142,8 @@ function addValue(f: FieldAcc, v: number, t: number): void {
   }
   f.count++;
   f.sum += v;
-  if (v < f.min) f.min = v;
-  if (v > f.max) f.max = v;
+  if (isBelow(v, f.min)) f.min = v;
+  if (isBelow(f.max, v)) f.max = v;
   if (t < f.firstT || (t === f.firstT && v < f.firstV)) {
     f.firstT = t;
     f.firstV = v;
@@ -164,8 +172,8 @@ export function mergeSlotAcc(into: SlotAcc, from: SlotAcc): void {
     }
     a.count += b.count;
     a.sum += b.sum;
-    if (b.min < a.min) a.min = b.min;
-    if (b.max > a.max) a.max = b.max;
+    if (isBelow(b.min, a.min)) a.min = b.min;
+    if (isBelow(a.max, b.max)) a.max = b.max;
     if (b.firstT < a.firstT || (b.firstT === a.firstT && b.firstV < a.firstV)) {
       a.firstT = b.firstT;
       a.firstV = b.firstV;

@@ -7,9 +7,9 @@
  */
 import { Buffer } from 'node:buffer';
 
-import { serialize } from 'bson';
+import { Decimal128, Double, Int32, serialize } from 'bson';
 
-import { isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import type { ResolvedRollupSpec } from './spec.js';
 
@@ -17,7 +17,10 @@ import type { ResolvedRollupSpec } from './spec.js';
 export interface RollupGroup {
   /** The group value (`null` for a missing value, a document for named paths). */
   readonly value: unknown;
-  /** Hex of the BSON of `{"": value}` (`''` for a rollup without grouping). */
+  /**
+   * Hex of the BSON of `{"": value}`, its numbers in one form per value (`''` for a rollup without
+   * grouping).
+   */
   readonly key: string;
   /**
    * The last document id built for the group (see `slotDocumentId`) and the slot or period start it is
@@ -51,8 +54,44 @@ export function groupOf(spec: ResolvedRollupSpec, meta: unknown): RollupGroup {
     value = doc;
   }
   const holder: Record<string, unknown> = {};
-  defineField(holder, '', value);
+  defineField(holder, '', keyValue(value));
   return newGroup(value, Buffer.from(serialize(holder)).toString('hex'));
+}
+
+/**
+ * The value a group key is made of: `value` with every number in one form per numeric value, so that
+ * values `$group` finds equal (`1`, `Double(1)`, `Long(1)`, `-0`) have one key, as they have one `_id`.
+ * An integer in the int32 range is an int32, any other number an exact double as a JS number, an int64
+ * beyond 2^53 an int64; a `Decimal128` is one of those when it holds such a value exactly. The group's
+ * value stays the first one seen, as `$group`'s `_id` does.
+ */
+function keyValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(keyValue);
+  if (isPlainObject(value)) {
+    const out: Record<string, unknown> = {};
+    for (const name of Object.keys(value)) defineField(out, name, keyValue(value[name]));
+    return out;
+  }
+  const tag = (value as { _bsontype?: unknown } | null)?._bsontype;
+  if (
+    typeof value !== 'number' &&
+    tag !== 'Int32' &&
+    tag !== 'Double' &&
+    tag !== 'Long' &&
+    tag !== 'Decimal128'
+  ) {
+    return value;
+  }
+  const n = bsonNumberValue(value) as number;
+  if (Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31) return new Int32(n);
+  if (tag === 'Long' && !Number.isSafeInteger(n)) return value;
+  if (
+    tag === 'Decimal128' &&
+    (!Number.isFinite(n) || Decimal128.fromString(String(n)).toString() !== (value as Decimal128).toString())
+  ) {
+    return value;
+  }
+  return new Double(n);
 }
 
 function newGroup(value: unknown, key: string): RollupGroup {

@@ -152,11 +152,16 @@ function rawFilter(
   if (Number.isFinite(range[0])) time.$gte = new Date(range[0]);
   if (Number.isFinite(range[1])) time.$lt = new Date(range[1]);
   if (Object.keys(time).length > 0) defineField(filter, ctx.timeField, time);
+  // A null group value is also that of a path through an array (not traversed, see group.ts), which
+  // `{$eq: null}` would not select: the time range alone then, the caller keeping the group's own.
   if (spec.groupBy.length === 1 && !spec.groupIsDocument) {
-    defineField(filter, (spec.groupBy[0] as { path: string }).path, { $eq: group.value });
+    if (group.value !== null)
+      defineField(filter, (spec.groupBy[0] as { path: string }).path, { $eq: group.value });
   } else if (spec.groupIsDocument) {
     const value = group.value as Record<string, unknown>;
-    for (const path of spec.groupBy) defineField(filter, path.path, { $eq: value[path.name] });
+    for (const path of spec.groupBy) {
+      if (value[path.name] !== null) defineField(filter, path.path, { $eq: value[path.name] });
+    }
   }
   return filter;
 }

@@ -115,12 +115,22 @@ export function rollingTotals(
 }
 
 /**
+ * Whether a key value can be an entity's `_id`: not missing (`null`), not an array and not a regular
+ * expression, which no document's `_id` may be. Measurements with another key are not rolled up, as
+ * those without one.
+ */
+function isEntityId(value: unknown): boolean {
+  if (value === null || Array.isArray(value) || value instanceof RegExp) return false;
+  return (value as { _bsontype?: unknown })._bsontype !== 'BSONRegExp';
+}
+
+/**
  * Add an entity's steps of one commit: one pipeline upsert per step, oldest first.
  *
  * @param storage - the storage.
  * @param ns - the target namespace.
  * @param spec - the rollup.
- * @param group - the entity (its key value is the `_id`; `null` keys are not written).
+ * @param group - the entity (its key value is the `_id`; keys no `_id` may be are not written).
  * @param accs - the touched steps.
  * @returns the number of updates.
  */
@@ -131,7 +141,7 @@ export async function writeRolling(
   group: RollupGroup,
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<number> {
-  if (group.value === null) return 0;
+  if (!isEntityId(group.value)) return 0;
   const upsert = requireUpsert(storage);
   const ordered = accs.length > 1 ? [...accs].sort((a, b) => a.start - b.start) : accs;
   for (const acc of ordered) await upsert(ns, { _id: group.value }, rollingUpdate(spec, acc));
@@ -155,7 +165,7 @@ export async function rewriteRolling(
   group: RollupGroup,
   accs: ReadonlyArray<SlotAcc>,
 ): Promise<number> {
-  if (group.value === null) return 0;
+  if (!isEntityId(group.value)) return 0;
   await requireUpsert(storage)(ns, { _id: group.value }, { $set: { totals: rollingTotals(spec, accs) } });
   return 1;
 }

@@ -166,7 +166,12 @@ export function checkRollupName(name: unknown): asserts name is string {
 export function resolveRollupSpec(
   name: string,
   raw: unknown,
-  fields: { readonly timeField: string; readonly metaField: string | undefined },
+  fields: {
+    readonly timeField: string;
+    readonly metaField: string | undefined;
+    /** The time-series collection's name (a rolling `target` must not be one of its collections). */
+    readonly collectionName?: string;
+  },
 ): ResolvedRollupSpec {
   checkRollupName(name);
   if (!isPlainObject(raw)) throw invalid('rollup spec must be an object', 'spec');
@@ -180,8 +185,8 @@ export function resolveRollupSpec(
         name,
         spec,
         every: resolveEvery(raw.every),
-        ...resolveGroup(raw.groupBy, fields),
-        fields: resolveFields(raw.fields, kAccumulators, fields),
+        ...resolveGroup(raw.groupBy, fields, 'groupBy'),
+        fields: resolveFields(raw.fields, kAccumulators, fields, kSlotsDocumentFields),
       });
     }
     case 'calendar': {
@@ -205,8 +210,8 @@ export function resolveRollupSpec(
         spec,
         period,
         levels: Object.freeze([...(levels as Array<'day' | 'hour' | 'minute'>)]),
-        ...resolveGroup(raw.groupBy, fields),
-        fields: resolveFields(raw.fields, new Set(['count', 'sum']), fields),
+        ...resolveGroup(raw.groupBy, fields, 'groupBy'),
+        fields: resolveFields(raw.fields, new Set(['count', 'sum']), fields, kCalendarDocumentFields),
       });
     }
     case 'rolling': {
@@ -218,14 +223,28 @@ export function resolveRollupSpec(
       if (typeof target !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,119}$/u.test(target)) {
         throw invalid("'target' must be a collection name", 'target');
       }
+      // Entities are the user's documents: a collection tsbuckets keeps would be written over (the
+      // buckets, the rollup definitions, another rollup's documents).
+      const own = fields.collectionName;
+      if (
+        target.startsWith('system.') ||
+        target.startsWith('tsbuckets.') ||
+        (own !== undefined &&
+          (target === own || target === `${own}.buckets` || target.startsWith(`${own}.rollup.`)))
+      ) {
+        throw invalid(
+          "'target' must not be a collection tsbuckets keeps (system.*, tsbuckets.*, the time-series collection, its buckets or its rollups)",
+          'target',
+        );
+      }
       if (typeof raw.key !== 'string') throw invalid("'key' must be a metaField path", 'key');
       const sums = raw.sum ?? [];
       if (!Array.isArray(sums)) throw invalid("'sum' must be an array of field names", 'sum');
       const fieldsSpec: Record<string, string[]> = {};
       for (const f of sums as unknown[]) {
         if (typeof f !== 'string') throw invalid("'sum' must be an array of field names", 'sum');
-        // Entries hold `timestamp` and `count` next to the sums.
-        if (f === 'timestamp') throw invalid("'timestamp' cannot be summed", 'fields');
+        // Entries hold `timestamp` and `count` next to the sums; the entity has `_id` and `totals`.
+        if (kRollingDocumentFields.includes(f)) throw invalid(`'${f}' cannot be summed`, 'sum');
         fieldsSpec[f] = ['sum'];
       }
       return Object.freeze({
@@ -235,8 +254,8 @@ export function resolveRollupSpec(
         windowMs,
         stepMs,
         target,
-        ...resolveGroup(raw.key, fields),
-        fields: resolveFields(fieldsSpec, new Set(['sum']), fields),
+        ...resolveGroup(raw.key, fields, 'key'),
+        fields: resolveFields(fieldsSpec, new Set(['sum']), fields, kRollingDocumentFields, 'sum'),
       });
     }
     default:
@@ -269,6 +288,21 @@ function resolveDuration(value: unknown, field: string): number {
   throw invalid(`'${field}' must be whole seconds or a duration such as '24h', '90m', '7d', '30s'`, field);
 }
 
+/** The fields of a slot document besides the rolled-up ones. */
+const kSlotsDocumentFields: ReadonlyArray<string> = ['_id', 'group', 'start', 'count'];
+/** The fields of a calendar document besides the rolled-up ones, and its levels' arrays. */
+const kCalendarDocumentFields: ReadonlyArray<string> = [
+  '_id',
+  'group',
+  'start',
+  'count',
+  'days',
+  'hours',
+  'minutes',
+];
+/** The fields of an entity and of its `totals` entries besides the summed ones. */
+const kRollingDocumentFields: ReadonlyArray<string> = ['_id', 'totals', 'timestamp', 'count'];
+
 function resolveGroupPath(
   path: unknown,
   name: string,
@@ -289,12 +323,13 @@ function resolveGroupPath(
 function resolveGroup(
   groupBy: unknown,
   fields: { readonly metaField: string | undefined },
+  option: 'groupBy' | 'key',
 ): { groupBy: ReadonlyArray<ResolvedGroupPath>; groupIsDocument: boolean } {
   if (groupBy === undefined && fields.metaField === undefined) {
     return { groupBy: Object.freeze([]), groupIsDocument: false };
   }
   if (groupBy === undefined || typeof groupBy === 'string') {
-    const path = resolveGroupPath(groupBy ?? fields.metaField, '', fields.metaField, 'groupBy');
+    const path = resolveGroupPath(groupBy ?? fields.metaField, '', fields.metaField, option);
     return { groupBy: Object.freeze([path]), groupIsDocument: false };
   }
   if (!isPlainObject(groupBy) || Object.keys(groupBy).length === 0) {
@@ -311,18 +346,22 @@ function resolveFields(
   raw: unknown,
   allowed: ReadonlySet<string>,
   fields: { readonly timeField: string; readonly metaField: string | undefined },
+  documentFields: ReadonlyArray<string>,
+  option: 'fields' | 'sum' = 'fields',
 ): ReadonlyArray<ResolvedField> {
   if (raw === undefined) return Object.freeze([]);
   if (!isPlainObject(raw)) throw invalid("'fields' must map field names to accumulator lists", 'fields');
   return Object.freeze(
     Object.keys(raw).map((name) => {
-      if (
-        !isSafeSegment(name) ||
-        name === 'count' ||
-        name === fields.timeField ||
-        name === fields.metaField
-      ) {
-        throw invalid(`'${name}' cannot be rolled up (a top-level measurement field is needed)`, 'fields');
+      if (!isSafeSegment(name) || name === fields.timeField || name === fields.metaField) {
+        throw invalid(`'${name}' cannot be rolled up (a top-level measurement field is needed)`, option);
+      }
+      // The rollup's documents have fields of their own, which a rolled-up field would overwrite.
+      if (documentFields.includes(name)) {
+        throw invalid(
+          `'${name}' cannot be rolled up: the rollup's documents have a field of that name`,
+          option,
+        );
       }
       const list = raw[name];
       if (!Array.isArray(list) || list.some((a) => typeof a !== 'string' || !allowed.has(a))) {

@@ -3,6 +3,7 @@
  * with MONGODB_URI): the documents each layout writes, two engines ("processes") writing the same series,
  * recomputation after a delete, persisted definitions, and (fake only) a lost reply on a rollup write.
  */
+import { Double, Long } from 'bson';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -250,6 +251,57 @@ export function describeRollupSuite(
       expect((await coll.stats()).rollups?.hourly?.recomputations).toBe(2);
       expect(await coll.dropRollup('hourly')).toBe(true);
       expect(await coll.listRollups()).toEqual([]);
+    });
+
+    it("groups as $group does: equal numbers of any type one group; a null group's array metas kept by a delete", async () => {
+      const { coll } = await open();
+      await coll.createRollup('hourly', {
+        every: 'hour',
+        groupBy: 'sensor.id',
+        fields: { temp: ['min', 'max'] },
+      });
+      await coll.insertMany([
+        { ts: h(1, 1), sensor: { id: 1 }, temp: 1 },
+        { ts: h(1, 2), sensor: { id: new Double(1) }, temp: 2 },
+        { ts: h(1, 3), sensor: { id: Long.fromNumber(1) }, temp: 4 },
+        // Group null: a path through an array is not traversed, a missing id is null.
+        { ts: h(1, 4), sensor: [{ id: 'x' }], temp: 8 },
+        { ts: h(1, 5), sensor: { k: 1 }, temp: 16 },
+        { ts: h(1, 6), sensor: { k: 2 }, temp: 32 },
+      ]);
+      await coll.deleteMany({ 'sensor.k': 1 });
+      const docs = plain(
+        await coll.rollup('hourly').find({}, { projection: { _id: 0, group: 1, count: 1, temp: 1 } }),
+      );
+      expect(docs).toEqual(
+        expect.arrayContaining([
+          { group: 1, count: 3, temp: { count: 3, sum: 7, min: 1, max: 4 } },
+          { group: null, count: 2, temp: { count: 2, sum: 40, min: 8, max: 32 } },
+        ]),
+      );
+      expect(docs).toHaveLength(2);
+    });
+
+    it('rolling: a key value no _id may be (an array) is skipped, as a missing one', async () => {
+      const { coll } = await open();
+      const target = (backend as StorageBackend).collectionName('entities');
+      await coll.createRollup('recent', {
+        layout: 'rolling',
+        window: '3h',
+        step: '1h',
+        target,
+        key: 'sensor.id',
+        sum: ['temp'],
+      });
+      await coll.insertMany([
+        { ts: h(2, 10), sensor: { id: ['a', 'b'] }, temp: 1 },
+        { ts: h(2, 20), sensor: { id: 'a' }, temp: 2 },
+      ]);
+      expect(plain(await coll.rollup('recent').find({}, { projection: { totals: 0 } }))).toEqual([
+        { _id: 'a', count: 1, temp: 2 },
+      ]);
+      expect((await coll.stats()).rollups?.recent?.writeFailures).toBe(0);
+      expect(await coll.deleteMany({ temp: 2 })).toMatchObject({ deletedCount: 1 });
     });
 
     it('property: engines writing in waves, renames and deletes between them, keep the rollup equal to what is stored', async () => {

@@ -8,7 +8,7 @@ const fields = { timeField: 'ts', metaField: 'sensor' };
 function refusal(
   name: string,
   spec: unknown,
-  f: { timeField: string; metaField: string | undefined } = fields,
+  f: { timeField: string; metaField: string | undefined; collectionName?: string } = fields,
 ) {
   try {
     resolveRollupSpec(name, spec, f);
@@ -75,13 +75,45 @@ describe('resolveRollupSpec', () => {
       }),
     ).toEqual({
       code: 'InvalidOptions',
-      field: 'fields',
+      field: 'sum',
     });
     expect(
       refusal('h', { every: 'hour', groupBy: 'sensor' }, { timeField: 'ts', metaField: undefined }),
     ).toEqual({
       code: 'InvalidOptions',
       field: 'groupBy',
+    });
+  });
+
+  it("refuses fields the rollup's documents have, targets tsbuckets keeps, and names 'key' for the key", () => {
+    const rolling = { layout: 'rolling', window: '1d', step: '1h', key: 'sensor' };
+    const own = { ...fields, collectionName: 'w' };
+    for (const name of ['_id', 'group', 'start']) {
+      expect(refusal('h', { every: 'hour', fields: { [name]: ['sum'] } })).toEqual({
+        code: 'InvalidOptions',
+        field: 'fields',
+      });
+    }
+    for (const name of ['start', 'days', 'hours', 'minutes']) {
+      expect(
+        refusal('c', { layout: 'calendar', period: 'month', levels: ['day'], fields: { [name]: ['sum'] } }),
+      ).toEqual({ code: 'InvalidOptions', field: 'fields' });
+    }
+    for (const name of ['_id', 'totals', 'count']) {
+      expect(refusal('r', { ...rolling, target: 's', sum: [name] })).toEqual({
+        code: 'InvalidOptions',
+        field: 'sum',
+      });
+    }
+    for (const target of ['system.buckets.w', 'tsbuckets.rollups', 'w', 'w.buckets', 'w.rollup.h']) {
+      expect(refusal('r', { ...rolling, target }, own)).toEqual({ code: 'InvalidOptions', field: 'target' });
+    }
+    expect(resolveRollupSpec('r', { ...rolling, target: 'w.latest' }, own)).toMatchObject({
+      target: 'w.latest',
+    });
+    expect(refusal('r', { ...rolling, target: 's', key: 'other' })).toEqual({
+      code: 'InvalidOptions',
+      field: 'key',
     });
   });
 

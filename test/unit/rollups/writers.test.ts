@@ -1,6 +1,7 @@
+import { Decimal128, Double, Long } from 'bson';
 import { describe, expect, it } from 'vitest';
 
-import { foldMeasurement, makeSlotAcc } from '../../../src/rollups/accumulator.js';
+import { foldMeasurement, makeSlotAcc, mergeSlotAcc } from '../../../src/rollups/accumulator.js';
 import { calendarCounters, calendarPaths, calendarSkeleton } from '../../../src/rollups/calendar-writer.js';
 import { counterWritesOf } from '../../../src/rollups/counter-writes.js';
 import { groupOf } from '../../../src/rollups/group.js';
@@ -47,6 +48,48 @@ describe('slot documents', () => {
       $min: { 'temp.min': 21.5, 'temp.first': { t: new Date('2024-10-04T10:05:00Z'), v: 21.5 } },
       $max: { 'temp.max': 23, 'temp.last': { t: new Date('2024-10-04T10:35:00Z'), v: 23 } },
     });
+  });
+
+  it('fold NaN as the smallest number, whatever the order of the values and of the merges', () => {
+    const spec = resolveRollupSpec('h', { every: 'hour', fields: { v: ['min', 'max'] } }, fields);
+    const orders = [
+      [3, Number.NaN, 1],
+      [Number.NaN, 3, 1],
+      [1, 3, Number.NaN],
+    ];
+    for (const values of orders) {
+      const acc = makeSlotAcc(0, 1);
+      for (const [i, v] of values.entries()) foldMeasurement(acc, { v }, i, spec.fields);
+      expect([acc.fields[0]?.min, acc.fields[0]?.max]).toEqual([Number.NaN, 3]);
+      // The same values folded one per accumulator, then merged.
+      const merged = makeSlotAcc(0, 1);
+      for (const [i, v] of values.entries()) {
+        const one = makeSlotAcc(0, 1);
+        foldMeasurement(one, { v }, i, spec.fields);
+        mergeSlotAcc(merged, one);
+      }
+      expect([merged.fields[0]?.min, merged.fields[0]?.max]).toEqual([Number.NaN, 3]);
+    }
+    const onlyNaN = makeSlotAcc(0, 1);
+    foldMeasurement(onlyNaN, { v: Number.NaN }, 0, spec.fields);
+    expect([onlyNaN.fields[0]?.min, onlyNaN.fields[0]?.max]).toEqual([Number.NaN, Number.NaN]);
+  });
+
+  it('give numerically equal group values one key, as $group gives them one _id', () => {
+    const spec = resolveRollupSpec('s', { every: 60, groupBy: 'sensor.id' }, fields);
+    const key = (id: unknown) => groupOf(spec, { id }).key;
+    expect(
+      new Set([key(1), key(new Double(1)), key(Long.fromNumber(1)), key(new Decimal128('1'))]).size,
+    ).toBe(1);
+    expect(key(-0)).toBe(key(0));
+    expect(key(1.5)).toBe(key(new Double(1.5)));
+    expect(key(2 ** 40)).toBe(key(Long.fromNumber(2 ** 40)));
+    expect(key(Long.fromString('9007199254740993'))).not.toBe(key(Long.fromString('9007199254740992')));
+    expect(key(1)).not.toBe(key('1'));
+    // Inside a document of named paths too; the value is the one seen.
+    const named = resolveRollupSpec('n', { every: 60, groupBy: { id: 'sensor.id' } }, fields);
+    expect(groupOf(named, { id: new Double(2) }).key).toBe(groupOf(named, { id: 2 }).key);
+    expect(groupOf(named, { id: new Double(2) }).value).toEqual({ id: new Double(2) });
   });
 
   it('group named paths into a document, and a missing value as null', () => {
