@@ -5,7 +5,7 @@
  *
  * @packageDocumentation
  */
-import { isPlainObject } from '../util/bson-value.js';
+import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
 
 /** A set of top-level field names, or every field. */
@@ -147,17 +147,24 @@ function flatProjection(
   return out;
 }
 
+/**
+ * How a `$project` reads a value: a flag (`true`, `false`, or any number, of any numeric type: zero
+ * excludes, any other includes) or an expression.
+ */
+function projectionFlag(v: unknown): boolean | undefined {
+  if (typeof v === 'boolean') return v;
+  const n = bsonNumberValue(v);
+  return n === undefined ? undefined : n !== 0;
+}
+
 /** Whether a `$project` specification is an inclusion (or computes fields), hence replaces documents. */
 function isInclusionProjection(spec: Record<string, unknown>): boolean {
   for (const key of Object.keys(spec)) {
     if (key === '_id') continue;
-    const v = spec[key];
-    if (v === 0 || v === false) return false;
-    return true;
+    return projectionFlag(spec[key]) !== false;
   }
   // Only `_id` listed: `{_id: 0}` is an exclusion, `{_id: 1}` an inclusion.
-  const id = spec._id;
-  return !(id === 0 || id === false);
+  return projectionFlag(spec._id) !== false;
 }
 
 /**
@@ -194,11 +201,12 @@ export function pipelineDependencies(
         if (!isPlainObject(arg)) return 'all';
         const spec = flatProjection(arg);
         if (!isInclusionProjection(spec)) break;
-        if (!(spec._id === 0 || spec._id === false)) out.add('_id');
+        if (projectionFlag(spec._id) !== false) out.add('_id');
         for (const key of Object.keys(spec)) {
           const v = spec[key];
-          if (v === 1 || v === true) out.add(topLevel(key));
-          else if (!(v === 0 || v === false) && !addExpressionRefs(v, out)) return 'all';
+          const flag = projectionFlag(v);
+          if (flag === true) out.add(topLevel(key));
+          else if (flag === undefined && !addExpressionRefs(v, out)) return 'all';
         }
         // An inclusion projection replaces the documents: later stages read only its output.
         return out;

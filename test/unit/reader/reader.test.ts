@@ -922,6 +922,10 @@ describe('aggregate', () => {
     expect(await run({ a: { b: 0 } })).toStrictEqual([
       { ts: iso('2024-01-01T00:00:00Z'), sensor: 's', _id: 1, a: { c: 2 }, z: 3 },
     ]);
+    // Any non-zero number includes, as `1` does (the field was never unpacked).
+    for (const flag of [2, -1, new Int32(3), new Double(1)]) {
+      expect(await run({ _id: 0, z: flag })).toStrictEqual([{ z: 3 }]);
+    }
   });
 
   it('a pipeline without stages after $match returns whole measurements', async () => {
