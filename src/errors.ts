@@ -56,6 +56,14 @@ export const ErrorCodes = {
   Location51024: 51024,
   /** An expression given the wrong number of arguments (`$gt` with one). */
   Location16020: 16020,
+  /** `$bucket` without at least two boundaries. */
+  Location40192: 40192,
+  /** `$bucket` boundaries not in ascending order. */
+  Location40194: 40194,
+  /** A `timezone` no time zone has. */
+  Location40485: 40485,
+  /** A `timezone` that is not a string. */
+  Location40517: 40517,
   /** `$group` given something other than a document. */
   Location15947: 15947,
   /** `$group` with an unknown accumulator. */
