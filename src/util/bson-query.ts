@@ -142,11 +142,37 @@ function toRegExp(v: unknown, options: string | undefined): RegExp {
   const all = flags + (options ?? '');
   let jsFlags = '';
   for (const f of new Set(all)) {
-    // 'x' (extended) and 'l'/'u' PCRE flags have no exact JS equivalent.
     if (f === 'i' || f === 'm' || f === 's') jsFlags += f;
+    else if (f === 'x') source = extendedSource(source);
+    // The 'l' and 'u' PCRE flags have no exact JS equivalent.
     else throw new Unsupported(`regex flag '${f}'`);
   }
   return new RegExp(source, jsFlags);
+}
+
+/**
+ * A pattern written for PCRE's extended mode (`$options: 'x'`) as a plain pattern: whitespace and `#`
+ * comments (to the end of the line) are dropped, except escaped or inside a character class.
+ */
+function extendedSource(source: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i] as string;
+    if (c === '\\') {
+      out += source.slice(i, i + 2);
+      i++;
+    } else if (inClass) {
+      if (c === ']') inClass = false;
+      out += c;
+    } else if (c === '[') {
+      inClass = true;
+      out += c;
+    } else if (c === '#') {
+      while (i + 1 < source.length && source[i + 1] !== '\n') i++;
+    } else if (!/\s/u.test(c)) out += c;
+  }
+  return out;
 }
 
 function isOperatorObject(v: unknown): v is Record<string, unknown> {

@@ -177,6 +177,25 @@ describe('find: unpacking', () => {
     });
   });
 
+  it("$regex with the extended option 'x' ignores whitespace and comments, as PCRE does", async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(
+      ['abc', 'ABC', 'a bc', 'a#c'].map((s, i) => ({
+        ts: iso('2024-01-01T00:00:00Z'),
+        sensor: 's',
+        _id: i,
+        s,
+      })),
+    );
+    const ids = async (filter: Record<string, unknown>) =>
+      (await find(ctx(), filter).toArray()).map((d) => d._id as number).sort((a, b) => a - b);
+    expect(await ids({ s: { $regex: '^a b c$', $options: 'x' } })).toEqual([0]);
+    expect(await ids({ s: { $regex: '^a b c $ # the whole string\n', $options: 'xi' } })).toEqual([0, 1]);
+    // Escaped, or inside a class, whitespace and '#' are literal.
+    expect(await ids({ s: { $regex: '^a\\ bc$', $options: 'x' } })).toEqual([2]);
+    expect(await ids({ s: { $regex: '^a[#]c$', $options: 'x' } })).toEqual([3]);
+  });
+
   it('skip and limit', async () => {
     const { coll, ctx } = await setupCollection();
     await coll.insertMany(
