@@ -15,6 +15,10 @@ import type { BackendFactory, StorageBackend } from './storage-suite.js';
 
 const h = (hours: number, minutes = 0): Date => new Date(Date.UTC(2024, 9, 4, hours, minutes));
 
+/** The rolling rollup of the suite: temperatures of each sensor over three hours, in steps of one. */
+const recentTemperatures = (target: string) =>
+  ({ layout: 'rolling', window: '3h', step: '1h', target, key: 'sensor.id', sum: ['temp'] }) as const;
+
 /** A calendar document with hour and minute levels. */
 interface Counters {
   readonly count: number;
@@ -199,14 +203,7 @@ export function describeRollupSuite(
       const { coll, storage, name } = await open();
       const target = (backend as StorageBackend).collectionName('sensors');
       await storage.upsertOne?.(`tsbuckets.${target}`, { _id: 'a' }, { $set: { title: 'Sensor A' } });
-      await coll.createRollup('recent', {
-        layout: 'rolling',
-        window: '3h',
-        step: '1h',
-        target,
-        key: 'sensor.id',
-        sum: ['temp'],
-      });
+      await coll.createRollup('recent', recentTemperatures(target));
       await coll.insertMany([
         { ts: h(0, 30), sensor: { id: 'a' }, temp: 1 },
         { ts: h(1, 30), sensor: { id: 'a' }, temp: 2 },
@@ -285,14 +282,7 @@ export function describeRollupSuite(
     it('rolling: a key value no _id may be (an array) is skipped, as a missing one', async () => {
       const { coll } = await open();
       const target = (backend as StorageBackend).collectionName('entities');
-      await coll.createRollup('recent', {
-        layout: 'rolling',
-        window: '3h',
-        step: '1h',
-        target,
-        key: 'sensor.id',
-        sum: ['temp'],
-      });
+      await coll.createRollup('recent', recentTemperatures(target));
       await coll.insertMany([
         { ts: h(2, 10), sensor: { id: ['a', 'b'] }, temp: 1 },
         { ts: h(2, 20), sensor: { id: 'a' }, temp: 2 },

@@ -587,71 +587,25 @@ describe('find and $sort: dotted paths through arrays (jstests/core/query/sort/s
   });
 
   it("paths through one array pair each element's values; paths through two arrays are refused", async () => {
-    const docs = [
-      {
-        _id: 1,
-        a: [
-          { b: 4, c: 1 },
-          { b: 1, c: 2 },
-        ],
-      },
-      {
-        _id: 2,
-        a: [
-          { b: 2, c: 1 },
-          { b: 4, c: 2 },
-        ],
-      },
-      {
-        _id: 3,
-        a: [
-          { b: 6, c: 1 },
-          { b: 9, c: 2 },
-        ],
-      },
-      {
-        _id: 4,
-        a: [
-          { b: 4, c: 1 },
-          { b: 5, c: 3 },
-        ],
-      },
-      {
-        _id: 5,
-        a: [
-          { b: 2, c: 1 },
-          { b: 7, c: 3 },
-        ],
-      },
-      {
-        _id: 6,
-        a: [
-          { b: 5, c: 1 },
-          { b: 3, c: 3 },
-        ],
-      },
-      {
-        _id: 7,
-        a: [
-          { b: 7, c: 2 },
-          { b: 2, c: 3 },
-        ],
-      },
-      {
-        _id: 8,
-        a: [
-          { b: 3, c: 2 },
-          { b: 8, c: 3 },
-        ],
-      },
-      {
-        _id: 9,
-        a: [
-          { b: 8, c: 2 },
-          { b: 6, c: 3 },
-        ],
-      },
+    // Per document, its two elements' b and c: [b0, c0, b1, c1].
+    const rows = [
+      [4, 1, 1, 2],
+      [2, 1, 4, 2],
+      [6, 1, 9, 2],
+      [4, 1, 5, 3],
+      [2, 1, 7, 3],
+      [5, 1, 3, 3],
+      [7, 2, 2, 3],
+      [3, 2, 8, 3],
+      [8, 2, 6, 3],
     ];
+    const docs = rows.map(([b0, c0, b1, c1], i) => ({
+      _id: i + 1,
+      a: [
+        { b: b0, c: c0 },
+        { b: b1, c: c1 },
+      ],
+    }));
     expect(await order(docs, { 'a.c': 1, 'a.b': -1, _id: 1 })).toEqual([3, 6, 1, 4, 2, 5, 9, 7, 8]);
     expect(await order(docs, { 'a.c': 1, a: 1, _id: 1 })).toEqual([2, 5, 1, 4, 6, 3, 8, 7, 9]);
     await expect(order([{ _id: 1, a: [1, 2], b: [3, 4] }, { _id: 2 }], { a: 1, b: 1 })).rejects.toMatchObject(
