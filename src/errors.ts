@@ -16,6 +16,7 @@ export const ErrorCodes = {
   TypeMismatch: 14,
   Overflow: 15,
   ConflictingUpdateOperators: 40,
+  EmptyFieldName: 56,
   InvalidOptions: 72,
   InvalidNamespace: 73,
   NamespaceExists: 48,

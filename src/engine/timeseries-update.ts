@@ -94,8 +94,7 @@ export async function updateMany(
   if (options.upsert === true) throw upsertRefusal();
   const metaUpdate = translateUpdate(update, ctx.metaField);
   const bucketFilter = translateQuery(filter, ctx.metaField as string);
-  const arrayFilters = options.arrayFilters ?? [];
-  checkIdentifiers(metaUpdate, arrayFilters);
+  const { update: positionalUpdate, arrayFilters } = positional(metaUpdate, options.arrayFilters ?? []);
   const candidates: StoredBucket[] = [];
   for await (const doc of ctx.storage.find(ctx.bucketsNs, bucketFilter, { projection: { _id: 1, meta: 1 } }))
     candidates.push(doc);
@@ -103,7 +102,7 @@ export async function updateMany(
   let modifiedCount = 0;
   for (const candidate of candidates) {
     const outcome = await withDirectWrite(ctx.catalog, ctx.ns, directWriteTarget(candidate), () =>
-      updateBucket(ctx, candidate, bucketFilter, metaUpdate, arrayFilters),
+      updateBucket(ctx, candidate, bucketFilter, positionalUpdate, arrayFilters),
     );
     if (outcome.kind !== 'notMatched') matchedCount += outcome.measurements;
     if (outcome.kind === 'modified') modifiedCount += outcome.measurements;
@@ -142,32 +141,127 @@ async function updateBucket(
   );
 }
 
+/** An update and its array filters with every identifier renamed `f0`, `f1`... (see {@link positional}). */
+interface PositionalUpdate {
+  readonly update: BucketMetaUpdate;
+  readonly arrayFilters: ReadonlyArray<Readonly<Record<string, unknown>>>;
+}
+
+/** An array filter identifier: an alphanumeric string starting with a lowercase letter. */
+const kIdentifier = /^[a-z][a-zA-Z0-9]*$/u;
+
 /**
- * Every `$[<identifier>]` of the update's paths must have its array filter, as the server checks when it
- * parses the update (before any document is read).
+ * The update's array filters checked as the server parses them, and its `$[<identifier>]` paths matched to
+ * them; then every identifier renamed `f<i>` in both. The renaming keeps the user's names away from the
+ * plain object mingo files the filters under (`constructor` there is `Object`'s, and a `__proto__.x`
+ * key wrote onto `Object.prototype`); the server's own checks refuse the other hostile names.
  *
- * @throws {@link TimeseriesError} `BadValue` naming the identifier and the (translated) path.
+ * @throws {@link TimeseriesError} `BadValue` for an identifier the server refuses or a path without its
+ *   filter; `FailedToParse` for a filter without one identifier, two filters of one identifier, or a
+ *   filter no path uses.
  */
-function checkIdentifiers(
+function positional(
   metaUpdate: BucketMetaUpdate,
   arrayFilters: ReadonlyArray<Readonly<Record<string, unknown>>>,
-): void {
-  const declared = new Set(
-    arrayFilters.flatMap((filter) => Object.keys(filter).map((key) => key.split('.')[0])),
-  );
-  for (const fields of Object.values(metaUpdate)) {
+): PositionalUpdate {
+  const renamed = new Map<string, string>();
+  for (const filter of arrayFilters) {
+    const identifiers = new Set<string>();
+    identifiersOf(filter, identifiers);
+    const [identifier, other] = [...identifiers];
+    if (identifier === undefined) {
+      throw new TimeseriesError(
+        'FailedToParse',
+        'Cannot use an expression without a top-level field name in arrayFilters',
+      );
+    }
+    if (other !== undefined) {
+      throw new TimeseriesError(
+        'FailedToParse',
+        `Error parsing array filter :: caused by :: Expected a single top-level field name, found '${identifier}' and '${other}'`,
+      );
+    }
+    if (!kIdentifier.test(identifier)) {
+      throw new TimeseriesError(
+        'BadValue',
+        `Error parsing array filter :: caused by :: The top-level field name must be an alphanumeric string beginning with a lowercase letter, found '${identifier}'`,
+      );
+    }
+    if (renamed.has(identifier)) {
+      throw new TimeseriesError(
+        'FailedToParse',
+        `Found multiple array filters with the same top-level field name ${identifier}`,
+      );
+    }
+    renamed.set(identifier, `f${renamed.size}`);
+  }
+  const used = new Set<string>();
+  const update: Record<string, Record<string, unknown>> = {};
+  for (const operator of Object.keys(metaUpdate)) {
+    const fields = metaUpdate[operator] as Readonly<Record<string, unknown>>;
+    const out: Record<string, unknown> = {};
     for (const path of Object.keys(fields)) {
-      for (const segment of path.split('.')) {
-        const identifier = /^\$\[(.+)\]$/.exec(segment)?.[1];
-        if (identifier !== undefined && !declared.has(identifier)) {
+      const segments = path.split('.').map((segment) => {
+        const identifier = /^\$\[(.+)\]$/u.exec(segment)?.[1];
+        if (identifier === undefined) return segment;
+        const name = renamed.get(identifier);
+        if (name === undefined) {
           throw new TimeseriesError(
             'BadValue',
             `No array filter found for identifier '${identifier}' in path '${path}'`,
           );
         }
+        used.add(identifier);
+        return `$[${name}]`;
+      });
+      defineField(out, segments.join('.'), fields[path]);
+    }
+    defineField(update, operator, out);
+  }
+  for (const identifier of renamed.keys()) {
+    if (!used.has(identifier)) {
+      throw new TimeseriesError(
+        'FailedToParse',
+        `The array filter for identifier '${identifier}' was not used in the update`,
+      );
+    }
+  }
+  return { update, arrayFilters: arrayFilters.map((filter) => renameIdentifiers(filter, renamed)) };
+}
+
+/** The first components of a filter's field names, in its `$and`/`$or`/`$nor` clauses too. */
+function identifiersOf(filter: Readonly<Record<string, unknown>>, out: Set<string>): void {
+  for (const key of Object.keys(filter)) {
+    if (!key.startsWith('$')) out.add(key.split('.')[0] as string);
+    else if (Array.isArray(filter[key])) {
+      for (const clause of filter[key] as unknown[]) {
+        if (isPlainObject(clause)) identifiersOf(clause, out);
       }
     }
   }
+}
+
+/** A filter with the first component of each field name renamed (in its logical clauses too). */
+function renameIdentifiers(
+  filter: Readonly<Record<string, unknown>>,
+  renamed: ReadonlyMap<string, string>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(filter)) {
+    const value = filter[key];
+    if (key.startsWith('$')) {
+      const clauses = Array.isArray(value)
+        ? value.map((clause: unknown) =>
+            isPlainObject(clause) ? renameIdentifiers(clause, renamed) : clause,
+          )
+        : value;
+      defineField(out, key, clauses);
+      continue;
+    }
+    const [first, ...rest] = key.split('.');
+    defineField(out, [renamed.get(first as string) ?? first, ...rest].join('.'), value);
+  }
+  return out;
 }
 
 /** The meta a bucket has after an update: a normalised value, or none. */

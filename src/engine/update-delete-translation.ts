@@ -17,6 +17,7 @@
  * | collection without metaField             | InvalidOptions | ... that does not have a metaField                |
  * | updated path / `$rename` target not meta | InvalidOptions | ... which updates a field that is not the metaField |
  * | unknown update operator                  | FailedToParse  | Unknown modifier: ...                              |
+ * | updated path with an empty component     | EmptyFieldName | The update path '...' contains an empty field name |
  * | operator value not an object             | FailedToParse  | Modifiers operate on fields but we found type ... |
  * | `$expr` / `$where` in the query          | InvalidOptions | Cannot use $expr when performing an update ...    |
  * | query field not meta                     | InvalidOptions | ... when querying on a field that is not the metaField |
@@ -214,9 +215,11 @@ export function translateUpdate(update: unknown, metaField: string | undefined):
     const translated: Record<string, unknown> = {};
     for (const path of Object.keys(fields)) {
       if (!isMetaPath(path, metaField)) throw updateFieldError(metaField);
+      checkNoEmptyField(path);
       let value = fields[path];
       if (operator === '$rename') {
         if (typeof value !== 'string' || !isMetaPath(value, metaField)) throw updateFieldError(metaField);
+        checkNoEmptyField(value);
         value = renamed(value);
       }
       defineField(translated, renamed(path), value);
@@ -239,6 +242,21 @@ export function translateUpdate(update: unknown, metaField: string | undefined):
     }
   }
   return out;
+}
+
+/**
+ * An updated path must not have an empty component (`'tag.'`, `'tag..x'`): mingo read `'meta.'` as `meta`
+ * and replaced or removed the whole meta.
+ *
+ * @throws {@link TimeseriesError} `EmptyFieldName`, as the server's update parser.
+ */
+function checkNoEmptyField(path: string): void {
+  if (path.split('.').includes('')) {
+    throw new TimeseriesError(
+      'EmptyFieldName',
+      `The update path '${path}' contains an empty field name, which is not allowed.`,
+    );
+  }
 }
 
 /** MongoDB's type name of a value that is not an object, for the modifier error. */

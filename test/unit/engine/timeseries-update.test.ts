@@ -169,6 +169,68 @@ describe('updateMany', () => {
     ]);
   });
 
+  it('checks array filters as the server parses them, and no identifier reaches a shared object', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: [1, 8] });
+    const set = { $set: { 'tag.$[i]': 0 } };
+    const refused = async (arrayFilters: unknown[], update: Record<string, unknown> = set) =>
+      await refusal(coll.updateMany({}, update, { arrayFilters } as { arrayFilters: [] }));
+    expect(await refused([{ I: 1 }], { $set: { 'tag.$[I]': 0 } })).toEqual([
+      'BadValue',
+      "Error parsing array filter :: caused by :: The top-level field name must be an alphanumeric string beginning with a lowercase letter, found 'I'",
+    ]);
+    expect((await refused([JSON.parse('{"__proto__.x": "polluted"}') as object]))[0]).toBe('BadValue');
+    expect(await refused([{}])).toEqual([
+      'FailedToParse',
+      'Cannot use an expression without a top-level field name in arrayFilters',
+    ]);
+    expect(await refused([{ i: 1, j: 2 }])).toEqual([
+      'FailedToParse',
+      "Error parsing array filter :: caused by :: Expected a single top-level field name, found 'i' and 'j'",
+    ]);
+    expect(await refused([{ i: 1 }, { i: 2 }])).toEqual([
+      'FailedToParse',
+      'Found multiple array filters with the same top-level field name i',
+    ]);
+    expect(await refused([{ i: 1 }, { j: 2 }])).toEqual([
+      'FailedToParse',
+      "The array filter for identifier 'j' was not used in the update",
+    ]);
+    // An identifier named like an Object.prototype member works as any other, and touches nothing shared.
+    const result = await coll.updateMany(
+      {},
+      { $set: { 'tag.$[constructor]': 0 } },
+      {
+        arrayFilters: [{ constructor: { $gt: 5 } }],
+      },
+    );
+    expect(result).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+    expect(await coll.find({}, { projection: { _id: 0, tag: 1 } }).toArray()).toStrictEqual([
+      { tag: [1, 0] },
+    ]);
+    expect(Object.getOwnPropertyNames(Object.prototype).filter((k) => k.includes('.'))).toEqual([]);
+    expect(Object.getOwnPropertyNames(Object).filter((k) => k.includes('.'))).toEqual([]);
+  });
+
+  it('refuses an updated path with an empty component, changing nothing', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: { a: 1 } });
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ $set: { 'tag.': 1 } }, 'tag.'],
+      [{ $unset: { 'tag..x': '' } }, 'tag..x'],
+      [{ $rename: { 'tag.a': 'tag.' } }, 'tag.'],
+    ];
+    for (const [update, path] of cases) {
+      expect(await refusal(coll.updateMany({}, update))).toEqual([
+        'EmptyFieldName',
+        `The update path '${path}' contains an empty field name, which is not allowed.`,
+      ]);
+    }
+    expect(await coll.find({}, { projection: { _id: 0, tag: 1 } }).toArray()).toStrictEqual([
+      { tag: { a: 1 } },
+    ]);
+  });
+
   it('$setOnInsert without an upsert sets nothing; the rest of the update applies', async () => {
     const { coll } = await setup();
     await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: { a: 1 } });
