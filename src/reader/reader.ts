@@ -156,10 +156,16 @@ export interface ExecutionState {
   bucketsExamined: number;
   /** Documents returned. */
   nReturned: number;
+  /**
+   * Whether the execution has read its last bucket: what it yields from then on comes from memory, so a
+   * dropped collection or a closed engine no longer fails the pulls (the server fails a `getMore` only
+   * when it still has to read the collection; an exhausted cursor has none).
+   */
+  readsDone: boolean;
 }
 
 function newExecutionState(): ExecutionState {
-  return { bucketFilter: {}, eventFilter: undefined, bucketsExamined: 0, nReturned: 0 };
+  return { bucketFilter: {}, eventFilter: undefined, bucketsExamined: 0, nReturned: 0, readsDone: false };
 }
 
 /** Largest epoch ms + 1 whose seconds fit in an ObjectId timestamp. */
@@ -276,13 +282,36 @@ async function* matchingBatches(
     columnDecoder: ctx.columnDecoder ?? bsonColumnDecoder,
   };
   const order = plan.order;
-  if (order.kind !== 'time') {
+  if (order.kind !== 'time' && plan.limit > 0) {
+    // A limit ends the reads itself (see executeFind): no bucket is read ahead of it.
     for await (const bucket of ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter)) {
       state.bucketsExamined++;
       const batch: MeasurementDocument[] = [];
       unpackMatching(openBucket(bucket, spec), rowFilter, batch);
       if (batch.length > 0) yield batch;
     }
+    return;
+  }
+  if (order.kind !== 'time') {
+    // One bucket read ahead: the last batch is yielded once the storage has said there is no more.
+    const buckets = ctx.storage.find(ctx.bucketsNs, predicates.bucketFilter)[Symbol.asyncIterator]();
+    let pending: MeasurementDocument[] | undefined;
+    try {
+      for (;;) {
+        const next = await buckets.next();
+        if (next.done === true) break;
+        state.bucketsExamined++;
+        const batch: MeasurementDocument[] = [];
+        unpackMatching(openBucket(next.value, spec), rowFilter, batch);
+        if (batch.length === 0) continue;
+        if (pending !== undefined) yield pending;
+        pending = batch;
+      }
+    } finally {
+      await buckets.return?.();
+    }
+    state.readsDone = true;
+    if (pending !== undefined) yield pending;
     return;
   }
   // Time-ordered merge. Buckets arrive by control.min (asc) or control.max (desc); every measurement of a
@@ -304,6 +333,7 @@ async function* matchingBatches(
     for (const doc of rows) heapPush(heap, direction * timeMsOf(doc, plan.timeField), doc);
     rows.length = 0;
   }
+  state.readsDone = true;
   const rest: MeasurementDocument[] = [];
   while (heap.keys.length > 0) rest.push(heapPop(heap) as MeasurementDocument);
   if (rest.length > 0) yield rest;
@@ -316,7 +346,7 @@ async function* executeFind(
   state: ExecutionState,
 ): AsyncGenerator<MeasurementDocument[]> {
   let source: AsyncIterable<MeasurementDocument[]> = matchingBatches(ctx, plan, state);
-  if (plan.order.kind === 'blocking') source = sortedBlocking(source, plan.order.sort);
+  if (plan.order.kind === 'blocking') source = sortedBlocking(source, plan.order.sort, state);
   let toSkip = plan.skip;
   const post = plan.post;
   for await (const batch of source) {
@@ -329,9 +359,11 @@ async function* executeFind(
     for (let k = 0; k < n; k++) batch[k] = applyPostProjection(post, batch[start + k] as MeasurementDocument);
     batch.length = n;
     state.nReturned += n;
+    // Returning (after this batch) closes the storage cursor: no further bucket is read.
+    const limitReached = plan.limit > 0 && state.nReturned >= plan.limit;
+    if (limitReached) state.readsDone = true;
     if (n > 0) yield batch;
-    // Returning closes the storage cursor: no further bucket is read.
-    if (plan.limit > 0 && state.nReturned >= plan.limit) return;
+    if (limitReached) return;
   }
 }
 
@@ -339,9 +371,11 @@ async function* executeFind(
 async function* sortedBlocking(
   source: AsyncIterable<MeasurementDocument[]>,
   sort: CompiledSort,
+  state: ExecutionState,
 ): AsyncGenerator<MeasurementDocument[]> {
   const all: MeasurementDocument[] = [];
   for await (const batch of source) for (const doc of batch) all.push(doc);
+  state.readsDone = true;
   all.sort((a, b) => compareBySort(a, b, sort));
   yield all;
 }
@@ -373,8 +407,17 @@ export class ReaderCursor<T extends object = MeasurementDocument> extends Cursor
    * @internal use {@link find} or {@link aggregate}.
    */
   constructor(ctx: ReaderContext, run: ReaderRun) {
+    // The pulls after the execution's last read come from memory: not guarded (see readsDone).
+    let state: ExecutionState | undefined;
+    const guard = ctx.guard;
+    const unlessReadsDone: BatchGuard | undefined =
+      guard === undefined ? undefined : (pull) => (state?.readsDone === true ? pull() : guard(pull));
     // `T` is the caller's claim about the documents (as the driver's `find<T>()`): not checked.
-    super(() => run(ctx, newExecutionState()) as AsyncIterable<ReadonlyArray<T>>, 'batches', ctx.guard);
+    super(
+      () => run(ctx, (state = newExecutionState())) as AsyncIterable<ReadonlyArray<T>>,
+      'batches',
+      unlessReadsDone,
+    );
     this.#ctx = ctx;
     this.#run = run;
   }
@@ -534,6 +577,7 @@ async function* executeAggregate(
       state.nReturned += out.length;
       if (out.length > 0) yield out;
     }
+    state.readsDone = true;
     const out = mingoCall(() => aggregator.run<MeasurementDocument>(chunk));
     state.nReturned += out.length;
     if (out.length > 0) yield out;
@@ -542,6 +586,7 @@ async function* executeAggregate(
   // A blocking stage ($group, $sort, $limit...) needs its whole input, as in the server.
   let out: MeasurementDocument[] = [];
   for await (const batch of source) for (const doc of batch) out.push(mingoValue(doc) as MeasurementDocument);
+  state.readsDone = true;
   for (const segment of segments) {
     if (segment.kind === 'sort') out.sort((a, b) => compareBySort(a, b, segment.sort));
     else out = mingoCall(() => segment.aggregator.run<MeasurementDocument>(out));

@@ -297,7 +297,33 @@ describe('cursors of a dropped or closed collection', () => {
     await dropped;
     expect(storage.reads).toEqual(['nothing', 'nothing', 'nothing']);
     expect(((await it.next()).value as { m: string }).m).toBe('a');
-    expect(await codeOf(() => it.next())).toBe('QueryPlanKilled');
+    // Exhausted without another read: no error, as a getMore that need not read the dropped collection
+    // succeeds (jstests/noPassthrough/aggregation_cursor_invalidations.js).
+    expect(await it.next()).toEqual({ done: true, value: undefined });
     await engine.close();
+  });
+
+  it('a cursor that must still read buckets fails after drop() and close(); one that need not, ends', async () => {
+    for (const end of ['drop', 'close'] as const) {
+      // Arrange: buckets of one measurement each.
+      const storage = new ReadLoggingStorage();
+      const { engine, coll } = await threeBuckets(storage);
+      const stop = () => (end === 'drop' ? coll.drop() : engine.close());
+      // Act / Assert: a streaming find with buckets left to read is killed...
+      const streaming = coll.find({})[Symbol.asyncIterator]();
+      await streaming.next();
+      const limited = coll.find({}, { limit: 1 })[Symbol.asyncIterator]();
+      await limited.next();
+      const grouped = coll.aggregate([{ $group: { _id: '$m' } }])[Symbol.asyncIterator]();
+      await grouped.next();
+      await stop();
+      expect(await codeOf(() => streaming.next())).toBe(end === 'drop' ? 'QueryPlanKilled' : 'Interrupted');
+      // ...while a find at its limit and a $group that read everything end normally.
+      expect(await limited.next()).toEqual({ done: true, value: undefined });
+      let rest = 0;
+      while ((await grouped.next()).done !== true) rest++;
+      expect(rest).toBe(2);
+      if (end === 'drop') await engine.close();
+    }
   });
 });
