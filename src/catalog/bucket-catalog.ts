@@ -720,10 +720,14 @@ export class BucketCatalog {
    * batch of its bucket fail with `error`, and the bucket is removed from the catalog — or, if another
    * writer's batch is prepared, marked cleared so nothing more is written to it from memory.
    *
+   * A batch already finished (committed, or aborted before) is left as it is, as the server's `abort`
+   * returns for one: a writer's cleanup that aborts after a finish fails no other writer's batch.
+   *
    * @param batch - the failed batch.
    * @param error - the reason given to the batch's waiters.
    */
   async abort(batch: WriteBatch, error: unknown): Promise<void> {
+    if (batch.state === 'finished') return;
     const bucket = batch.bucket;
     await withStripeSync(stripeOfBucket(this.#state, bucket), (lock) => {
       const coll = bucket.collection;
