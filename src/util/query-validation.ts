@@ -461,6 +461,8 @@ export function checkPipeline(
       throw new TimeseriesError('Location40324', `Unrecognized pipeline stage name: '${name}'`);
     }
     checkStageSpec(name, stage[name]);
+    // A leading $match is evaluated by tsbuckets itself; the other stages by mingo.
+    if (name !== '$match' || stage !== pipeline[0]) refusePrototypeNames(name, stage[name]);
     if (name === '$match') {
       const filter = stage[name];
       if (!isPlainObject(filter)) {
@@ -468,6 +470,35 @@ export function checkPipeline(
       }
       checkExpression(filter, 0, 'read');
     }
+  }
+}
+
+/**
+ * Refuse a field name in a stage mingo evaluates that names a member of JavaScript's `Object.prototype`
+ * (`__proto__`, `constructor`, `toString`...), alone or as a component of a dotted name. mingo keeps its
+ * outputs, groups and paths in plain objects, where such a name reads the inherited member: a
+ * `$setWindowFields` output named `toString` came out as `"[object Object]"`, a `$group` `_id` of
+ * `{constructor: ...}` failed with a TypeError, a `$replaceRoot` of `{__proto__: ...}` replaced the
+ * document's prototype. The server accepts these names; `find`, whose filters and projections tsbuckets
+ * evaluates itself, handles them.
+ *
+ * @throws {@link TimeseriesError} `BadValue` naming the field and the stage.
+ */
+function refusePrototypeNames(stage: string, spec: unknown): void {
+  if (Array.isArray(spec)) {
+    for (const item of spec) refusePrototypeNames(stage, item);
+    return;
+  }
+  if (!isPlainObject(spec)) return;
+  for (const key of Object.keys(spec)) {
+    if (key.split('.').some((part) => part in Object.prototype)) {
+      throw new TimeseriesError(
+        'BadValue',
+        `${stage}: the field name '${key}' names a member of JavaScript's Object.prototype, which the pipeline engine cannot hold as a field; tsbuckets refuses it in aggregation stages (find handles it)`,
+        { field: key },
+      );
+    }
+    refusePrototypeNames(stage, spec[key]);
   }
 }
 

@@ -235,6 +235,26 @@ describe('checkPipeline', () => {
       checkPipeline([{ $match: { v: 1 } }, { $group: { _id: null } }, { $sort: { v: 1 } }]);
     }).not.toThrow();
   });
+
+  it("refuses names of Object.prototype's members in the stages mingo evaluates, not in a leading $match", () => {
+    const refused = (pipeline: unknown[]) =>
+      refusal(() => {
+        checkPipeline(pipeline);
+      }).codeName;
+    for (const stage of [
+      { $setWindowFields: { sortBy: { t: 1 }, output: { toString: { $sum: '$v' } } } },
+      { $group: { _id: { constructor: '$m' } } },
+      { $addFields: { 'constructor.b': 1 } },
+      JSON.parse('{"$replaceRoot": {"newRoot": {"__proto__": {"polluted": 1}}}}') as object,
+      JSON.parse('{"$facet": {"__proto__": [{"$limit": 1}]}}') as object,
+    ]) {
+      expect(refused([stage])).toBe('BadValue');
+    }
+    expect(refused([{ $limit: 1 }, { $match: { constructor: 1 } }])).toBe('BadValue');
+    expect(() => {
+      checkPipeline([{ $match: { constructor: 1 } }, { $group: { _id: '$constructor' } }]);
+    }).not.toThrow();
+  });
 });
 
 describe('mingo errors', () => {
