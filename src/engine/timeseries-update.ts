@@ -327,6 +327,7 @@ function applyRest(
   const positionalPath = Object.values(update).some((fields) =>
     Object.keys(fields).some((path) => path.split('.').includes('$')),
   );
+  ownPrototypeNamedFields(scratch, update);
   applyUpdateOperators(
     scratch,
     update as Parameters<typeof applyUpdateOperators>[1],
@@ -336,6 +337,43 @@ function applyRest(
     // scratch is already a copy, and its result is copied (and validated) below before it is kept.
     { cloneMode: 'none' },
   );
+}
+
+/** The operators that create the fields on their path (the others leave a missing path as it is). */
+const kCreatingOperators: ReadonlySet<string> = new Set([
+  '$set',
+  '$push',
+  '$addToSet',
+  '$currentDate',
+  '$bit',
+]);
+
+/**
+ * Give `scratch` an own, empty field for each missing component of an updated path that names a member of
+ * `Object.prototype` (`constructor`, `toString`...), where the operator creates its path: mingo walks
+ * paths by plain reads, so `$set: {'meta.constructor.x': 1}` met `Object` and did nothing, and
+ * `$push: {'meta.toString': 1}` met a function. An own object (an array for the field `$push` or
+ * `$addToSet` appends to) is what the server creates there.
+ */
+function ownPrototypeNamedFields(scratch: Record<string, unknown>, update: BucketMetaUpdate): void {
+  for (const operator of Object.keys(update)) {
+    if (!kCreatingOperators.has(operator)) continue;
+    const appends = operator === '$push' || operator === '$addToSet';
+    for (const path of Object.keys(update[operator] as object)) {
+      const parts = path.split('.');
+      let node: unknown = scratch;
+      for (let i = 0; i < parts.length && isPlainObject(node); i++) {
+        const part = parts[i] as string;
+        const last = i === parts.length - 1;
+        if (!hasOwnField(node, part) && part in Object.prototype) {
+          // A field mingo assigns is created own by the assignment.
+          if (last && !appends) break;
+          defineField(node, part, last ? [] : {});
+        }
+        node = getOwnField(node, part);
+      }
+    }
+  }
 }
 
 /** Copy plain objects and arrays; leave other values (BSON classes, dates) shared. */

@@ -212,6 +212,22 @@ describe('updateMany', () => {
     expect(Object.getOwnPropertyNames(Object).filter((k) => k.includes('.'))).toEqual([]);
   });
 
+  it('creates fields named like Object.prototype members on the way, as any other', async () => {
+    const { coll } = await setup();
+    await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: { a: 1 } });
+    const result = await coll.updateMany(
+      { 'tag.a': 1 },
+      { $set: { 'tag.constructor.x': 1, 'tag.toString.y': 2 }, $push: { 'tag.valueOf': 3 } },
+    );
+    expect(result).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+    // As JSON: an own `constructor` field confuses the matchers' class comparison.
+    const docs = await coll.find({}, { projection: { _id: 0, tag: 1 } }).toArray();
+    expect(JSON.stringify(docs)).toBe(
+      '[{"tag":{"a":1,"constructor":{"x":1},"toString":{"y":2},"valueOf":[3]}}]',
+    );
+    expect(Object.getOwnPropertyNames(Object).includes('x')).toBe(false);
+  });
+
   it('refuses an updated path with an empty component, changing nothing', async () => {
     const { coll } = await setup();
     await coll.insertOne({ time: iso('2021-07-12T16:00:00Z'), tag: { a: 1 } });
