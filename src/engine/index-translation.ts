@@ -185,6 +185,9 @@ function validateKeyPattern(key: Readonly<Record<string, unknown>>): void {
       );
     }
     if (field === '') throw new TimeseriesError('CannotCreateIndex', 'Index keys cannot be an empty field.');
+    // A BSON field name is a C string.
+    if (field.includes('\0'))
+      throw new TimeseriesError('CannotCreateIndex', 'Index keys cannot contain a NUL byte.');
     if (field.split('.').includes('')) {
       throw new TimeseriesError('CannotCreateIndex', 'Index keys cannot contain an empty field.');
     }
@@ -243,12 +246,27 @@ export function translateIndexToBuckets(
   }
   const bucketKey = bucketKeyPattern(options, key);
   const name = indexOptions.name ?? defaultIndexName(key as IndexKeySpec);
+  checkIndexName(name);
   const originalSpec: Record<string, unknown> = { key, name };
   for (const option of Object.keys(indexOptions)) {
     if (option !== 'name') defineField(originalSpec, option, indexOptions[option]);
   }
   bucketOptions.originalSpec = originalSpec;
   return { name, key: bucketKey, options: bucketOptions };
+}
+
+/**
+ * An index name the server accepts: not empty (`CannotCreateIndex`), not `'*'`, which `dropIndexes` reads
+ * as every index (`BadValue`); and, as every BSON string of a field name, without a NUL byte.
+ *
+ * @throws {@link TimeseriesError} as above.
+ */
+function checkIndexName(name: unknown): void {
+  if (typeof name !== 'string')
+    throw new TimeseriesError('TypeMismatch', "The field 'name' must be a string");
+  if (name === '') throw new TimeseriesError('CannotCreateIndex', 'index name cannot be empty');
+  if (name === '*') throw new TimeseriesError('BadValue', "The index name '*' is not valid.");
+  if (name.includes('\0')) throw new TimeseriesError('BadValue', 'The index name cannot contain a NUL byte');
 }
 
 function checkSparse(

@@ -176,7 +176,21 @@ export function resolveRollupSpec(
   checkRollupName(name);
   if (!isPlainObject(raw)) throw invalid('rollup spec must be an object', 'spec');
   const layout = raw.layout ?? 'slots';
-  const spec = deepFreeze(structuredClone(raw)) as unknown as RollupSpec;
+  let copy: unknown;
+  try {
+    copy = structuredClone(raw);
+  } catch (error) {
+    // A function or a symbol somewhere in the spec (the checks below would name the option).
+    throw new TimeseriesError(
+      'InvalidOptions',
+      'rollup spec must hold only plain data (no function or symbol)',
+      {
+        field: 'spec',
+        cause: error,
+      },
+    );
+  }
+  const spec = deepFreeze(copy as RollupSpec);
   switch (layout) {
     case 'slots': {
       checkKeys(raw, ['layout', 'every', 'groupBy', 'fields']);

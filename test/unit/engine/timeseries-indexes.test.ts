@@ -100,6 +100,18 @@ describe('createIndex / listIndexes / dropIndex', () => {
       'CannotCreateIndex',
       'Index keys cannot contain an empty field.',
     ]);
+    expect(await refused({ 'a\0b': 1 })).toEqual([
+      'CannotCreateIndex',
+      'Index keys cannot contain a NUL byte.',
+    ]);
+    expect(await refusal(coll.createIndex({ x: 1 }, { name: '' }))).toEqual([
+      'CannotCreateIndex',
+      'index name cannot be empty',
+    ]);
+    expect(await refusal(coll.createIndex({ x: 1 }, { name: '*' }))).toEqual([
+      'BadValue',
+      "The index name '*' is not valid.",
+    ]);
     // Wildcards on measurement fields (jstests/core/timeseries/ddl/timeseries_metric_index_wildcard.js).
     for (const key of [{ '$**': 1 }, { '_id.$**': 1 }, { x: 1, 'y.$**': 1 }, { 'mm.tag': 1, 'x.$**': 1 }]) {
       expect((await refused(key))[0]).toBe('CannotCreateIndex');

@@ -117,6 +117,14 @@ describe('resolveRollupSpec', () => {
     });
   });
 
+  it('refuses a spec holding a function or a symbol with InvalidOptions', () => {
+    expect(refusal('h', { every: 'hour', extra: () => 1 })).toEqual({
+      code: 'InvalidOptions',
+      field: 'spec',
+    });
+    expect(refusal('h', { every: Symbol('hour') })).toEqual({ code: 'InvalidOptions', field: 'spec' });
+  });
+
   it('resolves durations and widths', () => {
     const r = resolveRollupSpec(
       'r',
