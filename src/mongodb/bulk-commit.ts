@@ -187,9 +187,10 @@ async function attemptBulk(
   for (let i = 0; i < planned.length; i++) {
     if (planned[i]?.kind !== 'insert' && !errors.has(i) && !(ordered && i > firstError)) updatesSent++;
   }
-  // Every update sent matched (the common case), unless a retry may have re-sent updates already in.
-  const allMatched = attempt === 0 && result !== undefined && result.matchedCount === updatesSent;
+  // On a first attempt the result is this attempt's alone: its matched count is exact.
+  const matched = attempt === 0 && result !== undefined ? result.matchedCount : undefined;
   const outcomes = new Array<BucketWriteOutcome>(planned.length);
+  const unresolved: number[] = [];
   for (let i = 0; i < planned.length; i++) {
     const plan = planned[i] as Planned;
     if (ordered && i > firstError) {
@@ -202,11 +203,16 @@ async function attemptBulk(
       outcomes[i] = await failedOutcome(target, plan, error, attempt);
       continue;
     }
-    if (plan.kind === 'insert' || allMatched) {
-      outcomes[i] = kApplied;
-      continue;
-    }
-    outcomes[i] = (await alreadyStored(target.buckets, plan)) ? kApplied : kNotMatched;
+    if (plan.kind === 'insert' || matched === updatesSent) outcomes[i] = kApplied;
+    else unresolved.push(i);
+  }
+  if (unresolved.length === 0) return outcomes;
+  // Some updates missed their guard, or a retry re-sent some: each bucket is read back. None matched on a
+  // first attempt: none applied, whatever the buckets hold (another writer may have appended the same
+  // values, which measurements without an id cannot tell from this write's).
+  for (const i of unresolved) {
+    const applied = matched !== 0 && (await alreadyStored(target.buckets, planned[i] as Planned));
+    outcomes[i] = applied ? kApplied : kNotMatched;
   }
   return outcomes;
 }

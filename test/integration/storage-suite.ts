@@ -863,6 +863,21 @@ export function describeEngineSuite(label: string, factory: BackendFactory): voi
       expect([...counts.values()].every((n) => n === 1)).toBe(true);
     });
 
+    it('a measurement with the values another writer appended first is stored too (no id tells them apart)', async () => {
+      for (const compressed of [true, false]) {
+        // Arrange: A opens a bucket; B reopens it and appends { v: 2 } at t1.
+        const { a, b } = await twoEngines(`same-values-${String(compressed)}`, compressed);
+        await a.coll.insertMany([{ ts: at(0), sensor: 'x', v: 1 }]);
+        await b.coll.insertMany([{ ts: at(1), sensor: 'x', v: 2 }]);
+        // Act: A appends the same values; its guard on the bucket misses (B changed it).
+        const result = await a.coll.insertMany([{ ts: at(1), sensor: 'x', v: 2 }]);
+        // Assert: acknowledged, so stored, beside B's.
+        expect(result.insertedCount).toBe(1);
+        const rows = await storedMeasurements(backend!.open(), a.coll.bucketsNamespace, 'ts', 'sensor');
+        expect(rows.map((r) => r.v).sort()).toEqual([1, 2, 2]);
+      }
+    });
+
     it('re-stages a batch whose bucket another writer appended to first (5.x–7.x format)', async () => {
       backend = await factory();
       const name = backend.collectionName('reopened');
