@@ -69,7 +69,8 @@ export class MongoStorageError extends TsBucketsError {
    */
   constructor(details: MongoStorageErrorDetails) {
     const { cause } = details;
-    const text = cause instanceof Error ? cause.message : String(cause);
+    const text =
+      cause instanceof Error ? cause.message : isWriteError(cause) ? String(cause.errmsg) : String(cause);
     super(
       `MongoStorage ${details.operation} on '${details.collection}' failed after ${details.attempts} attempt(s): ${text}`,
       { cause },
@@ -150,12 +151,21 @@ function isDriverError(error: unknown): error is Error {
   return error instanceof driver.MongoError || (error instanceof Error && error.name.startsWith('Mongo'));
 }
 
+/**
+ * A network error, or a client-side operation timeout (`timeoutMS`, the driver's
+ * `MongoOperationTimeoutError`): either may have lost the reply of a write the server applied.
+ */
 function isNetworkError(error: Error): boolean {
   return (
     error instanceof driver.MongoNetworkError ||
     error.name === 'MongoNetworkError' ||
-    error.name === 'MongoNetworkTimeoutError'
+    error.name === 'MongoNetworkTimeoutError' ||
+    isOperationTimeout(error)
   );
+}
+
+function isOperationTimeout(error: unknown): boolean {
+  return error instanceof Error && error.name === 'MongoOperationTimeoutError';
 }
 
 function errorLabelsOf(error: unknown): ReadonlyArray<string> {
@@ -163,7 +173,39 @@ function errorLabelsOf(error: unknown): ReadonlyArray<string> {
   return Array.isArray(labels) ? labels.filter((l): l is string => typeof l === 'string') : [];
 }
 
+/**
+ * One operation's error in a bulk write (the driver's `WriteError`, which is not an `Error`): its index,
+ * the server's code and message.
+ */
+function isWriteError(error: unknown): error is { readonly code: number; readonly errmsg?: unknown } {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    !(error instanceof Error) &&
+    typeof (error as { code?: unknown }).code === 'number' &&
+    typeof (error as { index?: unknown }).index === 'number'
+  );
+}
+
+/** The names of the codes a write error carries without one (a `WriteError` has only the number). */
+const kWriteErrorCodeNames: ReadonlyMap<number, string> = new Map([
+  [13, 'Unauthorized'],
+  [50, 'MaxTimeMSExpired'],
+  [64, 'WriteConcernFailed'],
+  [121, 'DocumentValidationFailure'],
+  [10107, 'NotWritablePrimary'],
+  [11000, 'DuplicateKey'],
+  [11602, 'InterruptedDueToReplStateChange'],
+]);
+
 function codeOf(error: unknown): [number, string] {
+  if (isWriteError(error)) {
+    const named = (error as { codeName?: unknown }).codeName;
+    return [
+      error.code,
+      typeof named === 'string' ? named : (kWriteErrorCodeNames.get(error.code) ?? `Location${error.code}`),
+    ];
+  }
   const code = isDriverError(error) ? (error as { code?: unknown }).code : undefined;
   if (typeof code === 'number') {
     const codeName = (error as { codeName?: unknown }).codeName;
@@ -175,6 +217,8 @@ function codeOf(error: unknown): [number, string] {
   ) {
     return [89, 'NetworkTimeout'];
   }
+  // The server's code for an operation past its time limit (the driver sends `timeoutMS` as maxTimeMS).
+  if (isOperationTimeout(error)) return [50, 'MaxTimeMSExpired'];
   if (isTransientMongoError(error)) return [6, 'HostUnreachable'];
   return [1, 'InternalError'];
 }

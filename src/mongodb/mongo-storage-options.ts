@@ -152,6 +152,35 @@ export function retrySleep(ms: number): Promise<void> {
   });
 }
 
+/** The options {@link MongoStorageOptions} has: any other is refused, not ignored (a misspelt `mode`). */
+const kOptionNames: ReadonlySet<string> = new Set(['mode', 'retry', 'writeConcurrency', 'openBucketForm']);
+const kRetryOptionNames: ReadonlySet<string> = new Set([
+  'maxRetries',
+  'initialDelayMs',
+  'maxDelayMs',
+  'sleep',
+  'random',
+]);
+
+/**
+ * An options object with only known fields, as `BucketEngine` checks its own.
+ *
+ * @throws {@link TimeseriesError} `BadValue` when `value` is not an object; `IDLUnknownField` naming an
+ *   unknown field.
+ */
+function checkKnownFields(value: unknown, names: ReadonlySet<string>, path: string): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TimeseriesError('BadValue', `${path} must be an object`, { field: path });
+  }
+  for (const name of Object.keys(value)) {
+    if (!names.has(name)) {
+      throw new TimeseriesError('IDLUnknownField', `BSON field '${path}.${name}' is an unknown field.`, {
+        field: name,
+      });
+    }
+  }
+}
+
 /**
  * Validate options and build the frozen config.
  *
@@ -163,6 +192,9 @@ export function retrySleep(ms: number): Promise<void> {
  *   unknown `openBucketForm`.
  */
 export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): ResolvedMongoStorageConfig {
+  checkKnownFields(options, kOptionNames, 'MongoStorageOptions');
+  if (options.retry !== undefined)
+    checkKnownFields(options.retry, kRetryOptionNames, 'MongoStorageOptions.retry');
   const mode = options.mode ?? 'timeseries';
   if (!kMongoStorageModes.includes(mode)) {
     throw new TimeseriesError(
@@ -184,7 +216,14 @@ export function resolveMongoStorageOptions(options: MongoStorageOptions = {}): R
       },
     );
   }
-  const initialDelayMs = delayOption(retry.initialDelayMs, kDefaultInitialDelayMs, 'retry.initialDelayMs');
+  // A cap given alone below the default first delay bounds that too (the cap is what was asked for).
+  const askedMaxDelayMs =
+    retry.maxDelayMs === undefined ? undefined : delayOption(retry.maxDelayMs, 0, 'retry.maxDelayMs');
+  const initialDelayMs = delayOption(
+    retry.initialDelayMs,
+    Math.min(kDefaultInitialDelayMs, askedMaxDelayMs ?? kDefaultInitialDelayMs),
+    'retry.initialDelayMs',
+  );
   const maxDelayMs = delayOption(
     retry.maxDelayMs,
     Math.max(kDefaultMaxDelayMs, initialDelayMs),

@@ -148,6 +148,16 @@ export class MongoStorage implements Storage {
    * @throws {@link TimeseriesError} `BadValue` naming the option for invalid options.
    */
   constructor(db: MongoDbLike, options: MongoStorageOptions = {}) {
+    // A MongoClient (or anything without `collection()`) would fail at the first call, far from here.
+    if (typeof (db as { collection?: unknown } | null)?.collection !== 'function') {
+      throw new TimeseriesError(
+        'BadValue',
+        'MongoStorage needs a driver Db (client.db(name)), with collection()',
+        {
+          field: 'db',
+        },
+      );
+    }
     this.#db = db;
     this.config = resolveMongoStorageOptions(options);
   }

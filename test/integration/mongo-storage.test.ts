@@ -7,6 +7,7 @@ import type { Binary } from 'bson';
 import {
   MongoNetworkError,
   MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
@@ -176,6 +177,36 @@ describe('MongoStorage options', () => {
   it('accepts a driver Db', () => {
     expectTypeOf<Db>().toExtend<MongoDbLike>();
     expectTypeOf<FakeDb>().toExtend<MongoDbLike>();
+  });
+
+  it('refuses unknown options (a misspelt mode is not ignored), options that are not an object, and a non-Db', () => {
+    const codeOf = (run: () => unknown) => {
+      try {
+        run();
+      } catch (e) {
+        return TimeseriesError.isTimeseriesError(e) ? [e.codeName, e.message] : ['untyped', String(e)];
+      }
+      return ['accepted', ''];
+    };
+    expect(codeOf(() => resolveMongoStorageOptions({ moed: 'buckets' } as MongoStorageOptions))).toEqual([
+      'IDLUnknownField',
+      "BSON field 'MongoStorageOptions.moed' is an unknown field.",
+    ]);
+    expect(codeOf(() => resolveMongoStorageOptions({ retry: { max: 1 } } as MongoStorageOptions))[0]).toBe(
+      'IDLUnknownField',
+    );
+    expect(codeOf(() => resolveMongoStorageOptions(null as unknown as MongoStorageOptions))[0]).toBe(
+      'BadValue',
+    );
+    expect(codeOf(() => new MongoStorage({} as MongoDbLike))).toEqual([
+      'BadValue',
+      'MongoStorage needs a driver Db (client.db(name)), with collection()',
+    ]);
+    // A cap below the default first delay, given alone, bounds the first delay too.
+    expect(resolveMongoStorageOptions({ retry: { maxDelayMs: 10 } }).retry).toMatchObject({
+      initialDelayMs: 10,
+      maxDelayMs: 10,
+    });
   });
 });
 
@@ -477,6 +508,29 @@ describe('MongoStorage errors and retries', () => {
     expect(delays).toEqual([]);
   });
 
+  it("a write error inside a bulk write keeps the server's code and message (the driver's WriteError)", () => {
+    // A MongoBulkWriteError's writeErrors are the driver's WriteError objects, not Errors: an index, a
+    // code and an errmsg (no codeName).
+    const writeError = { index: 0, code: 13, errmsg: 'not authorized on db to execute command' };
+    const error = new MongoStorageError({
+      operation: 'bulkWrite',
+      collection: 'c',
+      attempts: 1,
+      cause: writeError,
+    });
+    expect(error).toMatchObject({ code: 13, codeName: 'Unauthorized' });
+    expect(error.message).toBe(
+      "MongoStorage bulkWrite on 'c' failed after 1 attempt(s): not authorized on db to execute command",
+    );
+    const unnamed = new MongoStorageError({
+      operation: 'bulkWrite',
+      collection: 'c',
+      attempts: 1,
+      cause: { index: 0, code: 4321, errmsg: 'x' },
+    });
+    expect(unnamed).toMatchObject({ code: 4321, codeName: 'Location4321' });
+  });
+
   it('a refused first connection is reported as HostUnreachable with its cause, not as "Topology is closed"', async () => {
     // Arrange: the driver's first attempt fails to reach the server and closes the client's topology.
     const { db, storage, ns } = setup();
@@ -520,6 +574,25 @@ describe('MongoStorage errors and retries', () => {
     expect(isTransientMongoError(labelled)).toBe(true);
     expect(isTransientMongoError(new Error('plain'))).toBe(false);
     expect(isTransientMongoError(unauthorized())).toBe(false);
+  });
+
+  it('a client-side operation timeout (timeoutMS) is retried as a lost reply, and is MaxTimeMSExpired at last', async () => {
+    const timeout = () => new MongoOperationTimeoutError('Timed out during socket read (1000ms)');
+    expect(isTransientMongoError(timeout())).toBe(true);
+    const error = new MongoStorageError({
+      operation: 'insertOne',
+      collection: 'c',
+      attempts: 6,
+      cause: timeout(),
+    });
+    expect(error).toMatchObject({ code: 50, codeName: 'MaxTimeMSExpired' });
+    // Applied, its reply lost to the timeout: retried, the duplicate found to be its own, stored once.
+    const { db, storage, ns, name } = setup();
+    const doc = bucket(new ObjectId(), 1);
+    db.faults.push({ op: 'insertOne', when: 'after', error: timeout() });
+    await storage.insertOne(ns, doc);
+    expect(db.calls.filter((c) => c === `insertOne:${name}`)).toHaveLength(2);
+    expect(await allBuckets(storage, ns)).toStrictEqual([bucket(doc._id as ObjectId, 1)]);
   });
 
   it('an insert whose reply was lost is not reported as a duplicate', async () => {
