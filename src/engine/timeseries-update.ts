@@ -21,6 +21,7 @@ import { update as applyUpdateOperators } from 'mingo/updater';
 import { makeBucketMetadata } from '../catalog/bucket-metadata.js';
 import { TimeseriesError } from '../errors.js';
 import type { BucketFilter, StoredBucket } from '../storage/storage.js';
+import { BsonQuery } from '../util/bson-query.js';
 import type { QueryFilter } from '../util/bson-query.js';
 import { isPlainObject } from '../util/bson-value.js';
 import { copyBsonValue } from '../util/bson-validation.js';
@@ -315,24 +316,92 @@ export function updatedMeta(
 }
 
 /**
- * The update operators mingo applies (all but the numeric ones, unless their paths were left to it). The
- * query goes with them only for a positional `$` path, which needs it: mingo tests it again, with its own
- * comparisons, before it updates anything.
+ * The update with each positional `$` replaced by the index it stands for: the first element of the array
+ * before it that the query's conditions on that array select (the server's rule). mingo resolves `$` only
+ * on a top-level array, and the bucket's arrays are inside `meta`.
+ *
+ * @throws {@link TimeseriesError} `BadValue` with the server's message when no element matches.
  */
+function resolvePositional(
+  scratch: Record<string, unknown>,
+  update: BucketMetaUpdate,
+  query: BucketFilter,
+): BucketMetaUpdate {
+  if (!Object.values(update).some((fields) => Object.keys(fields).some((p) => p.split('.').includes('$')))) {
+    return update;
+  }
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const operator of Object.keys(update)) {
+    const fields = update[operator] as Readonly<Record<string, unknown>>;
+    const resolved: Record<string, unknown> = {};
+    for (const path of Object.keys(fields)) {
+      const parts = path.split('.');
+      const at = parts.indexOf('$');
+      if (at < 0) {
+        defineField(resolved, path, fields[path]);
+        continue;
+      }
+      const arrayPath = parts.slice(0, at).join('.');
+      const index = firstMatchingIndex(scratch, arrayPath, query);
+      if (index < 0) {
+        throw new TimeseriesError(
+          'BadValue',
+          'The positional operator did not find the match needed from the query.',
+        );
+      }
+      parts[at] = String(index);
+      defineField(resolved, parts.join('.'), fields[path]);
+    }
+    defineField(out, operator, resolved);
+  }
+  return out;
+}
+
+/**
+ * The index of the first element of the array at `arrayPath` in `doc` that the query's conditions on
+ * that path (or below it) select, each element tried as if it were the whole array; -1 when none does.
+ */
+function firstMatchingIndex(doc: Record<string, unknown>, arrayPath: string, query: BucketFilter): number {
+  const conditions: Record<string, unknown> = {};
+  for (const key of Object.keys(query)) {
+    if (key === arrayPath || key.startsWith(`${arrayPath}.`)) defineField(conditions, key, query[key]);
+  }
+  if (Object.keys(conditions).length === 0) return -1;
+  const parts = arrayPath.split('.');
+  const array = parts.reduce<unknown>(
+    (node, part) => (isPlainObject(node) ? getOwnField(node, part) : undefined),
+    doc,
+  );
+  if (!Array.isArray(array)) return -1;
+  const test = new BsonQuery(conditions);
+  for (let i = 0; i < array.length; i++) {
+    // The document with only element i in the array.
+    const probe: Record<string, unknown> = {};
+    let node = probe;
+    for (let k = 0; k < parts.length - 1; k++) {
+      const next: Record<string, unknown> = {};
+      defineField(node, parts[k] as string, next);
+      node = next;
+    }
+    defineField(node, parts[parts.length - 1] as string, [array[i]]);
+    if (test.test(probe)) return i;
+  }
+  return -1;
+}
+
+/** The update operators mingo applies (all but the numeric ones, unless their paths were left to it). */
 function applyRest(
   scratch: Record<string, unknown>,
   update: BucketMetaUpdate,
   positional: PositionalContext,
 ): void {
-  const positionalPath = Object.values(update).some((fields) =>
-    Object.keys(fields).some((path) => path.split('.').includes('$')),
-  );
-  ownPrototypeNamedFields(scratch, update);
+  const resolved = resolvePositional(scratch, update, positional.query);
+  ownPrototypeNamedFields(scratch, resolved);
   applyUpdateOperators(
     scratch,
-    update as Parameters<typeof applyUpdateOperators>[1],
+    resolved as Parameters<typeof applyUpdateOperators>[1],
     positional.arrayFilters as Parameters<typeof applyUpdateOperators>[2],
-    positionalPath ? (positional.query as Parameters<typeof applyUpdateOperators>[3]) : undefined,
+    undefined,
     // No clone: mingo's clones assign fields, turning an own `__proto__` key into a prototype. The
     // scratch is already a copy, and its result is copied (and validated) below before it is kept.
     { cloneMode: 'none' },

@@ -156,6 +156,19 @@ describe('updateMany', () => {
       { tag: [100, 3, 4], _id: 2 },
       { tag: [9], _id: 3 },
     ]);
+    // An array inside an object meta, and a query that selects no element of it.
+    const nested = (await setup()).coll;
+    await nested.insertMany([{ _id: 1, time, tag: { site: 'n', tags: ['a', 'b'] } }]);
+    expect(await nested.updateMany({ 'tag.tags': 'b' }, { $set: { 'tag.tags.$': 'z' } })).toMatchObject({
+      modifiedCount: 1,
+    });
+    expect(await nested.find({}, { projection: { _id: 0, tag: 1 } }).toArray()).toStrictEqual([
+      { tag: { site: 'n', tags: ['a', 'z'] } },
+    ]);
+    expect(await refusal(nested.updateMany({ 'tag.site': 'n' }, { $set: { 'tag.tags.$': 'y' } }))).toEqual([
+      'BadValue',
+      'The positional operator did not find the match needed from the query.',
+    ]);
     // An identifier without its filter, as the server refuses it (the path as translated to buckets).
     expect(await refusal(coll.updateMany({}, { $set: { 'tag.$[j]': 0 } }))).toEqual([
       'BadValue',
