@@ -3,6 +3,8 @@
  * bucket span — ingested with bucket reopening (MongoDB 6.3+) and without; how many buckets result and
  * how full they are.
  */
+import { pathToFileURL } from 'node:url';
+
 import { BucketEngine } from '../src/index.js';
 import { prng } from './datasets.js';
 import type { Doc } from './datasets.js';
@@ -67,4 +69,8 @@ export async function runReopeningBench(quick: boolean): Promise<void> {
       `reopening ${result.name.padEnd(8)}: ${r.buckets} buckets, average fill ${r.fill.toFixed(1)} measurements/bucket, ${r.reopened} reopened, ${rate(result.perSecond)}`,
     );
   }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await runReopeningBench(process.argv.includes('--quick'));
 }

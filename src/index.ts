@@ -76,6 +76,7 @@ export type {
   StorageUpdateResult,
   StoredBucket,
 } from './storage/storage.js';
+export { counterUpdateDocument } from './storage/counter-update.js';
 export type { CounterOperator, CounterUpdate, FieldPath } from './storage/counter-update.js';
 export {
   BulkWriteError,

@@ -26,6 +26,7 @@ describe('public exports', () => {
       'applyBinaryDiff',
       'bucketUpdateDocument',
       'commitGuardFilter',
+      'counterUpdateDocument',
     ]);
   });
 
