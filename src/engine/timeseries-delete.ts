@@ -180,9 +180,9 @@ export function measurementsOf(
 
 /**
  * The bucket rebuilt from the measurements it keeps: same `_id` and meta, `control.min.<time>` still
- * the rounded start, the other bounds recomputed; compressed again (version 2, sorted by time) when the
- * bucket was compressed: always in the 8.0 format, as MongoDB 8.0 rewrites it, and in the 5.x–7.x format
- * only when compression makes it smaller.
+ * the rounded start, the other bounds recomputed; compressed (version 2, sorted by time) in the 8.0 format
+ * whatever it was, as MongoDB 8.0 rewrites it; in the 5.x–7.x format a version-1 bucket stays version 1
+ * and a compressed one is compressed again when that makes it smaller.
  *
  * @param doc - the stored bucket.
  * @param kept - its remaining measurements (at least one), in bucket order.
@@ -218,7 +218,9 @@ export function repackBucket(
     measurements: kept,
     metaField,
   }) as unknown as StoredBucket;
-  if (bucketVersion(doc) === 1) return rebuilt;
+  // A version-1 bucket stays so in the 5.x–7.x format; the 8.0 format compresses it (as the server's
+  // timeseries_write_compresses_uncompressed_bucket.js expects of a delete).
+  if (bucketVersion(doc) === 1 && format !== 'alwaysCompressed') return rebuilt;
   const compressed = compressBucket(rebuilt, timeField, {
     whenNotSmaller: format === 'alwaysCompressed' ? 'compress' : 'keepUncompressed',
   });

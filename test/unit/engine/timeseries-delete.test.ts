@@ -219,4 +219,21 @@ describe('measurementsOf and repackBucket', () => {
     ]);
     expect(repackBucket(bucket!, rows, 'time', 'tag')).toStrictEqual(bucket);
   });
+
+  it('compresses a version-1 bucket in the 8.0 format (timeseries_write_compresses_uncompressed_bucket.js)', async () => {
+    const { coll } = await setup();
+    await coll.insertMany([
+      { time: at(5), tag: 0, a: 0 },
+      { time: at(6), tag: 0, a: 1 },
+    ]);
+    const [bucket] = await coll.buckets.find().toArray();
+    expect((bucket!.control as { version: number }).version).toBe(1);
+    const kept = measurementsOf(bucket!, 'time', 'tag').slice(1);
+    const repacked = repackBucket(bucket!, kept, 'time', 'tag', 'alwaysCompressed');
+    expect(repacked.control).toMatchObject({ version: 2, count: 1 });
+    expect(measurementsOf(repacked, 'time', 'tag')).toStrictEqual(kept);
+    expect(
+      (repackBucket(bucket!, kept, 'time', 'tag', 'compressOnClose').control as { version: number }).version,
+    ).toBe(1);
+  });
 });
