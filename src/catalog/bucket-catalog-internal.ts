@@ -43,7 +43,7 @@ import { makeBucketId, makeBucketKey, stripeNumber } from './bucket-identifiers.
 import type { BucketKey } from './bucket-identifiers.js';
 import type { BucketMetadata } from './bucket-metadata.js';
 import type { ExecutionStats, ExecutionStatsController } from './execution-stats.js';
-import { archivedBucketMemoryUsage, bucketMemoryUsage } from './memory-usage.js';
+import { archivedBucketMemoryUsage, bucketMemoryUsage, kLargeMeasurementBytes } from './memory-usage.js';
 import { PackedItem } from './packed-item.js';
 import { reopeningQueryFilter, takeArchivedCandidate } from './reopening.js';
 import type { ReopeningRequest, ReopeningSource } from './reopening.js';
@@ -763,11 +763,13 @@ function stageInto(
   bucket.numMeasurements++;
   bucket.size += change.sizeToBeAdded;
   batch.uncommittedEstimate += change.uncommittedEstimate;
+  // The memory estimate depends on the field names and the large measurements: recomputed when they change.
+  const large = change.sizeToBeAdded > kLargeMeasurementBytes;
+  if (large) bucket.largeMeasurementBytes += change.sizeToBeAdded;
   if (change.newFieldNames.length > 0) {
     bucket.uncommittedFieldNames = withUncommitted(coll, bucket.uncommittedFieldNames, change.newFieldNames);
-    // The memory estimate depends on the field names only: recompute it when they change.
-    updateBucketMemoryUsage(state, bucket);
   }
+  if (large || change.newFieldNames.length > 0) updateBucketMemoryUsage(state, bucket);
   return batch;
 }
 

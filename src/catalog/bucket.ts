@@ -114,6 +114,11 @@ export interface Bucket {
   /** Estimated bytes of catalog memory held by this bucket. */
   memoryUsage: number;
   /**
+   * Estimated bytes of the large measurements staged into the bucket (see `kLargeMeasurementBytes` in
+   * `memory-usage.ts`), counted in its memory usage.
+   */
+  largeMeasurementBytes: number;
+  /**
    * Whether the bucket was opened because its series had no open bucket and its first batch has not been
    * created yet; that batch carries the flag to `numBucketsOpenedDueToMetadata`.
    */
@@ -197,6 +202,7 @@ export function makeOpenBucket(init: BucketInit): Bucket {
     keptOpenDueToLargeMeasurements: false,
     state: 'normal',
     memoryUsage: 0,
+    largeMeasurementBytes: 0,
     pendingOpenedDueToMetadata: false,
     updateCommitInfo: undefined,
     knownShape: undefined,

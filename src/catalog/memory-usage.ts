@@ -106,6 +106,15 @@ const kFlatMinMaxSavedBytes = 100;
 const kFlatMinMaxSavedPerFieldBytes = 170;
 
 /**
+ * A measurement whose estimated size in its bucket exceeds this many bytes counts its size in the bucket's
+ * memory usage: the catalog holds its long strings or binaries (in `control.min`/`max`, and in the
+ * measurements kept until encoded), which the per-field constants, calibrated on numbers, dates and short
+ * strings, do not see. The server counts those bytes: a collection of 1 MiB measurements reaches a 10 MiB
+ * threshold within a few buckets (`timeseries_collStats.js`).
+ */
+export const kLargeMeasurementBytes = 4096;
+
+/**
  * Estimated bytes held by an open bucket.
  *
  * @param bucket - the bucket.
@@ -113,7 +122,11 @@ const kFlatMinMaxSavedPerFieldBytes = 170;
  */
 export function bucketMemoryUsage(bucket: Bucket): number {
   const fields = bucket.fieldNames.size + (bucket.uncommittedFieldNames?.size ?? 0);
-  const base = kBucketOverheadBytes + 2 * bucket.signatureLength + fields * kPerFieldBytes;
+  const base =
+    kBucketOverheadBytes +
+    2 * bucket.signatureLength +
+    fields * kPerFieldBytes +
+    bucket.largeMeasurementBytes;
   const map = bucket.measurementMap;
   if (map === undefined) return base;
   const compressed =

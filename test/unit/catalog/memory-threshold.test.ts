@@ -131,6 +131,25 @@ describe('idle bucket expiry under memory pressure (docs/mongodb-behaviour.md §
     expect(after.numBucketsReopened).toBe(0);
   });
 
+  it('counts large measurements in memory usage, so buckets of long strings reach the threshold (timeseries_collStats.js)', async () => {
+    // The jstest: 1 MiB strings reach a 10 MiB threshold within 70 buckets; here a quarter of each.
+    const threshold = 2.5 * 1024 * 1024;
+    const engine = new BucketEngine({
+      parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: threshold },
+    });
+    const small = await engine.createCollection('small', { timeseries: { timeField: 't', metaField: 'm' } });
+    await small.insertOne({ t: new Date(0), m: 0, a: 'a' });
+    const perSmallBucket = engine.serverStatus().bucketCatalog.memoryUsage;
+    const coll = await engine.createCollection('mem', { timeseries: { timeField: 't', metaField: 'm' } });
+    const long = 'a'.repeat(256 * 1024);
+    for (let i = 0; i < 70; i++) await coll.insertOne({ t: new Date(0), m: i, a: long });
+    const status = engine.serverStatus().bucketCatalog;
+    expect(perSmallBucket).toBeLessThan(4096);
+    // Each bucket counts its measurement's size: past the threshold, idle buckets of the stripe go.
+    expect(status.numBucketsArchivedDueToMemoryThreshold).toBeGreaterThan(0);
+    expect(await coll.countDocuments()).toBe(70);
+  });
+
   it('never expires anything below the threshold', async () => {
     const engine = new BucketEngine({
       parameters: { timeseriesIdleBucketExpiryMemoryUsageThreshold: 2 ** 40 },
