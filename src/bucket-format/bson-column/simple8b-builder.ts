@@ -17,6 +17,7 @@ import {
   kTrailingZeroMultiplier,
 } from './simple8b.js';
 import { unzigzag } from './simple8b-type-util.js';
+import { invariant } from '../../util/invariant.js';
 import type { Int64Halves } from '../../util/int64.js';
 import { wrapUint64 } from '../../util/int64.js';
 
@@ -208,8 +209,16 @@ export class Simple8bBuilder {
     else if (!this.#computeBits(value)) return false;
     const bits = this.#scratchBits;
     if (!this.#fits(bits)) {
-      do this.#writeBlock(this.#lastValidType);
-      while (!this.#fits(bits));
+      for (;;) {
+        if (this.#count === 0) {
+          // Nothing pending: every type is possible again (see Simple8bBuilder64's #appendAfterBlocks).
+          this.#resetWidths();
+          if (!this.#fits(bits)) return false;
+          break;
+        }
+        this.#writeBlock(this.#lastValidType);
+        if (this.#fits(bits)) break;
+      }
       if (tryRle && this.#count === 0 && value === this.#lastForRle) {
         this.#rleCount = 1;
         return true;
@@ -936,8 +945,19 @@ export class Simple8bBuilder64 {
    * pending.
    */
   #appendAfterBlocks(lo: number, hi: number, widths: number, tryRle: boolean): void {
-    do this.#writeBlock(this.#lastValidType);
-    while (!this.#fits(widths));
+    for (;;) {
+      if (this.#count === 0) {
+        // Nothing pending: every type is possible again. A type ruled out by values already written must
+        // not make an empty block (its layout for no value held entries that were never pending).
+        this.#possible = kAllTypes;
+        this.#maxWidths = kMinWidths;
+        // The callers pass widths `valueWidths` found some type for.
+        invariant(this.#fits(widths), 2408, 'a value no Simple-8b block holds');
+        break;
+      }
+      this.#writeBlock(this.#lastValidType);
+      if (this.#fits(widths)) break;
+    }
     if (tryRle && this.#count === 0 && lo === this.#rleLo && hi === this.#rleHi) {
       this.#rleCount = 1;
       return;

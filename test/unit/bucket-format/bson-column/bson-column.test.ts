@@ -1,4 +1,4 @@
-import { Binary, Double, Long, serialize } from 'bson';
+import { Binary, Decimal128, Double, Long, serialize } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { BSONColumn, BSONColumnBuilder } from '../../../../src/bucket-format/bson-column/bson-column.js';
@@ -39,6 +39,49 @@ describe('BSONColumn §4.1 real server vectors', () => {
     expect(values.map((v) => (v === true ? '1' : v === false ? '0' : '?')).join('')).toBe(realBoolBits);
     expect(values.filter((v) => v === true)).toHaveLength(82);
     expect(toHex(BSONColumn.encode(values))).toBe(realBoolColumn);
+  });
+});
+
+describe('BSONColumn: a run of one large delta, then another (simple8b_test.cpp ResetRLEAfterLargeValue)', () => {
+  // 127 deltas zigzagging to 0xC000000000000000 (a 7-value block with trailing zeros, then an RLE block
+  // of 120), then one zigzagging to 0x07FFFFFFFFFFFFFF (60 bits alone): the server's three blocks.
+  const M64 = (1n << 64n) - 1n;
+  const M128 = (1n << 128n) - 1n;
+  const unzigzag = (u: bigint) => (u >> 1n) ^ -(u & 1n);
+  const deltas = [...Array<bigint>(127).fill(unzigzag(0xc000000000000000n)), unzigzag(0x07ffffffffffffffn)];
+  const blocks = '82' + '18cfcfcfcfcfcfcf' + '0f00000000000000' + 'feffffffffffff7f' + '00';
+  const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+
+  it('int64: encodes as the server does (it ran away writing empty blocks)', () => {
+    let v = 0n;
+    const values = [Long.fromBigInt(v)];
+    for (const d of deltas) {
+      v = (v + d) & M64;
+      values.push(Long.fromBigInt(BigInt.asIntN(64, v)));
+    }
+    const column = BSONColumn.encode(values);
+    expect(hex(column)).toBe('12' + '00' + '0000000000000000' + blocks);
+    expect(BSONColumn.decode(column)).toEqual(values);
+  });
+
+  it('decimal128: no empty block (it wrote one, which no decoder reads)', () => {
+    const decimal = (x: bigint) => {
+      const b = Buffer.alloc(16);
+      b.writeBigUInt64LE(x & M64, 0);
+      b.writeBigUInt64LE(x >> 64n, 8);
+      return new Decimal128(b);
+    };
+    let v = 0n;
+    const values = [decimal(v)];
+    for (const d of deltas) {
+      v = (v + d) & M128;
+      values.push(decimal(v));
+    }
+    const column = BSONColumn.encode(values);
+    expect(hex(column)).toBe('13' + '00' + '00'.repeat(16) + blocks);
+    expect((BSONColumn.decode(column) as Decimal128[]).map((d) => hex(d.bytes))).toEqual(
+      values.map((d) => hex(d.bytes)),
+    );
   });
 });
 
