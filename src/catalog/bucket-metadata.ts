@@ -326,7 +326,7 @@ export class BucketMetadataCache {
 /**
  * A meta object's series as the cache keeps it: with, when every field of the object it was made from is
  * a scalar (a string, number, boolean or null: tags, mostly), those fields as they came (names and values
- * in the object's order, `undefined` ones left out), so that an object holding the same fields in the
+ * in the object's order, an `undefined` one as null), so that an object holding the same fields in the
  * same order (the same object sent again, or one built alike) is recognised by comparing each field with
  * the one at its position, instead of looking each name up in the normalised meta (whose fields are
  * sorted, so mostly in another order).
@@ -356,8 +356,8 @@ function knownMeta(metadata: BucketMetadata, meta: Record<string, unknown>): Kno
   scratchValues.length = 0;
   for (const name in meta) {
     if (!hasOwnField(meta, name)) continue;
-    const value = meta[name];
-    if (value === undefined) continue;
+    // An undefined field is stored as null, as the driver sends it.
+    const value = meta[name] ?? null;
     if (typeof value === 'object' && value !== null) return { metadata, names: undefined, values: kNoValues };
     scratchNames.push(name);
     scratchValues.push(value);
@@ -383,8 +383,7 @@ function holds(meta: object, known: KnownMeta): boolean {
     let same = true;
     for (const name in fields) {
       if (!hasOwnField(fields, name)) continue;
-      const value = fields[name];
-      if (value === undefined) continue;
+      const value = fields[name] ?? null;
       if (names[i] !== name || !Object.is(value, values[i])) {
         same = false;
         break;
@@ -412,8 +411,8 @@ function mix(h: number, word: number): number {
 /**
  * A hash of a meta value made of plain objects, arrays, strings, numbers, booleans and null (what
  * {@link sameSimpleValue} compares), the same whatever the order of object fields, as two metas that
- * differ only in field order are one series; fields whose value is `undefined` are left out, as
- * normalisation leaves them out. Numbers hash by their bits (`0` and `-0` differ). Returns a 31-bit
+ * differ only in field order are one series; a field whose value is `undefined` hashes as null, as the
+ * driver sends it and the stored copy holds it. Numbers hash by their bits (`0` and `-0` differ). Returns a 31-bit
  * non-negative integer, or `-1` for any other value (dates, binaries, BSON types: not cached by content).
  *
  * @param value - the meta value.
@@ -459,8 +458,8 @@ function hashValue(value: unknown, h: number, depth = 0): number {
       let fields = 0;
       for (const name in value) {
         if (!hasOwnField(value, name)) continue;
-        const v = value[name];
-        if (v === undefined) continue;
+        // An undefined field hashes as null, as the driver sends it (and the stored copy holds it).
+        const v: unknown = value[name] ?? null;
         const field = hashValue(v, hashValue(name, kBasis), depth + 1);
         if (field < 0) return -1;
         sum = (sum + field) | 0;
@@ -488,12 +487,11 @@ function sameSimpleValue(value: unknown, normalized: unknown): boolean {
     return true;
   }
   if (!isPlainObject(value) || !isPlainObject(normalized) || Array.isArray(normalized)) return false;
-  // Normalising drops fields whose value is undefined: count the others.
+  // An undefined field is null in the stored copy, as the driver sends it.
   let fields = 0;
   for (const key in value) {
     if (!hasOwnField(value, key)) continue;
-    const v = value[key];
-    if (v === undefined) continue;
+    const v: unknown = value[key] ?? null;
     if (!hasOwnField(normalized, key) || !sameSimpleValue(v, normalized[key])) return false;
     fields++;
   }

@@ -251,7 +251,9 @@ describe('BucketMetadataCache', () => {
 
   it('hashes contents: field order ignored, types and positions not', () => {
     expect(contentHash({ a: 1, b: 'x' })).toBe(contentHash({ b: 'x', a: 1 }));
-    expect(contentHash({ a: 1, b: undefined })).toBe(contentHash({ a: 1 }));
+    // An undefined field is null, as the driver sends it: not an absent field.
+    expect(contentHash({ a: 1, b: undefined })).toBe(contentHash({ a: 1, b: null }));
+    expect(contentHash({ a: 1, b: undefined })).not.toBe(contentHash({ a: 1 }));
     expect(contentHash([1, undefined])).toBe(contentHash([1, null]));
     expect(contentHash({ a: 0 })).not.toBe(contentHash({ a: -0 }));
     expect(contentHash({ a: 1 })).not.toBe(contentHash({ a: '1' }));
@@ -309,11 +311,18 @@ describe('BucketMetadataCache', () => {
     const tags: Record<string, unknown> = { host: 'h1', zone: 0, up: true, rack: null };
     const first = cache.get(tags);
     expect(cache.known(tags)).toBe(first);
-    // The same fields in another order, or with a field holding undefined (dropped): the same series.
+    // The same fields in another order: the same series.
     expect(cache.known({ zone: 0, host: 'h1', rack: null, up: true })).toBe(first);
+    // A field holding undefined is stored as null (as the driver sends it): another series.
     tags.extra = undefined;
-    expect(cache.known(tags)).toBe(first);
+    expect(cache.known(tags)).toBeUndefined();
+    const withNull = cache.get({ ...tags, extra: null });
+    expect(withNull.key).toBe(
+      makeBucketMetadata({ host: 'h1', zone: 0, up: true, rack: null, extra: null }).key,
+    );
+    expect(cache.known(tags)).toBe(withNull);
     Reflect.deleteProperty(tags, 'extra');
+    expect(cache.known(tags)).toBe(first);
     // -0 is a double and 0 an int32: another series, which the cache does not know.
     tags.zone = -0;
     expect(cache.known(tags)).toBeUndefined();

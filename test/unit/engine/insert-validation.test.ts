@@ -208,6 +208,24 @@ describe('insert validation', () => {
     ]);
   });
 
+  it.each([
+    ['an empty meta first', [{}, { k: undefined }]],
+    ['the undefined field first', [{ k: undefined }, {}]],
+  ])('a meta field holding undefined is a null field, another series than none (%s)', async (_, metas) => {
+    // Arrange
+    const { coll } = await setup();
+    // Act: the second meta comes in a later call, found through the series cache.
+    for (const [i, m] of metas.entries()) await coll.insertOne({ t: t(i), m, v: i });
+    // Assert: two series, {} and {k: null}, whichever came first.
+    const buckets = await coll.buckets.find({}, { projection: { _id: 0, meta: 1 } }).toArray();
+    expect(buckets.map((b) => b.meta)).toEqual(expect.arrayContaining([{}, { k: null }]));
+    expect(buckets).toHaveLength(2);
+    const stored = await coll.find({}, { projection: { _id: 0, m: 1, v: 1 } }).toArray();
+    expect(stored.sort((a, b) => (a.v as number) - (b.v as number))).toEqual(
+      metas.map((m, v) => ({ m: 'k' in m ? { k: null } : {}, v })),
+    );
+  });
+
   it('$set of the metaField with an own __proto__ key keeps it an own field', async () => {
     const { coll } = await setup();
     await coll.insertOne({ t: t(0), m: { site: 'n' }, v: 1 });
