@@ -64,6 +64,12 @@ export class LiveColumns {
   readonly #buckets = new Map<string, LiveBucket>();
   /** Buckets changed since their document was last built. */
   readonly #dirty = new Set<string>();
+  /**
+   * The catalog encoders whose bucket was written otherwise since they last committed to it (see
+   * {@link LiveColumns.forget}): their view of the columns is no longer what is stored, even when the
+   * count still is (a rewrite of the same measurements' values), so their commits do not apply.
+   */
+  readonly #detached = new WeakSet<DeferredColumns>();
 
   /**
    * Whether {@link LiveColumns.apply} would apply a compressed commit (nothing stored is changed).
@@ -83,6 +89,7 @@ export class LiveColumns {
     docs: ReadonlyMap<string, StoredBucket>,
     commit: CompressedBucketCommit,
   ): LiveBucket | undefined {
+    if (commit.deferred !== undefined && this.#detached.has(commit.deferred)) return undefined;
     let live = this.#buckets.get(key);
     if (live === undefined) {
       // No live columns: the bucket was written otherwise since its last commit (or never committed to
@@ -231,12 +238,23 @@ export class LiveColumns {
    */
   forget(key?: string): void {
     if (key === undefined) {
+      for (const live of this.#buckets.values()) this.#detach(live);
       this.#buckets.clear();
       this.#dirty.clear();
       return;
     }
+    const live = this.#buckets.get(key);
+    if (live !== undefined) this.#detach(live);
     this.#buckets.delete(key);
     this.#dirty.delete(key);
+  }
+
+  /**
+   * Refuse the later commits of the encoders that last committed to `live`: the write that forgets it may
+   * have rewritten values without changing the count, which their next tails would overwrite again.
+   */
+  #detach(live: LiveBucket): void {
+    if (live.source !== undefined) this.#detached.add(live.source);
   }
 }
 

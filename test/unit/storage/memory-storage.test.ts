@@ -1,7 +1,8 @@
-import { Decimal128, Double, Int32, Long, ObjectId } from 'bson';
+import { Binary, Decimal128, Double, Int32, Long, ObjectId } from 'bson';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
+import { BSONColumn, BucketEngine } from '../../../src/index.js';
 import { counterUpdateDocument } from '../../../src/storage/counter-update.js';
 import type { CounterUpdate } from '../../../src/storage/counter-update.js';
 import { MemoryStorage } from '../../../src/storage/memory-storage.js';
@@ -171,6 +172,63 @@ describe('MemoryStorage', () => {
     expect(await storage.countDocuments('ns')).toBe(0);
     expect((await all(storage, { meta: 'z' })).length).toBe(0);
   });
+});
+
+describe('MemoryStorage: a write to an open bucket that is not a commit', () => {
+  const t = (s: number) => new Date(Date.UTC(2021, 0, 1, 0, 0, s));
+  const rewrites: Array<
+    [string, (storage: MemoryStorage, ns: string, doc: StoredBucket) => Promise<unknown>]
+  > = [
+    [
+      'replaceOne',
+      (storage, ns, doc) =>
+        storage.replaceOne(
+          ns,
+          { _id: doc._id },
+          {
+            ...doc,
+            control: { ...(doc.control as object), max: { t: t(1), v: 900 } },
+            data: {
+              t: new Binary(BSONColumn.encode([t(0), t(1)]), 7),
+              v: new Binary(BSONColumn.encode([1, 900]), 7),
+            },
+          },
+        ),
+    ],
+    [
+      'updateOne',
+      (storage, ns, doc) =>
+        storage.updateOne(
+          ns,
+          { _id: doc._id },
+          {
+            $set: { 'control.max.v': 900, 'data.v': new Binary(BSONColumn.encode([1, 900]), 7) },
+          },
+        ),
+    ],
+  ];
+  it.each(rewrites)(
+    'is not overwritten by the next commit of the catalog that held the bucket (%s, same count)',
+    async (_, rewrite) => {
+      // Arrange: an open bucket of two measurements, its values rewritten outside the catalog.
+      const storage = new MemoryStorage();
+      const engine = new BucketEngine({ storage });
+      const coll = await engine.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+      await coll.insertMany([
+        { t: t(0), m: 'a', v: 1 },
+        { t: t(1), m: 'a', v: 2 },
+      ]);
+      const [doc] = await coll.buckets.find({}).toArray();
+      await rewrite(storage, coll.bucketsNamespace, doc as StoredBucket);
+      // Act: the series' next measurement.
+      await coll.insertOne({ t: t(2), m: 'a', v: 3 });
+      // Assert: the rewrite stands (the catalog forgot the bucket and reopened it from what is stored).
+      const values = (await coll.find({}, { sort: { t: 1 } }).toArray()).map((d) => d.v);
+      expect(values).toEqual([1, 900, 3]);
+      expect(await coll.countDocuments({ v: { $gte: 100 } })).toBe(1);
+      await engine.close();
+    },
+  );
 });
 
 describe('MemoryStorage.commitWrites', () => {
