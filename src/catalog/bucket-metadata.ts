@@ -43,7 +43,8 @@ const kNoMetaKey = '';
 
 /**
  * Normalise a meta value: object fields sorted by UTF-8 byte order of their names, recursively (also inside
- * arrays); fields whose value is `undefined` are dropped (they are not serialised).
+ * arrays); a field whose value is `undefined` is null, as the driver sends it and as the validated copy
+ * of a measurement holds it.
  *
  * @param meta - the metaField value of a measurement.
  * @returns the normalised value (objects are fresh copies; scalars are returned as given).
@@ -57,8 +58,7 @@ export function normalizeMetadata(meta: unknown): unknown {
   sortNames(names);
   const out: Record<string, unknown> = {};
   for (const name of names) {
-    const value = meta[name];
-    if (value !== undefined) defineField(out, name, normalizeMetadata(value));
+    defineField(out, name, normalizeMetadata(meta[name] ?? null));
   }
   return out;
 }
