@@ -59,6 +59,14 @@ import type { WriteBatch } from './write-batch.js';
 /** The largest bucket a few large measurements may grow to (`kLargeMeasurementsMaxBucketSize`). */
 export const kLargeMeasurementsMaxBucketSize: number = 16 * 1024 * 1024 - 4 * 1024 * 1024;
 
+/**
+ * The bytes of a bucket document's `meta` element: its series key is the BSON of `{"": meta}` (as a
+ * latin1 string), one byte more than the element named `meta` (`bucket-metadata.ts`).
+ */
+function metaElementBytes(bucket: Bucket): number {
+  return bucket.hasMeta ? bucket.key.metaKey.length - 1 : 0;
+}
+
 /** Server parameters the catalog reads, resolved once by the engine. */
 export interface CatalogParameters {
   /** `timeseriesBucketMaxCount`. */
@@ -487,17 +495,15 @@ export function determineRolloverReason(
   // A compressed bucket that accepted these flat fields already: no new field, no schema change, no size.
   const known = bucket.measurementMap !== undefined && matchesKnownShape(bucket.knownShape, item, metaField);
   const change = known ? kNoChange : calculateBucketFieldsAndSizeChange(bucket, item.measurement, metaField);
-  const limit = Math.min(params.timeseriesBucketMaxSize, kLargeMeasurementsMaxBucketSize);
+  // The absolute ceiling counts the meta too: it is in the document (a meta of megabytes leaves room for
+  // a single measurement, as the server's bson_too_large tests pin).
+  const ceiling = kLargeMeasurementsMaxBucketSize - metaElementBytes(bucket);
+  const limit = Math.min(params.timeseriesBucketMaxSize, ceiling);
   const newSize = bucketSize(bucket, limit - change.sizeToBeAdded) + change.sizeToBeAdded;
   // A parameter above 16 MiB still never lets a bucket document grow past what BSON holds: such a
   // measurement goes to a new bucket, where one too large for any bucket is refused (BSONObjectTooLarge).
-  if (newSize > params.timeseriesBucketMaxSize || newSize > kLargeMeasurementsMaxBucketSize) {
-    if (
-      bucket.numMeasurements >= params.timeseriesBucketMinCount ||
-      newSize > kLargeMeasurementsMaxBucketSize
-    ) {
-      return 'size';
-    }
+  if (newSize > params.timeseriesBucketMaxSize || newSize > ceiling) {
+    if (bucket.numMeasurements >= params.timeseriesBucketMinCount || newSize > ceiling) return 'size';
     if (!bucket.keptOpenDueToLargeMeasurements) {
       bucket.keptOpenDueToLargeMeasurements = true;
       coll.stats.inc('numBucketsKeptOpenDueToLargeMeasurements');
@@ -702,7 +708,7 @@ function allocateBucket(
     item instanceof PackedItem && bucket.measurementMap !== undefined
       ? firstRowSizeChange(item)
       : calculateBucketFieldsAndSizeChange(bucket, item.measurement, options.metaField);
-  if (change.sizeToBeAdded > kBSONObjMaxUserSize) {
+  if (change.sizeToBeAdded + metaElementBytes(bucket) > kBSONObjMaxUserSize) {
     coll.stats.inc('numBucketDocumentsTooLargeInsert');
     return {
       kind: 'error',

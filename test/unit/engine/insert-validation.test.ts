@@ -248,7 +248,7 @@ describe('insert validation', () => {
   });
 });
 
-describe('timeseriesBucketMaxSize above 16 MiB', () => {
+describe('bucket documents near 16 MiB', () => {
   it('never produces a bucket document over 16 MiB', async () => {
     // Arrange: 2 MiB measurements, each counted once in data and possibly in control.min/max.
     const { coll } = await setup({ timeseriesBucketMaxSize: 64 * 1024 * 1024, timeseriesBucketMinCount: 1 });
@@ -265,6 +265,38 @@ describe('timeseriesBucketMaxSize above 16 MiB', () => {
     for (const size of sizes) expect(size).toBeLessThanOrEqual(16 * 1024 * 1024);
     expect(await coll.countDocuments()).toBe(12);
   });
+
+  it.each([true, false])(
+    'counts a large meta in the bucket: one measurement per bucket, then BSONObjectTooLarge (compressed: %s)',
+    async (compressed) => {
+      // Arrange: the server's bson_too_large/bucket_update_single_measurement.js, a 15 MiB meta.
+      const { coll } = await setup({ timeseriesAlwaysUseCompressedBuckets: compressed });
+      const m = 'a'.repeat(15 * 1024 * 1024);
+      const stats = async () => {
+        const s = (await coll.stats()).timeseries;
+        return [
+          s.numBucketInserts,
+          s.numBucketUpdates,
+          s.numBucketsClosedDueToSize,
+          s.numBucketDocumentsTooLargeInsert,
+        ];
+      };
+      // Act / Assert: the second measurement does not fit beside the first one's meta.
+      await coll.insertOne({ a: 1, t: t(0), m });
+      expect(await stats()).toEqual([1, 0, 0, 0]);
+      await coll.insertOne({ a: 1, t: t(0), m });
+      expect(await stats()).toEqual([2, 0, 1, 0]);
+      // A measurement whose fields (counted three times) and meta exceed 16 MiB fits no bucket.
+      const error = await failure(
+        coll.insertOne({ a: 2, t: t(0), m, b: 'b'.repeat(Math.floor(1024 * 1024 * 0.335)) }),
+      );
+      expect(error.writeErrors.map((w) => w.codeName)).toEqual(['BSONObjectTooLarge']);
+      expect(await stats()).toEqual([2, 0, 2, 1]);
+      const buckets = await coll.buckets.find().toArray();
+      for (const b of buckets) expect(calculateObjectSize(b)).toBeLessThanOrEqual(16 * 1024 * 1024);
+      expect(await coll.countDocuments()).toBe(2);
+    },
+  );
 
   it('refuses a measurement no bucket can hold with BSONObjectTooLarge and counts it', async () => {
     const { coll } = await setup({ timeseriesBucketMaxSize: 64 * 1024 * 1024 });
