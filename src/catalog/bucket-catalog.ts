@@ -700,7 +700,9 @@ export class BucketCatalog {
       bucket.size += batch.compressedSizeDelta - batch.uncommittedEstimate;
     const created = batch.createdColumns;
     addCommittedColumns(coll, bucket, created);
-    updateBucketMemoryUsage(this.#state, bucket);
+    // A bucket a clear removed while this batch was in flight no longer counts in the catalog's memory.
+    if (lock.stripe.openBucketsById.get(bucket.id.hex) === bucket)
+      updateBucketMemoryUsage(this.#state, bucket);
     coll.stats.countCommit(inserted, batch.openedDueToMetadata, n, n - stagedBy(batch, batch.claimedBy));
     batch.result.resolve(
       inserted
@@ -716,9 +718,10 @@ export class BucketCatalog {
   }
 
   /**
-   * Fail a batch whose write did not succeed (or that its writer gives up): the batch and every unprepared
-   * batch of its bucket fail with `error`, and the bucket is removed from the catalog — or, if another
-   * writer's batch is prepared, marked cleared so nothing more is written to it from memory.
+   * Fail a batch whose write did not succeed (or that its writer gives up): the batch fails with `error`,
+   * every unprepared batch of its bucket with `TimeseriesBucketCleared` (their writers stage them again),
+   * and the bucket is removed from the catalog — or, if another writer's batch is prepared, marked cleared
+   * so nothing more is written to it from memory.
    *
    * A batch already finished (committed, or aborted before) is left as it is, as the server's `abort`
    * returns for one: a writer's cleanup that aborts after a finish fails no other writer's batch.
@@ -730,6 +733,8 @@ export class BucketCatalog {
     if (batch.state === 'finished') return;
     const bucket = batch.bucket;
     await withStripeSync(stripeOfBucket(this.#state, bucket), (lock) => {
+      // Finished while this call waited for the stripe (a finish queued before it): left as it is.
+      if (batch.state === 'finished') return;
       const coll = bucket.collection;
       const ownPrepared = bucket.preparedBatch === batch;
       batch.state = 'finished';
