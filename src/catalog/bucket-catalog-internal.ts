@@ -272,8 +272,11 @@ export function stripeOfBucket(state: CatalogState, bucket: Bucket): Stripe {
 
 /** What the series of one insert call share, staged series by series by {@link stageSeries}. */
 export interface SeriesStaging {
-  /** The collection. */
-  readonly coll: CollectionState;
+  /**
+   * The collection: taken again under each stripe, as a drop while the call waited (for storage, or for a
+   * stripe) replaced it.
+   */
+  coll: CollectionState;
   /** Its bucketing options. */
   readonly options: BucketingOptions;
   /** The call's measurements (every series'). */

@@ -337,7 +337,6 @@ export class BucketCatalog {
     opId: number,
     source?: ReopeningSource,
   ): Promise<StageResult[]> {
-    const coll = this.#collection(ns, options);
     const effectiveOpId = combine === 'allow' ? 0 : opId;
     const groups = groupSeries(ns, items);
     const { keys, stripes, starts, ends, order, positions } = groups;
@@ -345,7 +344,7 @@ export class BucketCatalog {
     const prefetched = reading === undefined ? undefined : await reading;
     const out: StageResult[] = new Array<StageResult>(items.length);
     const series: SeriesStaging = {
-      coll,
+      coll: this.#collection(ns, options),
       options,
       items,
       positions,
@@ -365,6 +364,7 @@ export class BucketCatalog {
       const stripe = this.#state.stripes[stripeNo] as Stripe;
       // Stage synchronously; a series that needs a bucket from storage pauses and is finished below.
       const paused = await withStripeSync(stripe, (lock) => {
+        series.coll = this.#collection(ns, options);
         let waiting: Array<{ run: SeriesRun; pause: StagePause }> | undefined;
         for (let j = from; j < to; j++) {
           const s = order[j] as number;
@@ -386,8 +386,10 @@ export class BucketCatalog {
         for (const { run: pausedRun, pause } of paused) {
           let step: StagePause | undefined = pause;
           while (step !== undefined && source !== undefined) {
-            const reopened = await this.#reopen(lock, coll, pausedRun.key, source, step.request);
-            if (reopened !== undefined) installReopenedBucket(this.#state, lock, coll, reopened);
+            const reopened = await this.#reopen(lock, series.coll, pausedRun.key, source, step.request);
+            // A drop while storage was read: the bucket read is of the dropped collection.
+            series.coll = this.#collection(ns, options);
+            if (reopened !== undefined) installReopenedBucket(this.#state, lock, series.coll, reopened);
             step = stageSeries(this.#state, lock, series, pausedRun, {
               index: step.index,
               reopening: 'done',

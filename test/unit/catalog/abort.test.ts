@@ -115,3 +115,38 @@ describe('BucketCatalog.abort', () => {
     },
   );
 });
+
+describe('BucketCatalog.drop while an insert waits', () => {
+  it('stages the insert into the collection as it is after the drop, not into the dropped one', async () => {
+    // Arrange: an insert of two new series waits for its reopening read.
+    const catalog = newTestCatalog();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const source: ReopeningSource = {
+      fetchBucket: () => Promise.resolve(undefined),
+      queryBuckets: () => (async function* () {})(),
+      replaceBucket: () => Promise.resolve(false),
+      reopeningCandidates: async (queries) => {
+        await gate;
+        return queries.map(() => []);
+      },
+    };
+    const options = { ...kTestBucketing, reopeningIndex: 'present' as const };
+    const pending = catalog.insert(
+      ns,
+      options,
+      [item(T0, 'a'), item(T0, 'b')],
+      'allow',
+      catalog.newOpId(),
+      source,
+    );
+    // Act: the collection is dropped meanwhile.
+    await catalog.drop(ns);
+    release();
+    const staged = await pending;
+    // Assert: its buckets belong to the collection the catalog lists.
+    expect(staged.map((r) => r.kind)).toEqual(['staged', 'staged']);
+    expect(catalog.executionStats(ns)?.numActiveBuckets).toBe(2);
+    expect(catalog.serverStatus().numBuckets).toBe(2);
+  });
+});
