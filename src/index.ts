@@ -59,6 +59,9 @@ export type {
   StageResult,
   WriteBatch,
 } from './catalog/bucket-catalog.js';
+export { makeBucketMetadata } from './catalog/bucket-metadata.js';
+export type { BucketMetadata } from './catalog/bucket-metadata.js';
+export { copyMeasurement } from './util/bson-validation.js';
 export type { MeasurementLayout } from './util/bson-validation.js';
 export type { ExecutionStatsSnapshot, CounterName } from './catalog/execution-stats.js';
 export type { RolloverAction, RolloverReason } from './catalog/rollover.js';

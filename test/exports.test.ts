@@ -26,7 +26,9 @@ describe('public exports', () => {
       'applyBinaryDiff',
       'bucketUpdateDocument',
       'commitGuardFilter',
+      'copyMeasurement',
       'counterUpdateDocument',
+      'makeBucketMetadata',
     ]);
   });
 
