@@ -22,6 +22,7 @@ import type { CsvError, InfoField } from 'csv-parse';
 
 import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
 import { defineField } from '../util/safe-record.js';
+import { parseIsoTime } from './iso-time.js';
 
 /** The input formats. */
 export type InputFormat = 'ndjson' | 'csv';
@@ -140,7 +141,7 @@ export function convertTimeField(doc: Record<string, unknown>, timeField: string
   const number = bsonNumberValue(value);
   let ms: number;
   if (number !== undefined) ms = number;
-  else if (typeof value === 'string') ms = Date.parse(value);
+  else if (typeof value === 'string') ms = parseIsoTime(value) ?? Number.NaN;
   else return `'${timeField}' is not a date, an ISO 8601 string or epoch milliseconds`;
   const date = new Date(ms);
   if (Number.isNaN(date.getTime())) return `'${timeField}' is not a valid time: ${JSON.stringify(value)}`;
@@ -322,7 +323,21 @@ async function* readJsonArray(chunks: AsyncIterable<string>, timeField: string):
  * @throws SyntaxError (or the `bson` package's error) when the text is not Extended JSON.
  */
 export function parseExtendedJson(text: string): unknown {
-  return plainNumbers(EJSON.parse(text, { relaxed: false }));
+  if (!text.includes('"$date"')) return plainNumbers(EJSON.parse(text, { relaxed: false }));
+  // A `{"$date": "<ISO 8601>"}` is read as the time field is (UTC without an offset, impossible dates
+  // refused) rather than by `Date.parse`: given to the bson package as epoch milliseconds.
+  const strict = JSON.stringify(JSON.parse(text, isoDates));
+  return plainNumbers(EJSON.parse(strict, { relaxed: false }));
+}
+
+/** A `JSON.parse` reviver turning `{"$date": "<string>"}` into `{"$date": {"$numberLong": "<ms>"}}`. */
+function isoDates(_key: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const date = (value as { $date?: unknown }).$date;
+  if (typeof date !== 'string' || Object.keys(value).length !== 1) return value;
+  const ms = parseIsoTime(date);
+  // Not a time: a string EJSON refuses, so the line is reported as not a valid date.
+  return { $date: ms === undefined ? 'not an ISO 8601 time' : { $numberLong: String(ms) } };
 }
 
 /**

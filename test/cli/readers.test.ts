@@ -155,6 +155,65 @@ describe('readers', () => {
     expect(doc).toEqual({ ts: new Date(1000) });
   });
 
+  it('reads ISO 8601 times the same in every time zone, without an offset as UTC, and refuses impossible ones', async () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'America/New_York';
+    try {
+      // Arrange: the same instants written in several ISO 8601 forms, and times that do not exist.
+      const good: Array<[string, string]> = [
+        ['2026-01-01', '2026-01-01T00:00:00.000Z'],
+        ['2026-01-01T10:00', '2026-01-01T10:00:00.000Z'],
+        ['2026-01-01 10:00:00', '2026-01-01T10:00:00.000Z'],
+        ['2026-01-01T10:00:00.1234+02:00', '2026-01-01T08:00:00.123Z'],
+        ['2026-01-01T10:00:00,5-0530', '2026-01-01T15:30:00.500Z'],
+        ['20260101T100000Z', '2026-01-01T10:00:00.000Z'],
+        ['2024-02-29T00:00:00Z', '2024-02-29T00:00:00.000Z'],
+        ['0099-06-01', '0099-06-01T00:00:00.000Z'],
+        ['-000001-01-01T00:00:00Z', '-000001-01-01T00:00:00.000Z'],
+      ];
+      const bad = [
+        '2026-02-29',
+        '2026-02-30',
+        '2026-04-31',
+        '2026-13-01',
+        '2026-01-01T24:00:00',
+        '2026-01-01T10:60',
+        '01/02/2026',
+        'Thu Jan 01 2026',
+        '+275760-09-13T00:00:00.001Z',
+      ];
+      // Act / Assert
+      for (const [text, iso] of good) {
+        const doc: Record<string, unknown> = { ts: text };
+        expect(convertTimeField(doc, 'ts'), text).toBeUndefined();
+        expect((doc.ts as Date).toISOString(), text).toBe(iso);
+      }
+      for (const text of bad) {
+        expect(convertTimeField({ ts: text }, 'ts'), text).toBe(
+          `'ts' is not a valid time: ${JSON.stringify(text)}`,
+        );
+      }
+      // An Extended JSON date string is read the same way (a time field or any other).
+      const lines = [
+        '{"ts": {"$date": "2026-01-01T10:00:00"}, "at": {"$date": "2026-01-02"}}',
+        '{"ts": {"$date": "2026-02-30T00:00:00Z"}}',
+      ];
+      const stdin = Readable.from([lines.join('\n')]);
+      const records = await readAll(openMeasurementSource('-', { timeField: 'ts', stdin }).records);
+      expect(records).toEqual([
+        {
+          kind: 'measurement',
+          line: 1,
+          doc: { ts: t('2026-01-01T10:00:00Z'), at: t('2026-01-02T00:00:00Z') },
+        },
+        { kind: 'bad', line: 2, reason: "'ts' is an invalid date" },
+      ]);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
   it('reads a .gz file through gunzip, and names the input in a read error', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tsbuckets-readers-'));
     for (const fixture of ['weather.csv', 'weather.ndjson']) {
