@@ -387,6 +387,13 @@ async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<Rea
       info: true,
       skip_empty_lines: true,
       relax_column_count: true,
+      // A quote inside a cell that does not close it where a cell ends (`"5" screen`, `"bad"quote`) is
+      // kept as text: refused, it left the parser inside a quoted cell, which swallowed the next rows
+      // without a word.
+      relax_quotes: true,
+      // Any line ending on any line: guessed from the first line, a file whose later lines end otherwise
+      // (files joined from two systems) kept a carriage return at the end of every last cell.
+      record_delimiter: ['\r\n', '\n', '\r'],
       skip_records_with_error: true,
       on_skip: (error: CsvError | undefined) => {
         if (error !== undefined) {
@@ -407,6 +414,12 @@ async function* readCsv(stream: Readable, timeField: string): AsyncGenerator<Rea
     const line = item.info.lines;
     if (header === undefined) {
       header = item.record.map((cell) => (typeof cell === 'string' ? cell : ''));
+      const twice = header.find((name, i) => header?.indexOf(name) !== i);
+      if (twice !== undefined) {
+        // Every row would lose one of the two cells: nothing is read.
+        yield { kind: 'bad', line, reason: `column '${twice}' appears twice in the header` };
+        return;
+      }
       continue;
     }
     if (item.record.length !== header.length) {

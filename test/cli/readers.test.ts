@@ -214,6 +214,30 @@ describe('readers', () => {
     }
   });
 
+  it('reads CSV past a stray quote, with any line ending on any line, and refuses a repeated column', async () => {
+    const csv = (text: string) =>
+      readAll(
+        openMeasurementSource('-', { timeField: 't', format: 'csv', stdin: Readable.from([text]) }).records,
+      );
+    // A quote that does not end its cell is text; the rows after it are read.
+    expect(await csv('t,v\n1,"bad"quote\n2,2\n3,"x"\n4,"a ""b"", c"\n')).toEqual([
+      { kind: 'measurement', line: 2, doc: { t: new Date(1), v: '"bad"quote' } },
+      { kind: 'measurement', line: 3, doc: { t: new Date(2), v: 2 } },
+      { kind: 'measurement', line: 4, doc: { t: new Date(3), v: 'x' } },
+      { kind: 'measurement', line: 5, doc: { t: new Date(4), v: 'a "b", c' } },
+    ]);
+    // The first line ends in LF, the others in CRLF or CR.
+    expect(await csv('t,v\n1,1\r\n2,2\r3,3\n')).toEqual([
+      { kind: 'measurement', line: 2, doc: { t: new Date(1), v: 1 } },
+      { kind: 'measurement', line: 3, doc: { t: new Date(2), v: 2 } },
+      { kind: 'measurement', line: 4, doc: { t: new Date(3), v: 3 } },
+    ]);
+    // Two columns of one name: every row would lose a cell.
+    expect(await csv('t,v,v\n1,1,2\n')).toEqual([
+      { kind: 'bad', line: 1, reason: "column 'v' appears twice in the header" },
+    ]);
+  });
+
   it('reads a .gz file through gunzip, and names the input in a read error', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tsbuckets-readers-'));
     for (const fixture of ['weather.csv', 'weather.ndjson']) {
