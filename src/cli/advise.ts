@@ -13,7 +13,7 @@ import type { Command } from 'commander';
 import { DEFAULT_SERVER_PARAMETERS } from '../options.js';
 import { TimeseriesError } from '../errors.js';
 import type { MongoDbLike } from '../mongodb/driver-shape.js';
-import { parseDuration, parseFormat, parsePositiveInteger } from './arguments.js';
+import { parseFormat, parsePositiveInteger, parseQueryWidth } from './arguments.js';
 import { formatAdvice } from './advisor/advice-report.js';
 import { candidatesFor } from './advisor/candidates.js';
 import { recommend } from './advisor/recommendation.js';
@@ -191,7 +191,7 @@ export function registerAdvise(program: Command, io: CommandIo): void {
     .option('--sample <n>', 'measurements to read at most', parsePositiveInteger, 100_000)
     .addOption(
       new Option('--query-width <duration>', 'width of the time-range queries: 90s, 15m, 1h, 1d')
-        .argParser(parseDuration)
+        .argParser(parseQueryWidth)
         .default(3600, '1h'),
     )
     .option('--uri <uri>', 'sample a MongoDB collection instead of a file')

@@ -26,6 +26,30 @@ export function parsePositiveInteger(value: string): number {
 }
 
 /**
+ * A parser of positive integers up to `max`: options that size what the command allocates up front (the
+ * writers it starts, the measurements of one call), where a typing slip would otherwise run out of memory.
+ *
+ * @param max - the largest value taken.
+ * @param why - what the limit is, for the message.
+ * @returns the parser.
+ */
+export function positiveIntegerUpTo(max: number, why: string): (value: string) => number {
+  return (value) => {
+    const n = parsePositiveInteger(value);
+    if (n > max) throw new InvalidArgumentError(`Expected at most ${max.toLocaleString('en-US')} (${why}).`);
+    return n;
+  };
+}
+
+/** `--writers`: concurrent insert calls. */
+export const parseWriters: (value: string) => number = positiveIntegerUpTo(1024, 'concurrent writers');
+/** `--batch-size`: measurements per `insertMany`, at most what MongoDB takes in one write batch. */
+export const parseBatchSize: (value: string) => number = positiveIntegerUpTo(
+  100_000,
+  "MongoDB's maxWriteBatchSize",
+);
+
+/**
  * A granularity preset.
  *
  * @param value - the option's text.
@@ -53,6 +77,22 @@ export function parseDuration(value: string): number {
   if (!Number.isSafeInteger(seconds) || seconds <= 0) {
     throw new InvalidArgumentError("Expected a duration such as '90', '90s', '15m', '2h' or '30d'.");
   }
+  return seconds;
+}
+
+/** The widest `--query-width`: a century. */
+const kMaxQueryWidthSeconds = 36_500 * 86_400;
+
+/**
+ * `advise --query-width`: a duration of at most a century (wider ones ran past the dates a `Date` holds).
+ *
+ * @param value - the option's text.
+ * @returns the width in seconds.
+ * @throws InvalidArgumentError when it is not a duration from 1 s to 36 500 days.
+ */
+export function parseQueryWidth(value: string): number {
+  const seconds = parseDuration(value);
+  if (seconds > kMaxQueryWidthSeconds) throw new InvalidArgumentError('Expected a width of at most 36500d.');
   return seconds;
 }
 

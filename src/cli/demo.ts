@@ -9,7 +9,7 @@
  */
 import type { Command } from 'commander';
 
-import { parsePositiveInteger } from './arguments.js';
+import { parseBatchSize, parsePositiveInteger, parseWriters } from './arguments.js';
 import { measureBuckets } from './bucket-sizes.js';
 import { openTarget } from './collection-target.js';
 import type { CommandIo } from './io.js';
@@ -119,8 +119,8 @@ export function registerDemo(program: Command, io: CommandIo): void {
     .description('ingest generated sensor data into the embedded engine and summarise what it stored')
     .option('--measurements <n>', 'measurements to ingest', parsePositiveInteger, 1_000_000)
     .option('--sensors <n>', 'series (sensors), each reporting every 10 s', parsePositiveInteger, 1000)
-    .option('--writers <n>', 'concurrent writers', parsePositiveInteger, 8)
-    .option('--batch-size <n>', 'measurements per insertMany', parsePositiveInteger, 1000)
+    .option('--writers <n>', 'concurrent writers (at most 1024)', parseWriters, 8)
+    .option('--batch-size <n>', 'measurements per insertMany (at most 100000)', parseBatchSize, 1000)
     .option('--stats', 'also print every counter (collStats.timeseries, serverStatus.bucketCatalog)', false)
     .action(async (options: DemoOptions) => {
       await runDemo(options, io);

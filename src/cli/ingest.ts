@@ -11,12 +11,13 @@ import type { Command } from 'commander';
 import { TimeseriesError } from '../errors.js';
 import type { Granularity } from '../options.js';
 import {
+  parseBatchSize,
   parseFormat,
   parseGranularity,
   parseMode,
   parseOpenBucketForm,
-  parsePositiveInteger,
   parseSpan,
+  parseWriters,
 } from './arguments.js';
 import { measureBuckets } from './bucket-sizes.js';
 import { openTarget } from './collection-target.js';
@@ -209,8 +210,8 @@ export function registerIngest(program: Command, io: CommandIo): void {
         .argParser(parseOpenBucketForm)
         .default('measured'),
     )
-    .option('--batch-size <n>', 'measurements per insertMany', parsePositiveInteger, 1000)
-    .option('--writers <n>', 'concurrent writers', parsePositiveInteger, 4)
+    .option('--batch-size <n>', 'measurements per insertMany (at most 100000)', parseBatchSize, 1000)
+    .option('--writers <n>', 'concurrent writers (at most 1024)', parseWriters, 4)
     .option('--strict', 'stop at the first bad line', false)
     .option('--stats', 'also print every counter', false)
     .action(async (file: string, options: IngestOptions) => {

@@ -9,7 +9,10 @@ import {
   parseGranularity,
   parseMode,
   parseOpenBucketForm,
+  parseBatchSize,
   parsePositiveInteger,
+  parseQueryWidth,
+  parseWriters,
   parseSpan,
 } from '../../src/cli/arguments.js';
 
@@ -21,6 +24,17 @@ describe('option parsers', () => {
       expect(() => parsePositiveInteger(bad), bad).toThrow(InvalidArgumentError);
     }
     expect(() => parsePositiveInteger('abc')).toThrow('Expected a positive integer.');
+  });
+
+  it('bounds what the command allocates up front: writers, batch size, query width', () => {
+    expect(parseWriters('1024')).toBe(1024);
+    expect(() => parseWriters('1025')).toThrow('Expected at most 1,024 (concurrent writers).');
+    expect(() => parseWriters('0')).toThrow('Expected a positive integer.');
+    expect(parseBatchSize('100000')).toBe(100_000);
+    expect(() => parseBatchSize('100001')).toThrow("Expected at most 100,000 (MongoDB's maxWriteBatchSize).");
+    expect(parseQueryWidth('36500d')).toBe(36_500 * 86_400);
+    expect(() => parseQueryWidth('36501d')).toThrow('Expected a width of at most 36500d.');
+    expect(() => parseQueryWidth('1w')).toThrow(InvalidArgumentError);
   });
 
   it('parseDuration reads seconds with an optional unit', () => {
