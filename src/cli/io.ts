@@ -24,6 +24,12 @@ export interface CommandIo {
  * @returns the io of the running process.
  */
 export function processIo(): CommandIo {
+  // A reader that stops early (`tsbuckets inspect ... | head`) closes the pipe: what is left to print has
+  // no reader, so the command ends there, quietly, as command-line tools do, not on an unhandled EPIPE.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(process.exitCode ?? 0);
+  });
   return {
     out: (text) => {
       process.stdout.write(`${text}\n`);

@@ -2,9 +2,15 @@
  * The `tsbuckets` command run as a process on the fixtures of `test/fixtures/cli/`: usage errors, the
  * summaries, rejected lines, the advisor's exact report, inspect and stats on an ingested file.
  */
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import { describe, expect, it } from 'vitest';
 
-import { maskTiming, runCli } from './support/run-cli.js';
+import { kRoot, maskTiming, runCli } from './support/run-cli.js';
+import { writeCsvSample } from './support/samples.js';
 
 const kCsv = 'test/fixtures/cli/weather.csv';
 const kNdjson = 'test/fixtures/cli/weather.ndjson';
@@ -178,5 +184,27 @@ meta: {"id":1,"site":"north"}
       '│ numBucketsClosedDueToTimeForward         │                                     5 │',
     );
     expect(stats.stdout).toContain('serverStatus.bucketCatalog');
+  });
+
+  it('ends quietly when its reader stops early (inspect | head)', async () => {
+    // Arrange: a sample whose inspection prints thousands of lines.
+    const file = join(mkdtempSync(join(tmpdir(), 'tsbuckets-epipe-')), 'sample.csv');
+    writeCsvSample(file, { series: 50, perSeries: 200, intervalMs: 10_000, start: Date.UTC(2026, 0, 1) });
+    const args = ['inspect', file, '--meta-field', 'sensor', '--limit', '50', '--rows', '1000'];
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: kRoot });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // Act: read the first line, then close the pipe.
+    const first = await new Promise<string>((resolve) => {
+      child.stdout.once('data', (chunk: Buffer) => {
+        child.stdout.destroy();
+        resolve(chunk.toString().split('\n')[0] ?? '');
+      });
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    // Assert
+    expect(first).toMatch(/^bucket [0-9a-f]{24}: version 2, 200 measurements$/u);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });
