@@ -62,7 +62,23 @@ export function formatCell(value: unknown): string {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
   if (typeof value === 'number')
     return Number.isInteger(value) ? value.toLocaleString('en-US') : String(value);
-  return formatValue(value);
+  switch (bsonTypeOf(value)) {
+    case 'Int32':
+    case 'Double':
+      return formatCell((value as { valueOf(): number }).valueOf());
+    case 'Long':
+      // Every digit: an int64 beyond 2^53 is not a JS number.
+      return BigInt((value as { toString(): string }).toString()).toLocaleString('en-US');
+    default:
+      return formatValue(value);
+  }
+}
+
+/** The `_bsontype` of a js-bson value (of either copy of the package), or `undefined`. */
+function bsonTypeOf(value: unknown): unknown {
+  return typeof value === 'object' && value !== null
+    ? (value as { _bsontype?: unknown })._bsontype
+    : undefined;
 }
 
 function isObjectId(value: unknown): value is { toHexString(): string } {
@@ -78,5 +94,26 @@ function isObjectId(value: unknown): value is { toHexString(): string } {
  * @returns the text.
  */
 export function formatValue(value: unknown): string {
-  return EJSON.stringify(value, { relaxed: true });
+  return EJSON.stringify(exactLongs(value), { relaxed: true });
+}
+
+/**
+ * `value` with every int64 beyond what a JS number holds as `{"$numberLong": "..."}` (relaxed Extended
+ * JSON writes an int64 as a number, which rounds it); shared where nothing changes.
+ */
+function exactLongs(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const out = value.map(exactLongs);
+    return out.every((v, i) => v === value[i]) ? value : out;
+  }
+  if (typeof value !== 'object' || value === null) return value;
+  const type = bsonTypeOf(value);
+  if (type === 'Long') {
+    const text = (value as { toString(): string }).toString();
+    return Number.isSafeInteger(Number(text)) ? value : { $numberLong: text };
+  }
+  if (type !== undefined || value instanceof Date) return value;
+  const entries = Object.entries(value);
+  const mapped = entries.map(([k, v]) => [k, exactLongs(v)] as const);
+  return mapped.every(([, v], i) => v === entries[i]?.[1]) ? value : Object.fromEntries(mapped);
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { CollectionStats } from '../../src/engine/timeseries-collection.js';
 import { formatBytes, formatClosures, formatIngestSummary, formatNumber } from '../../src/cli/summary.js';
 import { formatCell, renderTable } from '../../src/cli/table.js';
-import { Decimal128, Long, ObjectId } from 'bson';
+import { Decimal128, Double, Int32, Long, ObjectId } from 'bson';
 
 describe('summary', () => {
   it('prints throughput, buckets, bytes per measurement and closures with units', () => {
@@ -61,8 +61,12 @@ describe('summary', () => {
         new Date(0),
         ObjectId.createFromHexString('6955b900eacd7fb55083ec4f'),
         new Long(7),
+        Long.MAX_VALUE,
+        new Int32(3_000),
+        new Double(2.5),
         Decimal128.fromString('1.10'),
         { a: [1] },
+        { big: Long.MIN_VALUE, small: new Long(3) },
       ].map(formatCell),
     ).toEqual([
       '',
@@ -72,8 +76,13 @@ describe('summary', () => {
       '1970-01-01T00:00:00.000Z',
       '6955b900eacd7fb55083ec4f',
       '7',
+      // Every digit of an int64 beyond 2^53, in a cell or inside a value.
+      '9,223,372,036,854,775,807',
+      '3,000',
+      '2.5',
       '{"$numberDecimal":"1.10"}',
       '{"a":[1]}',
+      '{"big":{"$numberLong":"-9223372036854775808"},"small":3}',
     ]);
     expect(
       renderTable(
