@@ -829,6 +829,20 @@ export function sameCollectionOptions(a: ResolvedCollectionOptions, b: ResolvedC
 }
 
 /**
+ * The same options with {@link ResolvedCollectionOptions.bucketingParametersHaveChanged} set: for a
+ * collection whose storage says a `collMod` changed its bucketing before (or cannot say whether one did).
+ *
+ * @param options - resolved options.
+ * @returns the options, flagged.
+ */
+export function withBucketingParametersChanged(
+  options: ResolvedCollectionOptions,
+): ResolvedCollectionOptions {
+  if (options.bucketingParametersHaveChanged) return options;
+  return Object.freeze({ ...options, bucketingParametersHaveChanged: true });
+}
+
+/**
  * MongoDB's `areTimeseriesBucketsFixed`: every bucket starts at a multiple of its span (custom bucketing
  * with span == rounding) and the parameters never changed, so bucket bounds can be computed exactly.
  *

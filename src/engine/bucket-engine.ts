@@ -8,8 +8,12 @@ import { BucketCatalog } from '../catalog/bucket-catalog.js';
 import { BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { BucketCatalogServerStatus } from '../catalog/bucket-catalog.js';
 import { TimeseriesError } from '../errors.js';
-import { resolveCollectionOptions, sameCollectionOptions } from '../options.js';
-import type { CreateCollectionOptions } from '../options.js';
+import {
+  resolveCollectionOptions,
+  sameCollectionOptions,
+  withBucketingParametersChanged,
+} from '../options.js';
+import type { CreateCollectionOptions, ResolvedCollectionOptions } from '../options.js';
 import type { Storage } from '../storage/storage.js';
 import { closedBucketsCompressor, takesDeferredColumns } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
@@ -20,7 +24,7 @@ import { ClosedBucketCompressor, compressOneByOne } from './closed-bucket-compre
 import type { CompressionTarget } from './closed-bucket-compression.js';
 import { resolveEngineOptions } from './engine-options.js';
 import type { BucketEngineOptions } from './engine-options.js';
-import { TimeseriesCollection } from './timeseries-collection.js';
+import { bucketsNamespaceOf, TimeseriesCollection } from './timeseries-collection.js';
 import { deleteExpiredBuckets, expiredBucketsFilter, TTLMonitor } from './ttl-monitor.js';
 
 /** Result of {@link BucketEngine.runTTLMonitor}. */
@@ -167,10 +171,17 @@ export class BucketEngine {
     // A collection of this name being dropped is gone first: the new one starts empty.
     await this.#drops.get(name);
     const ns = `${this.dbName}.${name}`;
-    const resolved = resolveCollectionOptions(ns, options, this.clock);
+    let resolved = resolveCollectionOptions(ns, options, this.clock);
     const existing = this.#collections.get(name);
     if (existing !== undefined) {
       if (sameCollectionOptions(existing.options, resolved)) return existing;
+      throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
+    }
+    resolved = await this.#withKeptOptions(ns, name, resolved);
+    // Another create of the name may have registered it while the storage was read.
+    const registered = this.#collections.get(name);
+    if (registered !== undefined) {
+      if (sameCollectionOptions(registered.options, resolved)) return registered;
       throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
     }
     const coll = new TimeseriesCollection<TSchema>(
@@ -219,6 +230,32 @@ export class BucketEngine {
       throw error;
     }
     return coll;
+  }
+
+  /**
+   * `resolved` checked against the options the storage keeps for the collection (this engine, or another
+   * before it, created it in that storage): other options are `NamespaceExists`, as the server refuses
+   * them; and flagged when a `collMod` changed its bucketing before, or when the storage keeps no options
+   * and so cannot say (fixed-bucket bounds would then miss measurements of a bucket opened before).
+   */
+  async #withKeptOptions(
+    ns: string,
+    name: string,
+    resolved: ResolvedCollectionOptions,
+  ): Promise<ResolvedCollectionOptions> {
+    if (this.storage.namespaceOptions === undefined) return withBucketingParametersChanged(resolved);
+    const kept = await this.storage.namespaceOptions(bucketsNamespaceOf(this.dbName, name));
+    if (kept === undefined) return resolved;
+    const { timeseries, expireAfterSeconds } = kept;
+    const stored = resolveCollectionOptions(
+      ns,
+      { timeseries, ...(expireAfterSeconds === undefined ? {} : { expireAfterSeconds }) },
+      this.clock,
+    );
+    if (!sameCollectionOptions(stored, resolved)) {
+      throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
+    }
+    return kept.bucketingParametersHaveChanged === true ? withBucketingParametersChanged(resolved) : resolved;
   }
 
   /**

@@ -192,6 +192,17 @@ export interface CollectionContext {
 const kNoItems: ReadonlyArray<never> = [];
 
 /**
+ * The namespace of a collection's buckets, as the server names it.
+ *
+ * @param dbName - the database.
+ * @param name - the time-series collection.
+ * @returns `<db>.system.buckets.<name>`.
+ */
+export function bucketsNamespaceOf(dbName: string, name: string): string {
+  return `${dbName}.system.buckets.${name}`;
+}
+
+/**
  * A time-series collection of a {@link BucketEngine}. Obtain one with `engine.createCollection()` or
  * `engine.collection()`.
  *
@@ -234,7 +245,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     this.#ctx = ctx;
     this.name = name;
     this.namespace = `${dbName}.${name}`;
-    this.bucketsNamespace = `${dbName}.system.buckets.${name}`;
+    this.bucketsNamespace = bucketsNamespaceOf(dbName, name);
     this.#options = options;
     this.#reopeningIndex = options.metaField === undefined ? 'absent' : 'present';
     // One read for a call's new series, on a storage that can answer their queries together (MongoStorage).
@@ -850,6 +861,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     await this.#ctx.storage.setNamespaceOptions(this.bucketsNamespace, {
       timeseries: stored.timeseries as unknown as Record<string, unknown>,
       ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
+      ...(next.bucketingParametersHaveChanged && { bucketingParametersHaveChanged: true }),
     });
     this.#options = next;
   }

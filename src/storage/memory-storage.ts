@@ -76,6 +76,8 @@ export class MemoryStorage implements Storage {
   /** {@inheritDoc Storage.atomicOrderedCommits} An ordered `commitWrites` writes all or nothing. */
   readonly atomicOrderedCommits: boolean = true;
   readonly #namespaces = new Map<string, MemoryNamespace>();
+  /** Each namespace's options, as a native collection keeps them (see {@link MemoryStorage.namespaceOptions}). */
+  readonly #options = new Map<string, NamespaceOptions>();
   /** Keys of counter documents' ids (see `#counterKey`). */
   readonly #counterKeys = new Map<string, string>();
 
@@ -93,20 +95,29 @@ export class MemoryStorage implements Storage {
     return entry;
   }
 
-  /** {@inheritDoc Storage.createNamespace} */
-  createNamespace(ns: string, _options?: NamespaceOptions): Promise<void> {
+  /** {@inheritDoc Storage.createNamespace} The options of an existing namespace are kept as they are. */
+  createNamespace(ns: string, options?: NamespaceOptions): Promise<void> {
     this.#ns(ns);
+    if (options !== undefined && !this.#options.has(ns)) this.#options.set(ns, copyOptions(options));
     return Promise.resolve();
   }
 
-  /** {@inheritDoc Storage.setNamespaceOptions} The embedded store keeps no copy of the options. */
-  setNamespaceOptions(_ns: string, _options: NamespaceOptions): Promise<void> {
+  /** {@inheritDoc Storage.namespaceOptions} */
+  namespaceOptions(ns: string): Promise<NamespaceOptions | undefined> {
+    const kept = this.#options.get(ns);
+    return Promise.resolve(kept === undefined ? undefined : copyOptions(kept));
+  }
+
+  /** {@inheritDoc Storage.setNamespaceOptions} */
+  setNamespaceOptions(ns: string, options: NamespaceOptions): Promise<void> {
+    this.#options.set(ns, copyOptions(options));
     return Promise.resolve();
   }
 
   /** {@inheritDoc Storage.dropNamespace} */
   dropNamespace(ns: string): Promise<void> {
     this.#namespaces.delete(ns);
+    this.#options.delete(ns);
     return Promise.resolve();
   }
 
@@ -561,6 +572,11 @@ export class MemoryStorage implements Storage {
  * iterating), and whether an `_id` condition picked them (then only the rest of the filter is tested): an
  * `_id` equal to one value or `$in` a list, a meta the index files, or every document.
  */
+/** A copy of namespace options that shares nothing with the caller's (their values are scalars). */
+function copyOptions(options: NamespaceOptions): NamespaceOptions {
+  return { ...options, timeseries: { ...options.timeseries } };
+}
+
 function candidatesOf(
   entry: MemoryNamespace,
   filter: BucketFilter,

@@ -172,6 +172,11 @@ export interface NamespaceOptions {
   readonly timeseries: Readonly<Record<string, unknown>>;
   /** TTL in seconds, when set. */
   readonly expireAfterSeconds?: number;
+  /**
+   * MongoDB's `timeseriesBucketingParametersHaveChanged`: a `collMod` changed the bucket span or rounding
+   * once, so buckets may not start at multiples of the span. Absent means false.
+   */
+  readonly bucketingParametersHaveChanged?: boolean;
 }
 
 /** A stored bucket document (see `bucket-format/bucket-document.ts` for its exact shape). */
@@ -263,6 +268,16 @@ export interface Storage {
    * @param options - the time-series collection's options (a backend may create a native collection).
    */
   createNamespace(ns: string, options: NamespaceOptions): Promise<void>;
+  /**
+   * The options this backend keeps for a namespace (those of its first `createNamespace`, as
+   * `setNamespaceOptions` changed them since), so that an engine started again over the same storage
+   * refuses other options (`NamespaceExists`) and knows whether the bucketing parameters ever changed.
+   * A backend without it keeps no options: an engine then never assumes fixed buckets.
+   *
+   * @param ns - namespace of the buckets collection.
+   * @returns the options, or `undefined` when the namespace was never created here (or was dropped).
+   */
+  namespaceOptions?(ns: string): Promise<NamespaceOptions | undefined>;
   /**
    * The collection's options changed (collMod): a backend that keeps a copy of them (a native
    * time-series collection) updates it.

@@ -1,7 +1,7 @@
 import type { Binary } from 'bson';
 import { describe, expect, it } from 'vitest';
 
-import { BucketEngine, TimeseriesError } from '../../../src/index.js';
+import { BucketEngine, MemoryStorage, TimeseriesError } from '../../../src/index.js';
 
 const iso = (s: string) => new Date(s);
 
@@ -57,6 +57,70 @@ describe('collMod', () => {
     ]).toEqual([20, 7200, undefined]);
     await coll.collMod({ expireAfterSeconds: 'off' });
     expect(coll.options.expireAfterSeconds).toBeUndefined();
+  });
+});
+
+describe('options kept by the storage (an engine started again over it)', () => {
+  const ts = { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 3600, bucketRoundingSeconds: 3600 };
+  const at = (hhmm: string) => iso(`2024-01-01T${hhmm}:00Z`);
+
+  it('refuses other options (NamespaceExists), takes the same ones, and follows collMod', async () => {
+    // Arrange
+    const storage = new MemoryStorage();
+    const first = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const coll = await first.createCollection('w', { timeseries: ts, expireAfterSeconds: 60 });
+    await coll.collMod({ expireAfterSeconds: 120 });
+    const second = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const codeOf = (run: Promise<unknown>) =>
+      run.then(
+        () => 'created',
+        (e: unknown) => (TimeseriesError.isTimeseriesError(e) ? e.codeName : e),
+      );
+    // Act / Assert
+    expect(
+      await codeOf(second.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } })),
+    ).toBe('NamespaceExists');
+    expect(await codeOf(second.createCollection('w', { timeseries: ts, expireAfterSeconds: 60 }))).toBe(
+      'NamespaceExists',
+    );
+    expect(await codeOf(second.createCollection('w', { timeseries: ts, expireAfterSeconds: 120 }))).toBe(
+      'created',
+    );
+    // Dropped: the name is free again.
+    await second.collection('w')?.drop();
+    expect(await codeOf(second.createCollection('w', { timeseries: { timeField: 't' } }))).toBe('created');
+  });
+
+  it('remembers that collMod changed the bucketing: time queries still find buckets opened before', async () => {
+    // Arrange: an 11:00 bucket of one hour, widened to two hours, holding a 12:30 measurement.
+    const storage = new MemoryStorage();
+    const first = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const coll = await first.createCollection('w', { timeseries: ts });
+    await coll.insertOne({ t: at('11:10'), m: 'a', v: 1 });
+    await coll.collMod({ bucketMaxSpanSeconds: 7200, bucketRoundingSeconds: 7200 });
+    await coll.insertOne({ t: at('12:30'), m: 'a', v: 2 });
+    await first.close();
+    // Act: another engine over the same storage, with the collection's current options.
+    const second = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const again = await second.createCollection('w', {
+      timeseries: { ...ts, bucketMaxSpanSeconds: 7200, bucketRoundingSeconds: 7200 },
+    });
+    // Assert: not read as fixed two-hour buckets (which would start at 12:00 at the latest).
+    expect(again.options.bucketingParametersHaveChanged).toBe(true);
+    const found = await again.find({ t: { $gte: at('12:20') } }, { projection: { _id: 0, v: 1 } }).toArray();
+    expect(found).toEqual([{ v: 2 }]);
+  });
+
+  it('never assumes fixed buckets over a storage that keeps no options', async () => {
+    const storage = new MemoryStorage();
+    Object.defineProperty(storage, 'namespaceOptions', { value: undefined });
+    const engine = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('w', { timeseries: ts });
+    expect(coll.options.bucketingParametersHaveChanged).toBe(true);
+    const fresh = await new BucketEngine({ ttlMonitor: 'disabled' }).createCollection('w', {
+      timeseries: ts,
+    });
+    expect(fresh.options.bucketingParametersHaveChanged).toBe(false);
   });
 });
 
