@@ -215,12 +215,18 @@ export async function findReopeningCandidate(
     case 'query':
     case 'prefetched': {
       const docs = request.kind === 'query' ? source.queryBuckets(request.filter) : request.docs;
+      // The one that starts first, as the server's query (`$limit: 1` over the {meta, control.min,
+      // control.max} index) finds it; whatever order the storage answers in.
+      let best: { doc: StoredBucket; size: number; startMs: number } | undefined;
       for await (const doc of docs) {
         const size = bsonValueSize(doc);
-        if (size < maxSize) {
-          coll.stats.inc('numBucketsQueried');
-          return { kind: 'found', doc, size };
-        }
+        if (size >= maxSize) continue;
+        const startMs = startOf(doc, coll.options.timeField);
+        if (best === undefined || startMs < best.startMs) best = { doc, size, startMs };
+      }
+      if (best !== undefined) {
+        coll.stats.inc('numBucketsQueried');
+        return { kind: 'found', doc: best.doc, size: best.size };
       }
       coll.stats.inc('numBucketQueriesFailed');
       return { kind: 'notFound' };
@@ -230,6 +236,13 @@ export async function findReopeningCandidate(
       throw new TypeError(`unknown reopening request ${String(never)}`);
     }
   }
+}
+
+/** A stored bucket's `control.min.<time>` in epoch ms (`+Infinity` when it has none: chosen last). */
+function startOf(doc: StoredBucket, timeField: string): number {
+  const min = (doc.control as { min?: Record<string, unknown> } | undefined)?.min;
+  const start = min === undefined ? undefined : getOwnField(min, timeField);
+  return start instanceof Date ? start.getTime() : Number.POSITIVE_INFINITY;
 }
 
 /**

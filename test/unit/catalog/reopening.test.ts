@@ -72,6 +72,25 @@ describe('bucket reopening (timeseries_reopened_bucket_insert.js)', () => {
     expect(stats.numBucketUpdates).toBe(3);
   });
 
+  it('of two buckets whose window holds the time, reopens the one that starts first, in any stored order', async () => {
+    // Arrange: the later-starting bucket is stored first.
+    const { coll, insertBucket } = await setup();
+    const later = await insertBucket('a', at('2024-10-04T10:14:00Z'));
+    const earlier = await insertBucket('a', at('2024-10-04T10:13:00Z'));
+    // Act
+    await coll.insertOne({ time: at('2024-10-04T10:20:00Z'), mm: 'a' });
+    // Assert: as the server's query ($limit: 1 over the {meta, control.min, control.max} index) finds it.
+    const counts = await coll.buckets
+      .find({}, { projection: { 'data.time': 1 } })
+      .toArray()
+      .then(
+        (docs) =>
+          new Map(docs.map((d) => [String(d._id), Object.keys((d.data as { time: object }).time).length])),
+      );
+    expect(counts.get(String(earlier))).toBe(2);
+    expect(counts.get(String(later))).toBe(1);
+  });
+
   it('matches meta after normalisation: {b:1,a:1} reopens {a:1,b:1}; {b:2,a:2} does not', async () => {
     const { coll, counts, insertBucket } = await setup();
     await insertBucket({ a: 1, b: 1 }, at('2024-10-04T10:14:00Z'));
