@@ -218,8 +218,31 @@ export function checkDeleteOptions(options: unknown): void {
  */
 export function checkCollectionName(name: unknown): asserts name is string {
   if (typeof name !== 'string') throw wrongType('create', name, 'string');
-  if (name.length === 0 || name.includes('$') || name.includes('\0')) {
+  if (name.length === 0 || name.startsWith('.') || name.includes('$') || name.includes('\0')) {
     throw new TimeseriesError('InvalidNamespace', `Invalid collection name: ${JSON.stringify(name)}`);
+  }
+}
+
+/** The longest namespace the server creates (`NamespaceString::MaxNsCollectionLen`), in UTF-8 bytes. */
+const kMaxNamespaceBytes = 255;
+
+/**
+ * The name of a collection to create, as the server's `userAllowedCreateNS` checks it besides
+ * {@link checkCollectionName}: no `system.` collection, and a buckets namespace of at most 255 bytes.
+ *
+ * @param bucketsNamespace - `<db>.system.buckets.<name>`, the namespace the collection needs.
+ * @param ns - `<db>.<name>`.
+ * @param name - the name given (checked by {@link checkCollectionName} first).
+ * @throws {@link TimeseriesError} `InvalidNamespace`.
+ */
+export function checkNewCollectionName(bucketsNamespace: string, ns: string, name: string): void {
+  if (name.startsWith('system.'))
+    throw new TimeseriesError('InvalidNamespace', `Invalid system namespace: ${ns}`);
+  if (Buffer.byteLength(bucketsNamespace, 'utf8') > kMaxNamespaceBytes) {
+    throw new TimeseriesError(
+      'InvalidNamespace',
+      `Fully qualified namespace is too long. Namespace: ${bucketsNamespace} Max: ${kMaxNamespaceBytes}`,
+    );
   }
 }
 

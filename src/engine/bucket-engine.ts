@@ -18,7 +18,7 @@ import type { Storage } from '../storage/storage.js';
 import { closedBucketsCompressor, takesDeferredColumns } from '../storage/storage.js';
 import type { Clock } from '../util/clock.js';
 import type { MeasurementDocument } from '../reader/reader.js';
-import { checkCollectionName } from './argument-checks.js';
+import { checkCollectionName, checkNewCollectionName } from './argument-checks.js';
 import { CallGate } from './call-gate.js';
 import { ClosedBucketCompressor, compressOneByOne } from './closed-bucket-compression.js';
 import type { CompressionTarget } from './closed-bucket-compression.js';
@@ -171,6 +171,7 @@ export class BucketEngine {
     // A collection of this name being dropped is gone first: the new one starts empty.
     await this.#drops.get(name);
     const ns = `${this.dbName}.${name}`;
+    checkNewCollectionName(bucketsNamespaceOf(this.dbName, name), ns, name);
     let resolved = resolveCollectionOptions(ns, options, this.clock);
     const existing = this.#collections.get(name);
     if (existing !== undefined) {

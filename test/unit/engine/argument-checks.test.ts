@@ -89,6 +89,21 @@ const cases: ReadonlyArray<Case> = [
     (_c, e) => e.createCollection('', { timeseries: { timeField: 't' } }),
     'InvalidNamespace',
   ],
+  [
+    'engine.createCollection(".a", ...)',
+    (_c, e) => e.createCollection('.a', { timeseries: { timeField: 't' } }),
+    'InvalidNamespace',
+  ],
+  [
+    'engine.createCollection("system.x", ...)',
+    (_c, e) => e.createCollection('system.x', { timeseries: { timeField: 't' } }),
+    'InvalidNamespace',
+  ],
+  [
+    'engine.createCollection(<a buckets namespace over 255 bytes>, ...)',
+    (_c, e) => e.createCollection('é'.repeat(120), { timeseries: { timeField: 't' } }),
+    'InvalidNamespace',
+  ],
   ['engine.collection(null)', (_c, e) => e.collection(null as never), 'TypeMismatch'],
   ['new BucketEngine(null)', () => new BucketEngine(null as never), 'TypeMismatch'],
 ];
