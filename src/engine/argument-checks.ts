@@ -18,8 +18,8 @@
  * @packageDocumentation
  */
 import { TimeseriesError } from '../errors.js';
-import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
-import { checkFilter, checkNesting, wrongType } from '../util/query-validation.js';
+import { isPlainObject } from '../util/bson-value.js';
+import { checkFilter, checkNesting, findSortDocument, wrongType } from '../util/query-validation.js';
 import type { FilterContext } from '../util/query-validation.js';
 import { hasOwnField } from '../util/safe-record.js';
 
@@ -123,25 +123,12 @@ export function checkFindArguments(filter: unknown, options: unknown): Options {
   if (filter !== undefined) checkFilter(filter, 'find.filter');
   const checked = checkOptions(options, 'find');
   refuseCollation(checked, 'find');
-  for (const name of ['projection', 'sort'] as const) {
-    const value = checked[name];
-    if (value !== undefined && !isPlainObject(value)) throw wrongType(`find.${name}`, value, 'object');
-  }
-  const sort = checked.sort;
-  if (isPlainObject(sort)) {
-    for (const key in sort) {
-      if (!hasOwnField(sort, key)) continue;
-      const direction = bsonNumberValue(sort[key]);
-      if (direction !== 1 && direction !== -1) {
-        throw new TimeseriesError(
-          'BadValue',
-          '$sort key ordering must be 1 (for ascending) or -1 (for descending)',
-        );
-      }
-    }
-  }
+  const projection = checked.projection;
+  if (projection !== undefined && !isPlainObject(projection))
+    throw wrongType('find.projection', projection, 'object');
   checkCount(checked, 'limit', 'find');
   checkCount(checked, 'skip', 'find');
+  if (checked.sort !== undefined) findSortDocument(checked.sort);
   return checked;
 }
 

@@ -32,7 +32,7 @@ import { defineField, getOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
 import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoValue } from '../util/mingo-values.js';
-import { mingoCall } from '../util/query-validation.js';
+import { findSortDocument, mingoCall } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
 import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
@@ -79,6 +79,13 @@ export interface ReaderContext {
   readonly guard?: BatchGuard;
 }
 
+/** A sort direction, in the forms the driver takes (a word in any case). */
+export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending';
+
+/** `find`'s sort: a document of directions, or `[field, direction]` pairs, as the driver takes them. */
+export type FindSort =
+  Readonly<Record<string, SortDirection>> | ReadonlyArray<readonly [string, SortDirection]>;
+
 /** Options of {@link find}. */
 export interface FindOptions {
   /**
@@ -92,7 +99,7 @@ export interface FindOptions {
    *
    * @defaultValue storage order
    */
-  readonly sort?: SortSpec;
+  readonly sort?: FindSort;
   /**
    * Maximum number of measurements; 0 means no limit, a negative value its absolute value.
    *
@@ -201,7 +208,10 @@ function sortDependencies(order: ReadOrder, timeField: string): FieldDependencie
 
 function planFind(ctx: ReaderContext, filter: QueryFilter, options: FindOptions): ReadPlan {
   const { timeField, metaField, bucketMaxSpanSeconds } = ctx.options;
-  const order = readOrderOf(options.sort, timeField);
+  const order = readOrderOf(
+    options.sort === undefined ? undefined : findSortDocument(options.sort),
+    timeField,
+  );
   // The event filter is a subset of the filter: its dependencies are covered by the filter's.
   const needed = unionDependencies(filterDependencies(filter), sortDependencies(order, timeField));
   const projection = planProjection(options.projection, needed);

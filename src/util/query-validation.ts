@@ -33,8 +33,9 @@ import { TimeseriesError, TsBucketsError } from '../errors.js';
 import { describe } from './bson-validation.js';
 import { kMingoContext } from './mingo-pipeline.js';
 import { checkStageSpec } from './pipeline-stages.js';
-import { bsonTypeOf, isPlainObject } from './bson-value.js';
-import { hasOwnField } from './safe-record.js';
+import { bsonNumberValue, bsonTypeOf, isPlainObject } from './bson-value.js';
+import type { SortSpec } from './bson-query.js';
+import { defineField, hasOwnField } from './safe-record.js';
 
 /**
  * Options given to every mingo `Query` and to a find projection's `Aggregator`: no JavaScript (`$where`,
@@ -554,4 +555,52 @@ export function toMongoError(error: unknown): unknown {
     );
   }
   return new TimeseriesError('BadValue', message, { cause: error });
+}
+
+/**
+ * A `find` sort in the forms the driver takes, as the document the server gets: directions `1`, `-1` (any
+ * BSON number) or the driver's words (`'asc'`, `'ascending'`, `'desc'`, `'descending'`, any case), in a
+ * document or as `[field, direction]` pairs in an array.
+ *
+ * @param sort - the sort given.
+ * @returns `sort` itself when it is a document whose directions are numbers, else a document of `1` and
+ *   `-1`.
+ * @throws {@link TimeseriesError} `TypeMismatch` for another shape, `BadValue` for another direction.
+ */
+export function findSortDocument(sort: unknown): SortSpec {
+  const pairs = Array.isArray(sort) ? sort : isPlainObject(sort) ? undefined : null;
+  if (pairs === null) throw wrongType('find.sort', sort, 'object');
+  if (pairs === undefined) {
+    const spec = sort as Record<string, unknown>;
+    let words = false;
+    for (const key in spec) {
+      if (!hasOwnField(spec, key)) continue;
+      if (typeof spec[key] === 'string') words = true;
+      else sortDirection(spec[key]);
+    }
+    if (!words) return sort as SortSpec;
+    const out: Record<string, 1 | -1> = {};
+    for (const key in spec) if (hasOwnField(spec, key)) defineField(out, key, sortDirection(spec[key]));
+    return out;
+  }
+  const out: Record<string, 1 | -1> = {};
+  for (const pair of pairs as unknown[]) {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') {
+      throw wrongType('find.sort', sort, 'object');
+    }
+    defineField(out, pair[0], sortDirection(pair[1]));
+  }
+  return out;
+}
+
+/** A sort direction as `1` or `-1` (see {@link findSortDocument}). */
+function sortDirection(value: unknown): 1 | -1 {
+  const word = typeof value === 'string' ? value.toLowerCase() : undefined;
+  const direction = word === undefined ? bsonNumberValue(value) : undefined;
+  if (direction === 1 || word === 'asc' || word === 'ascending') return 1;
+  if (direction === -1 || word === 'desc' || word === 'descending') return -1;
+  throw new TimeseriesError(
+    'BadValue',
+    '$sort key ordering must be 1 (for ascending) or -1 (for descending)',
+  );
 }
