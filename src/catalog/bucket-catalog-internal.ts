@@ -59,6 +59,9 @@ import type { WriteBatch } from './write-batch.js';
 /** The largest bucket a few large measurements may grow to (`kLargeMeasurementsMaxBucketSize`). */
 export const kLargeMeasurementsMaxBucketSize: number = 16 * 1024 * 1024 - 4 * 1024 * 1024;
 
+/** The earliest time a `Date` holds, epoch ms. */
+const kMinDateMs = -8.64e15;
+
 /**
  * The bytes of a bucket document's `meta` element: its series key is the BSON of `{"": meta}` (as a
  * latin1 string), one byte more than the element named `meta` (`bucket-metadata.ts`).
@@ -649,6 +652,17 @@ function allocateBucket(
 ): EligibleBucket {
   expireIdleBuckets(state, lock);
   const startMs = roundTimestampBySeconds(item.timeMs, options.bucketRoundingSeconds);
+  // The earliest dates with a rounding that does not divide them: a start no Date holds (the server's
+  // int64 milliseconds would; a js-bson Date cannot carry it).
+  if (startMs < kMinDateMs) {
+    return {
+      kind: 'error',
+      error: new TimeseriesError(
+        'BadValue',
+        `'${options.timeField}' rounds down to a bucket start before the earliest date a Date holds (${new Date(kMinDateMs).toISOString()})`,
+      ),
+    };
+  }
   let id = makeBucketId(key.ns, state.idGenerator.next(startMs));
   // An id already open in this stripe: re-seed and retry, as the server does (docs/mongodb-behaviour.md §1.2).
   for (let attempt = 0; lock.stripe.openBucketsById.has(id.hex); attempt++) {

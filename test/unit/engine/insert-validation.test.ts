@@ -193,6 +193,24 @@ describe('insert validation', () => {
     await engine.close();
   });
 
+  it('refuses a time whose bucket would start before the earliest Date, and stores the others', async () => {
+    // Arrange: weekly buckets; -8.64e15 ms is not a multiple of a week.
+    const engine = new BucketEngine();
+    const week = 7 * 86_400;
+    const coll = await engine.createCollection('c', {
+      timeseries: { timeField: 't', bucketMaxSpanSeconds: week, bucketRoundingSeconds: week },
+    });
+    const earliest = new Date(-8.64e15);
+    const later = new Date(-8.64e15 + 30 * 86_400_000);
+    // Act
+    const error = await failure(coll.insertMany([{ t: earliest }, { t: later }], { ordered: false }));
+    // Assert
+    expect(error.writeErrors.map((w) => [w.index, w.codeName])).toEqual([[0, 'BadValue']]);
+    expect(await coll.find({ t: { $lte: later } }, { projection: { _id: 0 } }).toArray()).toEqual([
+      { t: later },
+    ]);
+  });
+
   it('an undefined field is stored as null, a type change like MongoDB', async () => {
     const { coll } = await setup();
     await coll.insertMany([
