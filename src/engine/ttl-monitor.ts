@@ -32,7 +32,9 @@ export interface TTLTarget {
 }
 
 /**
- * The expiry filter of a collection at time `nowMs`: buckets starting before the cutoff.
+ * The expiry filter of a collection at time `nowMs`: buckets starting at or before the cutoff's second
+ * (the server scans `_id` up to an ObjectId of the cutoff with its other bytes at their maximum, both ends
+ * included; a bucket's start is a whole number of seconds).
  *
  * @param target - the collection.
  * @param nowMs - the current time, epoch ms.
@@ -41,7 +43,9 @@ export interface TTLTarget {
 export function expiredBucketsFilter(target: TTLTarget, nowMs: number): Record<string, unknown> {
   const cutoff = nowMs - (target.expireAfterSeconds + target.bucketMaxSpanSeconds) * 1000;
   const filter: Record<string, unknown> = {};
-  defineField(filter, `control.min.${target.timeField}`, { $lt: new Date(cutoff) });
+  defineField(filter, `control.min.${target.timeField}`, {
+    $lt: new Date((Math.floor(cutoff / 1000) + 1) * 1000),
+  });
   return filter;
 }
 

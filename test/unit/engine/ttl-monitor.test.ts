@@ -88,7 +88,7 @@ describe('runTTLMonitor', () => {
     expect(bucket!.data).toStrictEqual({ time: { '0': iso('2024-10-01T00:00:01Z') }, i: { '0': 2 } });
   });
 
-  it('filters on control.min.<time> before the cutoff', () => {
+  it("filters on control.min.<time> up to the cutoff's second, that second included (the server's _id bound)", () => {
     const target = {
       ns: 'd.t',
       bucketsNs: 'd.system.buckets.t',
@@ -96,9 +96,31 @@ describe('runTTLMonitor', () => {
       expireAfterSeconds: 10,
       bucketMaxSpanSeconds: 60,
     };
+    // Cutoff 00:00:50: a bucket starting at 00:00:50 expires.
     expect(expiredBucketsFilter(target, Date.UTC(2024, 0, 1, 0, 2))).toStrictEqual({
-      'control.min.ts': { $lt: iso('2024-01-01T00:00:50Z') },
+      'control.min.ts': { $lt: iso('2024-01-01T00:00:51Z') },
     });
+    // Cutoff 00:00:50.999: the same second.
+    expect(expiredBucketsFilter(target, Date.UTC(2024, 0, 1, 0, 2, 0, 999))).toStrictEqual({
+      'control.min.ts': { $lt: iso('2024-01-01T00:00:51Z') },
+    });
+  });
+
+  it('deletes a bucket starting exactly at the cutoff', async () => {
+    // Arrange: expireAfterSeconds 0, a one-hour bucket from 11:00; at 12:00 the cutoff is 11:00.
+    let now = Date.UTC(2024, 0, 1, 11, 30);
+    const engine = new BucketEngine({ clock: () => now, ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('t', {
+      timeseries: { timeField: 'ts', bucketMaxSpanSeconds: 3600, bucketRoundingSeconds: 3600 },
+      expireAfterSeconds: 0,
+    });
+    await coll.insertOne({ ts: new Date(Date.UTC(2024, 0, 1, 11, 10)) });
+    // Act
+    now = Date.UTC(2024, 0, 1, 12, 0);
+    const result = await engine.runTTLMonitor();
+    // Assert
+    expect(result.deletedBuckets).toBe(1);
+    expect(await coll.countDocuments()).toBe(0);
   });
 });
 
