@@ -28,7 +28,7 @@ import type { BucketFilter, Storage, StoredBucket } from '../storage/storage.js'
 import { compareBySort, compileSort } from '../util/bson-query.js';
 import type { CompiledSort, QueryFilter, SortSpec } from '../util/bson-query.js';
 import { bsonNumberValue, isPlainObject } from '../util/bson-value.js';
-import { defineField, getOwnField } from '../util/safe-record.js';
+import { defineField, getOwnField, hasOwnField } from '../util/safe-record.js';
 import { jsonSchemaValidator } from '../util/json-schema.js';
 import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoValue } from '../util/mingo-values.js';
@@ -563,7 +563,8 @@ async function* executeAggregate(
   rest: ReadonlyArray<PipelineStage>,
   state: ExecutionState,
 ): AsyncGenerator<MeasurementDocument[]> {
-  const source = matchingBatches(ctx, plan, state);
+  const matching = matchingBatches(ctx, plan, state);
+  const source = plan.limit > 0 ? firstDocuments(matching, plan.limit, state) : matching;
   if (rest.length === 0) {
     for await (const batch of source) {
       state.nReturned += batch.length;
@@ -603,6 +604,22 @@ async function* executeAggregate(
   }
   state.nReturned += out.length;
   yield out;
+}
+
+/** The first `limit` documents of `source` (batches it owns); no bucket is read after them. */
+async function* firstDocuments(
+  source: AsyncIterable<MeasurementDocument[]>,
+  limit: number,
+  state: ExecutionState,
+): AsyncGenerator<MeasurementDocument[]> {
+  let left = limit;
+  for await (const batch of source) {
+    if (batch.length > left) batch.length = left;
+    left -= batch.length;
+    if (left === 0) state.readsDone = true;
+    if (batch.length > 0) yield batch;
+    if (left === 0) return;
+  }
 }
 
 /** Whether a stage transforms each document independently (it can run on chunks of the stream). */
@@ -686,11 +703,14 @@ export function aggregate(ctx: ReaderContext, pipeline: ReadonlyArray<PipelineSt
     const spec = getOwnField(stage, '$project');
     return isPlainObject(spec) && Object.keys(stage).length === 1 ? { $project: numericFlags(spec) } : stage;
   });
-  const { filter, rest } = splitLeadingMatch(stages);
-  const deps = pipelineDependencies(rest);
+  const { filter, rest: afterMatch } = splitLeadingMatch(stages);
+  const deps = pipelineDependencies(afterMatch);
   const needed = deps === 'all' ? 'all' : unionDependencies(deps, filterDependencies(filter));
   const unpack: FieldSelection = needed === 'all' ? { kind: 'all' } : { kind: 'include', fields: needed };
   const { timeField, metaField, bucketMaxSpanSeconds } = ctx.options;
+  // `$sort` on the time field then `$limit` ("the latest n"): read in time order and stop, as find does.
+  const head = timeSortedLimit(afterMatch, timeField);
+  const rest = head === undefined ? afterMatch : afterMatch.slice(2);
   const plan: ReadPlan = {
     filter,
     timeField,
@@ -699,9 +719,29 @@ export function aggregate(ctx: ReaderContext, pipeline: ReadonlyArray<PipelineSt
     fixedBuckets: areTimeseriesBucketsFixed(ctx.options),
     unpack,
     post: { kind: 'none' },
-    order: { kind: 'natural' },
+    order: head === undefined ? { kind: 'natural' } : { kind: 'time', direction: head.direction },
     skip: 0,
-    limit: 0,
+    limit: head?.limit ?? 0,
   };
   return new ReaderCursor(ctx, (c, state) => executeAggregate(c, plan, rest, state));
+}
+
+/**
+ * The direction and count of a pipeline that starts with `{$sort: {<time>: ±1}}` and `{$limit: n}`
+ * (after its leading `$match`), or `undefined` for any other start.
+ */
+function timeSortedLimit(
+  stages: ReadonlyArray<PipelineStage>,
+  timeField: string,
+): { readonly direction: 1 | -1; readonly limit: number } | undefined {
+  const [sortStage, limitStage] = stages;
+  if (sortStage === undefined || limitStage === undefined) return undefined;
+  if (Object.keys(sortStage).length !== 1 || Object.keys(limitStage).length !== 1) return undefined;
+  const sort = getOwnField(sortStage, '$sort');
+  if (!isPlainObject(sort) || Object.keys(sort).length !== 1 || !hasOwnField(sort, timeField))
+    return undefined;
+  const direction = bsonNumberValue(sort[timeField]);
+  const limit = bsonNumberValue(getOwnField(limitStage, '$limit'));
+  if ((direction !== 1 && direction !== -1) || limit === undefined) return undefined;
+  return Number.isSafeInteger(limit) && limit > 0 ? { direction, limit } : undefined;
 }

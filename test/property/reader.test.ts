@@ -1,7 +1,8 @@
 /**
  * Law: for any measurements and any filter, the reader returns exactly the measurements a naive filter
  * over the original documents returns (as a multiset, BSON types exact); with a sort on time and a limit
- * it returns exactly the first `limit` of them in time order.
+ * it returns exactly the first `limit` of them in time order, through `find` and through an aggregation that
+ * starts with that sort and limit.
  *
  * The reference is mingo over a "plain view" of the original documents and the filter (js-bson numbers
  * mapped to JS numbers). Generated numbers are chosen so that this view is exact: Longs stay within
@@ -13,7 +14,7 @@ import { Query } from 'mingo';
 import { describe, expect, it } from 'vitest';
 
 import { BucketEngine } from '../../src/engine/bucket-engine.js';
-import { countDocuments, find } from '../../src/reader/reader.js';
+import { aggregate, countDocuments, find } from '../../src/reader/reader.js';
 import type { ReaderContext } from '../../src/reader/reader.js';
 import type { TimeseriesOptions } from '../../src/options.js';
 import { isBsonValue } from '../../src/util/bson-type.js';
@@ -243,6 +244,40 @@ describe('reader property: find equals naive filtering', () => {
         },
       ),
       { numRuns: 1500 },
+    );
+  });
+
+  it('aggregate([$match, {$sort: {ts: ±1}}, {$limit}, ...]) is the first `limit` matches in time order', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        configArb,
+        fc.array(rowArb, { maxLength: 40 }),
+        filterArb,
+        fc.constantFrom(1, -1),
+        fc.integer({ min: 1, max: 6 }),
+        fc.boolean(),
+        async (config, rows, filter, direction, limit, project) => {
+          // Arrange
+          const docs = toDocs(rows);
+          const { ctx, engine } = await load(config, docs);
+          // Act: read in time order and stopped at the limit; a stage after it runs on what is left.
+          const pipeline = [
+            { $match: filter },
+            { $sort: { ts: direction } },
+            { $limit: limit },
+            ...(project ? [{ $project: { _id: 1, ts: 1 } }] : []),
+          ];
+          const actual = await aggregate(ctx, pipeline).toArray();
+          await engine.close();
+          // Assert
+          const sorted = reference(docs, filter).sort(
+            (a, b) => direction * ((a.ts as Date).getTime() - (b.ts as Date).getTime()),
+          );
+          const expected = sorted.slice(0, limit).map((d) => (project ? { _id: d._id, ts: d.ts } : d));
+          expect(actual.map(key)).toEqual(expected.map(key));
+        },
+      ),
+      { numRuns: 800 },
     );
   });
 });

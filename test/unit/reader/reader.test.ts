@@ -661,6 +661,27 @@ describe('find: sort on time with limit', () => {
     }
   });
 
+  it('an aggregation that starts with that sort and a $limit reads a handful of buckets too', async () => {
+    // Arrange: 3 series, 100 buckets each.
+    const { coll, ctx } = await setupCollection({}, { timeseriesBucketMaxCount: 10 });
+    const docs = [];
+    for (let i = 0; i < 1000; i++)
+      for (const s of ['a', 'b', 'c']) docs.push({ ts: new Date(1e12 + i * 1000), sensor: s, i });
+    await coll.insertMany(docs);
+    // Act
+    const cursor = aggregate(ctx(), [
+      { $match: { sensor: 'b' } },
+      { $sort: { ts: -1 } },
+      { $limit: 2 },
+      { $project: { _id: 0, i: 1 } },
+    ]);
+    const result = await cursor.toArray();
+    const { executionStats } = await cursor.explain();
+    // Assert
+    expect(result).toStrictEqual([{ i: 999 }, { i: 998 }]);
+    expect(executionStats.totalBucketsExamined).toBeLessThanOrEqual(2);
+  });
+
   it('merges overlapping buckets into a correct order (ascending and descending)', async () => {
     const { coll, ctx } = await setupCollection({}, { timeseriesBucketMaxCount: 3 });
     // Out-of-order inserts across calls create overlapping buckets.
