@@ -14,7 +14,7 @@
  * | `bigint` within int64                   | `Long`                                                       |
  * | `RegExp`                                | `BSONRegExp` with the flags js-bson writes (`i`, `s`, `m`)   |
  * | `Uint8Array` (and `Buffer`)             | `Binary` of subtype 0 (a copy of the bytes)                  |
- * | `Date`                                  | a new `Date`                                                 |
+ * | `Date` (also of another realm)          | a new `Date`                                                 |
  * | string with a lone surrogate            | the string BSON holds (U+FFFD in its place)                  |
  * | plain or null-prototype object, array   | a fresh plain object / array; an own `__proto__` stays a field |
  * | js-bson value (`_bsontype`)             | itself (`Binary` copied), after its tag and version are checked |
@@ -26,6 +26,7 @@
  * | function, symbol, `Map`, `Set`, class instance, other typed array | `BadValue`    |
  * | `bigint` outside int64, Invalid Date                       | `BadValue`           |
  * | `_bsontype` that js-bson 7 does not write (forged, unknown, other major version) | `BadValue` |
+ * | object with its own `Symbol.toStringTag` (js-bson would take it for a Date, RegExp...) | `BadValue` |
  * | field name or regex pattern containing NUL                 | `BadValue`           |
  * | two field names BSON writes alike (lone surrogates)        | `BadValue`           |
  * | circular value                                             | `BadValue`           |
@@ -725,9 +726,17 @@ function copyObject(v: object, walk: Walk, depth: number, name: string): unknown
         { field: name },
       );
     }
-    return Array.isArray(v)
-      ? copyArray(v, walk, depth + 1, name)
-      : copyDocument(v as Record<string, unknown>, walk, depth + 1);
+    if (Array.isArray(v)) return copyArray(v, walk, depth + 1, name);
+    // js-bson tells a date, a regex or a binary by this tag: a document carrying one is sent as that type
+    // (a "Date" without getTime fails the driver's insert) and would poison every read of its bucket.
+    if (Object.hasOwn(v, Symbol.toStringTag)) {
+      throw new TimeseriesError(
+        'BadValue',
+        `Unsupported value for BSON in field '${name}': an object with its own Symbol.toStringTag`,
+        { field: name },
+      );
+    }
+    return copyDocument(v as Record<string, unknown>, walk, depth + 1);
   }
   // Dates first: the most common object in a measurement.
   if (v instanceof Date) {
@@ -754,7 +763,24 @@ function copyObject(v: object, walk: Walk, depth: number, name: string): unknown
     walk.size += 5 + v.byteLength;
     return new Binary(Uint8Array.prototype.slice.call(v), 0);
   }
+  // A Date of another realm (a `vm` context, a worker's structured clone): js-bson, which recognises one by
+  // its tag, sends it as a date; copied as this realm's.
+  const time = foreignDateTime(v);
+  if (time !== undefined) return copyValue(new Date(time), walk, depth, name);
   throw unsupported(v, name);
+}
+
+/**
+ * The time of a Date of another realm, or `undefined` for anything else (an object whose
+ * `Symbol.toStringTag` says `Date` is not one: `getTime` refuses it).
+ */
+function foreignDateTime(v: object): number | undefined {
+  if (Object.prototype.toString.call(v) !== '[object Date]') return undefined;
+  try {
+    return Date.prototype.getTime.call(v);
+  } catch {
+    return undefined;
+  }
 }
 
 function copyBsonClass(v: object, tag: unknown, walk: Walk, depth: number, name: string): unknown {

@@ -3,7 +3,7 @@
  * script (`npm run fuzz`, 10 000 cases).
  *
  * Each generated value carries whether BSON can hold it (`valid`), decided by construction: invalid
- * leaves (functions, symbols, Map/Set, class instances, forged `_bsontype`, BigInt outside int64, Invalid
+ * leaves (functions, symbols, Map/Set, class instances, forged `_bsontype` or `Symbol.toStringTag`, BigInt outside int64, Invalid
  * Date, NUL in a name or regex, circular values, nesting past 180 levels) make every container holding
  * them invalid. The law: each measurement is either refused with a TimeseriesError (`BadValue`,
  * `Overflow`) exactly when it is invalid, or stored and read back as the same BSON; in both ordered
@@ -92,6 +92,8 @@ const invalidLeaf: fc.Arbitrary<Hostile> = fc
     fc.constant(new Point()),
     fc.constant(new Float64Array(1)),
     fc.constantFrom('Int32', 'ObjectId', 'Nope').map((tag) => ({ _bsontype: tag, value: 1 })),
+    // What js-bson takes for a date, a regex or bytes by its tag.
+    fc.constantFrom('Date', 'RegExp', 'Uint8Array').map((tag) => ({ [Symbol.toStringTag]: tag, a: 1 })),
     fc.constant(new RegExp(String.fromCharCode(97, 0))),
     fc.constant(nestedObjects(180)),
     fc.constant(null).map(() => {

@@ -1,3 +1,5 @@
+import { runInNewContext } from 'node:vm';
+
 import { Binary, BSONRegExp, calculateObjectSize, Long } from 'bson';
 import { describe, expect, it } from 'vitest';
 
@@ -119,6 +121,20 @@ describe('insert validation', () => {
     };
     expect(open).toStrictEqual([expected]);
     expect(compressed).toStrictEqual([expected]);
+  });
+
+  it('takes a Date of another realm (a vm context) as a date, as js-bson sends one', async () => {
+    const { coll } = await setup();
+    const foreign = runInNewContext('new Date(Date.UTC(2024, 0, 1))') as Date;
+    expect(foreign instanceof Date).toBe(false);
+    await coll.insertOne({ t: foreign, m: 'a', at: foreign });
+    // An object that only says it is a Date is not one.
+    const forged = { [Symbol.toStringTag]: 'Date' };
+    const error = await failure(coll.insertOne({ t: new Date(0), m: 'a', at: forged }));
+    expect(error.writeErrors[0]?.codeName).toBe('BadValue');
+    expect(await coll.find({}, { projection: { _id: 0 } }).toArray()).toEqual([
+      { t: new Date(Date.UTC(2024, 0, 1)), m: 'a', at: new Date(Date.UTC(2024, 0, 1)) },
+    ]);
   });
 
   it('stores what was validated: changing the caller objects afterwards changes nothing', async () => {
