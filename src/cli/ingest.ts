@@ -135,7 +135,10 @@ export async function loadFile(
     io.warn(`${path}: ${result.rejected.length - kMaxReportedLines} more rejected lines`);
   }
   if (result.outcome === 'stopped') {
-    throw new TimeseriesError('BadValue', `stopped at the first rejected line (--strict)`);
+    throw new TimeseriesError(
+      'BadValue',
+      `stopped at the first rejected line (--strict); ${result.inserted.toLocaleString('en-US')} measurement${result.inserted === 1 ? ' was' : 's were'} stored before it`,
+    );
   }
   return result;
 }
@@ -166,6 +169,13 @@ export async function runIngest(path: string, options: IngestOptions, io: Comman
     if (result.rejected.length > 0)
       io.out(`rejected:    ${result.rejected.length.toLocaleString('en-US')} lines`);
     if (options.stats) io.out(formatFullStats(stats, status));
+    // Every line rejected (a CSV read as NDJSON, the wrong --time-field): a failure, not an empty success.
+    if (result.inserted === 0 && result.rejected.length > 0) {
+      throw new TimeseriesError(
+        'BadValue',
+        `every line of ${path === '-' ? 'standard input' : path} was rejected`,
+      );
+    }
   } finally {
     await target.close();
   }

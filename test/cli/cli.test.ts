@@ -83,7 +83,7 @@ describe('tsbuckets (process)', () => {
     expect(strict.code).toBe(1);
     expect(strict.stderr).toBe(
       `${kNdjson}:4: not JSON: Unexpected token 'o', "not json" is not valid JSON\n` +
-        'tsbuckets: stopped at the first rejected line (--strict)\n',
+        'tsbuckets: stopped at the first rejected line (--strict); 3 measurements were stored before it\n',
     );
     const piped = await runCli(
       ['ingest', '-', '--format', 'csv', '--span', '1m'],
@@ -96,6 +96,11 @@ describe('tsbuckets (process)', () => {
       expect.stringMatching(/^size: /u),
       'closures:    time forward 1',
     ]);
+    // A CSV read as NDJSON: every line rejected is a failure, after the summary.
+    const wrong = await runCli(['ingest', '-'], 'ts,v\n2026-01-01T00:00:00Z,1\n');
+    expect(wrong.code).toBe(1);
+    expect(wrong.stdout).toContain('rejected:    2 lines');
+    expect(wrong.stderr).toMatch(/tsbuckets: every line of standard input was rejected\n$/u);
   });
 
   it('advise prints the table and the recommendation for a fixed sample', async () => {
