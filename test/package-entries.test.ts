@@ -1,7 +1,8 @@
 /**
  * The built package loads one copy of each error class: `tsbuckets/mongodb` shares its modules with
  * `tsbuckets` (tsup's shared chunks) under `require` and `import` alike, so a `MongoStorageError` is an
- * instance of the `TsBucketsError` exported by `tsbuckets`.
+ * instance of the `TsBucketsError` exported by `tsbuckets`. And the two entries' copies work together: an
+ * engine of one with a storage of the other (a program whose dependencies load the package both ways).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -15,6 +16,19 @@ import config from '../tsup.config.js';
 
 interface CoreEntry {
   readonly TsBucketsError: abstract new (...args: never[]) => Error;
+}
+interface EngineEntry {
+  readonly BucketEngine: new (options: { storage: object }) => {
+    createCollection(
+      name: string,
+      options: object,
+    ): Promise<{
+      insertOne(doc: object): Promise<unknown>;
+      find(filter: object): { toArray(): Promise<Array<Record<string, unknown>>> };
+    }>;
+    close(): Promise<void>;
+  };
+  readonly MemoryStorage: new () => object;
 }
 interface MongoEntry {
   readonly MongoStorageError: new (details: {
@@ -64,5 +78,25 @@ describe('package entries', () => {
     const mongo = (await import(pathToFileURL(join(outDir, 'mongodb', 'index.js')).href)) as MongoEntry;
     // Assert
     expect(new mongo.MongoStorageError(details)).toBeInstanceOf(core.TsBucketsError);
+  });
+
+  it.each([
+    ['import', 'require'],
+    ['require', 'import'],
+  ])('an engine loaded by %s works over a MemoryStorage loaded by %s', async (engineBy, storageBy) => {
+    // Arrange
+    const load = createRequire(join(outDir, 'index.cjs'));
+    const byRequire = load(join(outDir, 'index.cjs')) as EngineEntry;
+    const byImport = (await import(pathToFileURL(join(outDir, 'index.js')).href)) as EngineEntry;
+    const { BucketEngine } = engineBy === 'import' ? byImport : byRequire;
+    const { MemoryStorage } = storageBy === 'import' ? byImport : byRequire;
+    const engine = new BucketEngine({ storage: new MemoryStorage() });
+    const coll = await engine.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+    // Act: a bucket's first commit, then later ones (each hands the storage the catalog's objects).
+    for (let i = 0; i < 3; i++) await coll.insertOne({ t: new Date(i * 1000), m: 1, v: i });
+    // Assert
+    const stored = await coll.find({}).toArray();
+    expect(stored.map((d) => d.v)).toEqual([0, 1, 2]);
+    await engine.close();
   });
 });

@@ -140,6 +140,12 @@ export class MinMaxSnapshot {
    * @returns the snapshot to keep.
    */
   static kept(next: MinMaxSnapshot, previous: MinMaxSnapshot | undefined): MinMaxSnapshot {
+    // A snapshot of the package's other copy (an engine loaded by `import` over a storage loaded by
+    // `require`): its private fields are not this class's; kept as the documents it builds.
+    if (!(#role in next)) {
+      const foreign: Pick<MinMaxSnapshot, 'min' | 'max'> = next;
+      return MinMaxSnapshot.ofDocuments(foreign.min, foreign.max);
+    }
     if (next.#role !== 'view') return next;
     const values = next.numbers as ReadonlyArray<number>;
     if (
