@@ -25,14 +25,8 @@ export type {
 } from './engine/index-translation.js';
 export { Cursor } from './reader/cursor.js';
 export { ReaderCursor } from './reader/reader.js';
-export type {
-  ExplainResult,
-  FindOptions,
-  FindSort,
-  MeasurementDocument,
-  PipelineStage,
-  SortDirection,
-} from './reader/reader.js';
+export type { ExplainResult, FindOptions, MeasurementDocument, PipelineStage } from './reader/reader.js';
+export type { FindSort, SortDirection } from './util/query-validation.js';
 export type { QueryFilter } from './util/bson-query.js';
 export type {
   CalendarRollupSpec,

@@ -33,6 +33,7 @@ import { jsonSchemaValidator } from '../util/json-schema.js';
 import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoValue } from '../util/mingo-values.js';
 import { findSortDocument, mingoCall } from '../util/query-validation.js';
+import type { FindSort } from '../util/query-validation.js';
 import { createBucketPredicates, mentionsField } from './bucket-predicates.js';
 import type { IdBounds } from './bucket-predicates.js';
 import { bsonColumnDecoder, bucketMeasurementCount, openBucket } from './bucket-unpacker.js';
@@ -79,13 +80,6 @@ export interface ReaderContext {
   readonly guard?: BatchGuard;
 }
 
-/** A sort direction, in the forms the driver takes (a word in any case). */
-export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending';
-
-/** `find`'s sort: a document of directions, or `[field, direction]` pairs, as the driver takes them. */
-export type FindSort =
-  Readonly<Record<string, SortDirection>> | ReadonlyArray<readonly [string, SortDirection]>;
-
 /** Options of {@link find}. */
 export interface FindOptions {
   /**
@@ -101,7 +95,7 @@ export interface FindOptions {
    */
   readonly sort?: FindSort;
   /**
-   * Maximum number of measurements; 0 means no limit, a negative value its absolute value.
+   * Maximum number of measurements; 0 means no limit (a negative value is refused, `Location51024`).
    *
    * @defaultValue no limit
    */

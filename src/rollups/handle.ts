@@ -14,7 +14,8 @@ import type { Storage, StorageFindOptions } from '../storage/storage.js';
 import { cloneBsonValue, isPlainObject, ownValue } from '../util/bson-value.js';
 import { pipelineAggregator } from '../util/mingo-pipeline.js';
 import { mingoDocuments } from '../util/mingo-values.js';
-import { checkFilter, checkPipeline, mingoCall } from '../util/query-validation.js';
+import { checkFilter, checkPipeline, findSortDocument, mingoCall } from '../util/query-validation.js';
+import type { FindSort } from '../util/query-validation.js';
 import type { Clock } from '../util/clock.js';
 import { defineField, getOwnField } from '../util/safe-record.js';
 import type { ResolvedRollupSpec } from './spec.js';
@@ -24,8 +25,8 @@ export type RollupDocument = Record<string, unknown>;
 
 /** Options of {@link RollupHandle.find}. */
 export interface RollupFindOptions {
-  /** MongoDB sort specification. */
-  readonly sort?: Readonly<Record<string, 1 | -1>>;
+  /** Sort specification, in the forms `find` takes (`{ start: -1 }`, `{ start: 'desc' }`, pairs). */
+  readonly sort?: FindSort;
   /** Maximum number of documents (0: no limit). @defaultValue 0 */
   readonly limit?: number;
   /**
@@ -105,8 +106,10 @@ export function makeRollupHandle(ctx: HandleContext): RollupHandle {
     // Checked like every filter: mingo would otherwise parse a string or run a `$where`.
     checkFilter(filter, 'find.filter');
     await ctx.settle();
+    // Any other direction is refused (BadValue), not read as ascending.
+    const sort = options.sort === undefined ? undefined : findSortDocument(options.sort);
     const findOptions: StorageFindOptions = {
-      ...(options.sort === undefined ? {} : { sort: options.sort }),
+      ...(sort === undefined ? {} : { sort }),
       ...(options.limit === undefined ? {} : { limit: options.limit }),
     };
     const now = ctx.clock();

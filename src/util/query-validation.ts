@@ -557,10 +557,22 @@ export function toMongoError(error: unknown): unknown {
   return new TimeseriesError('BadValue', message, { cause: error });
 }
 
+/** A sort direction, in the forms the driver takes (a word in any case). */
+export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending';
+
+/** `find`'s sort: a document of directions, or `[field, direction]` pairs, as the driver takes them. */
+export type FindSort =
+  | string
+  | Readonly<Record<string, SortDirection>>
+  | readonly [string, SortDirection]
+  | ReadonlyArray<string | readonly [string, SortDirection]>
+  | ReadonlyMap<string, SortDirection>;
+
 /**
  * A `find` sort in the forms the driver takes, as the document the server gets: directions `1`, `-1` (any
  * BSON number) or the driver's words (`'asc'`, `'ascending'`, `'desc'`, `'descending'`, any case), in a
- * document or as `[field, direction]` pairs in an array.
+ * document, a `Map`, one `[field, direction]` pair or an array of pairs; a field name alone (or in an
+ * array) sorts ascending.
  *
  * @param sort - the sort given.
  * @returns `sort` itself when it is a document whose directions are numbers, else a document of `1` and
@@ -568,7 +580,18 @@ export function toMongoError(error: unknown): unknown {
  * @throws {@link TimeseriesError} `TypeMismatch` for another shape, `BadValue` for another direction.
  */
 export function findSortDocument(sort: unknown): SortSpec {
-  const pairs = Array.isArray(sort) ? sort : isPlainObject(sort) ? undefined : null;
+  const pairs =
+    typeof sort === 'string'
+      ? [sort]
+      : sort instanceof Map
+        ? [...(sort as Map<unknown, unknown>)]
+        : Array.isArray(sort)
+          ? isSortPair(sort)
+            ? [sort]
+            : sort
+          : isPlainObject(sort)
+            ? undefined
+            : null;
   if (pairs === null) throw wrongType('find.sort', sort, 'object');
   if (pairs === undefined) {
     const spec = sort as Record<string, unknown>;
@@ -584,13 +607,21 @@ export function findSortDocument(sort: unknown): SortSpec {
     return out;
   }
   const out: Record<string, 1 | -1> = {};
-  for (const pair of pairs as unknown[]) {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') {
-      throw wrongType('find.sort', sort, 'object');
-    }
-    defineField(out, pair[0], sortDirection(pair[1]));
+  for (const item of pairs as unknown[]) {
+    if (typeof item === 'string') defineField(out, item, 1);
+    else if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string') {
+      defineField(out, item[0], sortDirection(item[1]));
+    } else throw wrongType('find.sort', sort, 'object');
   }
   return out;
+}
+
+/** Whether an array is one `[field, direction]` pair (rather than a list of pairs or of names). */
+function isSortPair(sort: ReadonlyArray<unknown>): boolean {
+  if (sort.length !== 2 || typeof sort[0] !== 'string') return false;
+  const second = sort[1];
+  if (typeof second !== 'string') return !Array.isArray(second);
+  return ['asc', 'ascending', 'desc', 'descending'].includes(second.toLowerCase());
 }
 
 /** A sort direction as `1` or `-1` (see {@link findSortDocument}). */

@@ -7,8 +7,8 @@ import { Double, Long } from 'bson';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { BucketEngine } from '../../src/index.js';
-import type { Storage, TimeseriesCollection } from '../../src/index.js';
+import { BucketEngine, TimeseriesError } from '../../src/index.js';
+import type { FindSort, Storage, TimeseriesCollection } from '../../src/index.js';
 import { bsonNumberValue, isPlainObject } from '../../src/util/bson-value.js';
 import { runWaves, waveEngines, waveRunArb } from './storage-suite.js';
 import type { BackendFactory, StorageBackend } from './storage-suite.js';
@@ -143,6 +143,25 @@ export function describeRollupSuite(
         slotsUpdated: 2,
         writeFailures: 0,
       });
+    });
+
+    it("find sorts as the collection's find: direction words and pairs, and refuses other directions", async () => {
+      const { coll } = await open();
+      await coll.createRollup('hourly', { every: 'hour', groupBy: 'sensor.id', fields: { temp: ['sum'] } });
+      await coll.insertMany([1, 2, 3].map((hour) => ({ ts: h(hour, 10), sensor: { id: 'a' }, temp: hour })));
+      const starts = async (sort: FindSort) =>
+        (await coll.rollup('hourly').find({}, { sort })).map((d) => (d.start as Date).getUTCHours());
+      expect(await starts({ start: 'desc' })).toEqual([3, 2, 1]);
+      expect(await starts([['start', -1]])).toEqual([3, 2, 1]);
+      expect(await starts({ start: 1 })).toEqual([1, 2, 3]);
+      const refused = await coll
+        .rollup('hourly')
+        .find({}, { sort: { start: 2 as 1 } })
+        .then(
+          () => 'sorted',
+          (e: unknown) => (TimeseriesError.isTimeseriesError(e) ? e.codeName : e),
+        );
+      expect(refused).toBe('BadValue');
     });
 
     it('find hands out copies: changing what a read returned changes no later read', async () => {

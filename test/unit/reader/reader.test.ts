@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
 import { TimeseriesError } from '../../../src/errors.js';
 import { aggregate, countDocuments, find } from '../../../src/reader/reader.js';
-import type { FindSort } from '../../../src/reader/reader.js';
+import type { FindSort } from '../../../src/util/query-validation.js';
 import { iso, setupCollection } from './helpers.js';
 
 describe('find: unpacking', () => {
@@ -544,7 +544,7 @@ describe('find: sort on a data field', () => {
     expect(await names(-1)).toEqual(['one', 'arr01', 'arr1', 'missing', 'emptyArray']);
   });
 
-  it("takes the driver's forms of a sort: direction words in any case, [field, direction] pairs", async () => {
+  it("takes the driver's forms of a sort: direction words in any case, pairs, names, a Map", async () => {
     const { coll } = await setupCollection();
     const t = (i: number) => new Date(1e12 + i * 1000);
     await coll.insertMany([3, 1, 2].map((v, i) => ({ ts: t(i), sensor: 's', v })));
@@ -552,10 +552,14 @@ describe('find: sort on a data field', () => {
     expect(await vs({ v: 'desc' })).toEqual([3, 2, 1]);
     expect(await vs({ v: 'ASCENDING' as 'ascending' })).toEqual([1, 2, 3]);
     expect(await vs([['v', 'descending']])).toEqual([3, 2, 1]);
+    expect(await vs(['v', -1])).toEqual([3, 2, 1]);
+    expect(await vs('v')).toEqual([1, 2, 3]);
+    expect(await vs(['sensor', 'v'])).toEqual([1, 2, 3]);
+    expect(await vs(new Map([['v', 'desc' as const]]))).toEqual([3, 2, 1]);
     // On the time field: the read in time order (latest first), as with -1.
     expect(await vs({ ts: 'desc' })).toEqual([2, 1, 3]);
     const codes = await Promise.all(
-      [{ v: 'down' }, [['v']], 'v'].map((sort) =>
+      [{ v: 'down' }, ['v', 2], [['v']], 5].map((sort) =>
         Promise.resolve()
           .then(() => coll.find({}, { sort: sort as FindSort }).toArray())
           .then(
@@ -564,7 +568,7 @@ describe('find: sort on a data field', () => {
           ),
       ),
     );
-    expect(codes).toEqual(['BadValue', 'TypeMismatch', 'TypeMismatch']);
+    expect(codes).toEqual(['BadValue', 'BadValue', 'TypeMismatch', 'TypeMismatch']);
   });
 });
 
