@@ -7,6 +7,8 @@
  *
  * @packageDocumentation
  */
+import { createRequire } from 'node:module';
+
 import { Command } from 'commander';
 
 import { TsBucketsError } from '../errors.js';
@@ -26,6 +28,7 @@ import { registerStats } from './stats.js';
 export function buildProgram(io: CommandIo): Command {
   const program = new Command('tsbuckets')
     .description("MongoDB's time-series engine in process: ingest, advise on bucketing, inspect buckets")
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)');
   registerDemo(program, io);
   registerIngest(program, io);
@@ -53,6 +56,15 @@ export async function main(argv: ReadonlyArray<string>, io: CommandIo): Promise<
     }
     throw error;
   }
+}
+
+/**
+ * The package's version, from its `package.json`: two directories up from this module, in the sources
+ * (`src/cli`) as in the build (`dist/cli`).
+ */
+function packageVersion(): string {
+  const manifest = createRequire(import.meta.url)('../../package.json') as { version?: unknown };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
 function isSystemError(error: unknown): error is Error {

@@ -23,6 +23,16 @@ describe('tsbuckets (process)', () => {
     expect(commands).toEqual(['demo', 'ingest', 'advise', 'inspect', 'stats', 'help']);
   });
 
+  it('--version prints the package version', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const manifest = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    const { code, stdout } = await runCli(['--version']);
+    expect(code).toBe(0);
+    expect(stdout).toBe(`${manifest.version}\n`);
+  });
+
   it('refuses an invalid value and an unknown option', async () => {
     const invalid = await runCli(['demo', '--measurements', 'abc']);
     expect(invalid.code).toBe(1);
