@@ -33,6 +33,7 @@ import {
   canonicalTypeOf,
   compareBsonValues,
   isPlainObject,
+  jsBsonRegexFlags,
 } from './bson-value.js';
 import { jsonSchemaValidator } from './json-schema.js';
 import { mingoValue } from './mingo-values.js';
@@ -122,8 +123,42 @@ function isRegex(v: unknown): boolean {
   );
 }
 
+/**
+ * Each compiled regex's pattern and flags as BSON carries them (`flags/pattern`): a regex operand also
+ * matches a stored regex value with the same pattern and flags, as the server's regex match does
+ * (`RegexMatchExpression::matchesSingleElement`).
+ */
+const regexIdentities = new WeakMap<RegExp, string>();
+
+/** Whether a stored value is a regex of the same pattern and flags as the compiled `re`. */
+function sameRegex(v: unknown, re: RegExp): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  let identity: string;
+  if (v instanceof RegExp) identity = `${jsBsonRegexFlags(v)}/${v.source}`;
+  else if ((v as { _bsontype?: unknown })._bsontype === 'BSONRegExp') {
+    const r = v as { pattern: string; options: string };
+    identity = `${r.options}/${r.pattern}`;
+  } else return false;
+  return regexIdentities.get(re) === identity;
+}
+
 /** A JS RegExp for a regex operand (`RegExp` or js-bson `BSONRegExp`) plus `$options`. */
 function toRegExp(v: unknown, options: string | undefined): RegExp {
+  const re = translateRegex(v, options);
+  const pattern =
+    v instanceof RegExp ? v.source : typeof v === 'string' ? v : (v as { pattern: string }).pattern;
+  const flags =
+    (v instanceof RegExp
+      ? jsBsonRegexFlags(v)
+      : typeof v === 'string'
+        ? ''
+        : (v as { options: string }).options) + (options ?? '');
+  regexIdentities.set(re, `${flags}/${pattern}`);
+  return re;
+}
+
+/** {@link toRegExp}'s translation to a JS RegExp. */
+function translateRegex(v: unknown, options: string | undefined): RegExp {
   let source: string;
   let flags: string;
   if (v instanceof RegExp) {
@@ -561,6 +596,7 @@ function matchesValue(v: unknown, pred: LeafPredicate): boolean {
     case 'in': {
       for (const operand of pred.values) if (matchesCmp(v, 'eq', operand)) return true;
       if (typeof v === 'string') for (const re of pred.regexes) if (re.test(v)) return true;
+      for (const re of pred.regexes) if (sameRegex(v, re)) return true;
       return false;
     }
     case 'type':
@@ -569,7 +605,7 @@ function matchesValue(v: unknown, pred: LeafPredicate): boolean {
       if (typeof v === 'string') return pred.regex.test(v);
       if ((v as { _bsontype?: unknown } | null)?._bsontype === 'BSONSymbol')
         return pred.regex.test((v as { value: string }).value);
-      return false;
+      return sameRegex(v, pred.regex);
     case 'mod':
       return v !== undefined && v !== null && modOf(v, pred.divisor, pred.remainder);
     case 'exists':

@@ -38,7 +38,7 @@
 import { Binary, BSONRegExp, Long } from 'bson';
 
 import { TimeseriesError } from '../errors.js';
-import { bsonValueSize, indexNameLength, kBSONObjMaxUserSize } from './bson-value.js';
+import { bsonValueSize, indexNameLength, jsBsonRegexFlags, kBSONObjMaxUserSize } from './bson-value.js';
 import { defineField, hasOwnField } from './safe-record.js';
 import type { PackedRows } from './packed-rows.js';
 
@@ -754,8 +754,7 @@ function copyObject(v: object, walk: Walk, depth: number, name: string): unknown
   if (tag !== undefined) return copyBsonClass(v, tag, walk, depth, name);
   if (v instanceof RegExp) {
     if (v.source.includes('\0')) throw nulInRegex(v.source, name);
-    // The flags js-bson's serializer writes for a RegExp, in its order (`global` is written as `s`).
-    const flags = (v.ignoreCase ? 'i' : '') + (v.global ? 's' : '') + (v.multiline ? 'm' : '');
+    const flags = jsBsonRegexFlags(v);
     walk.size += 3 * v.source.length + 1 + flags.length + 1;
     return new BSONRegExp(v.source, flags);
   }

@@ -139,6 +139,16 @@ const LOG10_2 = Math.log10(2);
 /** Shared scratch for reading doubles' bits; module-level so comparisons allocate no DataView. */
 const float64Scratch = new DataView(new ArrayBuffer(8));
 
+/**
+ * The flags js-bson's serializer writes for a JS RegExp, in its order (`global` is written as `s`).
+ *
+ * @param re - a regex.
+ * @returns the BSON flags.
+ */
+export function jsBsonRegexFlags(re: RegExp): string {
+  return (re.ignoreCase ? 'i' : '') + (re.global ? 's' : '') + (re.multiline ? 'm' : '');
+}
+
 function unsupported(v: unknown): TimeseriesError {
   const what =
     typeof v === 'object' && v !== null

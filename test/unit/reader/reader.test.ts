@@ -1,4 +1,4 @@
-import { Binary, Decimal128, Double, Int32, Long, ObjectId } from 'bson';
+import { Binary, BSONRegExp, Decimal128, Double, Int32, Long, ObjectId } from 'bson';
 import { describe, expect, it } from 'vitest';
 
 import { BSONColumn } from '../../../src/bucket-format/bson-column/bson-column.js';
@@ -195,6 +195,27 @@ describe('find: unpacking', () => {
     // Escaped, or inside a class, whitespace and '#' are literal.
     expect(await ids({ s: { $regex: '^a\\ bc$', $options: 'x' } })).toEqual([2]);
     expect(await ids({ s: { $regex: '^a[#]c$', $options: 'x' } })).toEqual([3]);
+  });
+
+  it('a regex matches strings it matches and stored regexes of the same pattern and flags (RegexMatchExpression)', async () => {
+    const { coll, ctx } = await setupCollection();
+    await coll.insertMany(
+      [new BSONRegExp('ab', 'i'), 'xABy', new BSONRegExp('ab', 'm'), 'xy'].map((x, i) => ({
+        ts: iso('2024-01-01T00:00:00Z'),
+        sensor: 's',
+        _id: i,
+        x,
+      })),
+    );
+    const ids = async (filter: Record<string, unknown>) =>
+      (await find(ctx(), filter).toArray()).map((d) => d._id as number).sort((a, b) => a - b);
+    expect(await ids({ x: /ab/i })).toEqual([0, 1]);
+    expect(await ids({ x: new BSONRegExp('ab', 'i') })).toEqual([0, 1]);
+    expect(await ids({ x: { $regex: 'ab', $options: 'i' } })).toEqual([0, 1]);
+    expect(await ids({ x: { $in: [/ab/i, 'xy'] } })).toEqual([0, 1, 3]);
+    expect(await ids({ x: { $not: /ab/i } })).toEqual([2, 3]);
+    // $eq compares the regex as a value.
+    expect(await ids({ x: { $eq: /ab/m } })).toEqual([2]);
   });
 
   it('skip and limit', async () => {
