@@ -8,6 +8,7 @@ import { BucketCatalog } from '../catalog/bucket-catalog.js';
 import { BucketMetadataCache } from '../catalog/bucket-metadata.js';
 import type { BucketCatalogServerStatus } from '../catalog/bucket-catalog.js';
 import { TimeseriesError } from '../errors.js';
+import { Deferred } from '../util/deferred.js';
 import {
   resolveCollectionOptions,
   sameCollectionOptions,
@@ -185,9 +186,11 @@ export class BucketEngine {
       if (sameCollectionOptions(registered.options, resolved)) return registered;
       throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
     }
+    const created = new Deferred<void>();
     const coll = new TimeseriesCollection<TSchema>(
       {
         catalog: this.catalog,
+        created: created.promise,
         storage: this.storage,
         gate: this.#gate,
         metadata: this.#metadataCache,
@@ -229,6 +232,8 @@ export class BucketEngine {
     } catch (error) {
       if (this.#collections.get(name) === coll) this.#collections.delete(name);
       throw error;
+    } finally {
+      created.resolve();
     }
     return coll;
   }

@@ -179,6 +179,11 @@ export interface CollectionContext {
    * name waits for `dropped` (the old one's buckets removed) before it starts.
    */
   readonly onDrop: (name: string, dropped: Promise<void>) => void;
+  /**
+   * Settled once `createCollection` has prepared the collection in storage (the engine lists it before):
+   * a drop waits for it, so a creation that ends after the drop does not leave its namespace behind.
+   */
+  readonly created: Promise<void>;
 }
 
 /**
@@ -226,6 +231,8 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * both failed with `TimeseriesBucketCleared`.
    */
   readonly #orderedCalls = new Mutex();
+  /** Serialises `collMod`s (see {@link TimeseriesCollection.collMod}). */
+  readonly #collMods = new Mutex();
   #dropped: Promise<void> | undefined;
   #options: ResolvedCollectionOptions;
   /**
@@ -329,7 +336,7 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * @param docs - measurements, each with a `Date` in the time field.
    * @param options - `ordered` (default `true`).
    * @returns the number inserted, and the `_id`s of the inserted measurements that have one by index.
-   * @throws {@link BulkWriteError} listing every failed measurement (`writeErrors`) and `insertedCount`.
+   * @throws {@link BulkWriteError} listing the failed measurements (`writeErrors`; an ordered call's first only) and `insertedCount`.
    * @example
    * ```ts
    * await coll.insertMany([{ ts: new Date(), sensor: 'a', temp: 21.5 }], { ordered: false });
@@ -507,6 +514,9 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
     });
     if (writeErrors.length > 0) {
       writeErrors.sort((a, b) => a.index - b.index);
+      // An ordered call stops at its first failure: a measurement refused by validation after it (found
+      // before anything was committed) was never reached.
+      if (ordered) writeErrors.length = 1;
       throw new BulkWriteError(writeErrors, insertedCount);
     }
     return { acknowledged: true, insertedCount, insertedIds };
@@ -615,6 +625,8 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
       await this.#gate.close(
         () => new TimeseriesError('NamespaceNotFound', `Collection ${this.namespace} was dropped`),
       );
+      // Its creation failed or not, what it wrote to storage is there before the drop removes it.
+      await this.#ctx.created.catch(() => undefined);
       await this.#rollups.dropAll();
       await this.#ctx.catalog.drop(this.namespace);
       await this.#ctx.storage.dropNamespace(this.bucketsNamespace);
@@ -849,7 +861,9 @@ export class TimeseriesCollection<TSchema extends object = MeasurementDocument> 
    * ```
    */
   collMod(mod: CollModOptions): Promise<void> {
-    return this.#call(() => this.#collMod(mod));
+    // One at a time, as the server's collection lock has them: each resolves from the options the one
+    // before it left, and the storage keeps the same options the collection then has.
+    return this.#call(() => this.#collMods.runExclusive(() => this.#collMod(mod)));
   }
 
   async #collMod(mod: CollModOptions): Promise<void> {

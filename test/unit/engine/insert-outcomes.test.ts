@@ -161,6 +161,28 @@ describe('an ordered call stops at its first failed measurement', () => {
   );
 
   it.each([true, false])(
+    'a storage failure before a measurement validation refused reports only the failure (buckets written together: %s)',
+    async (together) => {
+      // Arrange: the first measurement's write fails; the second has no time field.
+      const { coll, storage } = await setup({}, together);
+      storage.faults.push({ kind: 'fail', error: new Error('disk full') });
+      // Act
+      const error = await rejection(
+        coll.insertMany(
+          [
+            { t: at(0), m: 'a', v: 0 },
+            { m: 'a', v: 1 },
+          ],
+          { ordered: true },
+        ),
+      );
+      // Assert: the call stopped at index 0; index 1 was never reached.
+      expect(error.writeErrors.map((e) => [e.index, e.errmsg])).toEqual([[0, 'disk full']]);
+      expect(error.insertedCount).toBe(0);
+    },
+  );
+
+  it.each([true, false])(
     'the same call unordered stores every other measurement and reports the failed series (buckets written together: %s)',
     async (together) => {
       // Arrange: buckets are written in bucket-id order, which is the series' order here: 'b' is second.

@@ -1,7 +1,7 @@
 /**
  * Lifecycles are safe: `drop()` and `close()` wait for the calls in flight and refuse every later call,
  * nothing is written after they resolve, a collection created again starts empty; `collMod` raising the
- * granularity applies to open buckets.
+ * granularity applies to open buckets, and two at once both apply; a drop waits for a creation in flight.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -198,6 +198,69 @@ describe('collMod', () => {
     expect(buckets).toHaveLength(1);
     expect((buckets[0]?.control as { max: { t: Date } }).max.t).toEqual(at(120));
     expect((await coll.stats()).timeseries.numBucketsClosedDueToTimeForward).toBe(0);
+    await engine.close();
+  });
+
+  it('two at once both apply, in the collection and in the options the storage keeps', async () => {
+    // Arrange: a storage whose option writes finish in the other order than they started.
+    const gates: Array<() => void> = [];
+    class SlowOptions extends MemoryStorage {
+      override async setNamespaceOptions(...args: Parameters<MemoryStorage['setNamespaceOptions']>) {
+        await new Promise<void>((resolve) => gates.push(resolve));
+        return super.setNamespaceOptions(...args);
+      }
+    }
+    const storage = new SlowOptions();
+    const engine = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const coll = await engine.createCollection('g', { timeseries: { timeField: 't', metaField: 'm' } });
+    // Act
+    const both = Promise.all([
+      coll.collMod({ granularity: 'minutes' }),
+      coll.collMod({ expireAfterSeconds: 3600 }),
+    ]);
+    for (let i = 0; i < 2; i++) {
+      while (gates.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      gates
+        .splice(0)
+        .reverse()
+        .forEach((open) => {
+          open();
+        });
+    }
+    await both;
+    // Assert
+    expect(coll.options).toMatchObject({ granularity: 'minutes', expireAfterSeconds: 3600 });
+    expect(await storage.namespaceOptions(coll.bucketsNamespace)).toMatchObject({
+      timeseries: { granularity: 'minutes' },
+      expireAfterSeconds: 3600,
+    });
+    await engine.close();
+  });
+});
+
+describe('drop() racing createCollection', () => {
+  it('waits for the creation to reach storage: the namespace it created is gone, a new one holds its options', async () => {
+    // Arrange: a storage that takes a while to create a namespace.
+    class SlowCreate extends MemoryStorage {
+      override async createNamespace(...args: Parameters<MemoryStorage['createNamespace']>) {
+        for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+        return super.createNamespace(...args);
+      }
+    }
+    const storage = new SlowCreate();
+    const engine = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const creating = engine.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+    while (engine.collection('w') === undefined) await new Promise((resolve) => setImmediate(resolve));
+    // Act: drop the collection the engine lists while its creation is still writing.
+    await engine.collection('w')?.drop();
+    await creating;
+    const again = await engine.createCollection('w', {
+      timeseries: { timeField: 't', granularity: 'hours' },
+    });
+    // Assert
+    expect(await storage.namespaceOptions(again.bucketsNamespace)).toMatchObject({
+      timeseries: { timeField: 't', granularity: 'hours' },
+    });
     await engine.close();
   });
 });
