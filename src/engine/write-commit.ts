@@ -199,7 +199,10 @@ async function abandon(ctx: CommitContext, staged: ReadonlyArray<StageResult>): 
 /**
  * An ordered call's outcomes end at its first failed measurement: what comes after it is neither
  * reported nor retried (MongoDB's ordered contract). Measurements after it whose batch was stopped
- * before its commit (see {@link commitInOrder}) were not written.
+ * before its commit (see {@link commitInOrder}) were not written. One case writes some after it: a
+ * round whose earlier bucket's guard missed (another writer changed it) and whose later buckets were
+ * written, the earlier measurements then failing for good on their retry. Those written stay reported as
+ * inserted: the count says what is stored.
  *
  * @returns the measurements still to stage, those before the first failure.
  */
@@ -213,7 +216,9 @@ function stopAtFirstFailure(outcomes: MeasurementOutcome[], pending: ReadonlyArr
   }
   if (first < 0) return [...pending];
   // Holes are skipped by the caller's iteration: "not attempted".
-  for (let i = first + 1; i < outcomes.length; i++) Reflect.deleteProperty(outcomes, i);
+  for (let i = first + 1; i < outcomes.length; i++) {
+    if (outcomes[i]?.kind !== 'inserted') Reflect.deleteProperty(outcomes, i);
+  }
   return pending.filter((i) => i < first);
 }
 

@@ -898,6 +898,38 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
     }
   });
 
+  it.each([true, false])(
+    'an ordered call whose earlier bucket another writer changed reports what it stored after a later failure (bulkWrite: %s)',
+    async (bulkWrite) => {
+      // Arrange: writer A's open bucket of s0 is appended to by writer B, so A's next commit to it misses
+      // its guard; in the same round A's bucket of s1 (later measurements) is written; the retry of the
+      // first measurement then fails for good.
+      const db = new FakeDb('metrics');
+      db.bulkWrite = bulkWrite;
+      const a = await engineOn(db, 5, {});
+      const b = await engineOn(db, 5, {});
+      await a.coll.insertMany([{ ts: at(0), sensor: 's0', mid: 'a-pre' }]);
+      await b.coll.insertMany([{ ts: at(1), sensor: 's0', mid: 'b-pre' }]);
+      db.operationFaults.push({ skip: 2, error: serverError(13, 'Unauthorized', 'not authorized') });
+      // Act
+      const docs = [
+        { ts: at(2), sensor: 's0', mid: 'x0' },
+        { ts: at(3), sensor: 's1', mid: 'x1' },
+        { ts: at(4), sensor: 's1', mid: 'x2' },
+      ];
+      const error: unknown = await a.coll.insertMany(docs, { ordered: true }).catch((e: unknown) => e);
+      // Assert: the failure at index 0 is reported, and the count says what is stored.
+      expect(BulkWriteError.isBulkWriteError(error)).toBe(true);
+      if (!BulkWriteError.isBulkWriteError(error)) return;
+      expect(error.writeErrors.map((w) => [w.index, w.codeName])).toEqual([[0, 'Unauthorized']]);
+      const stored = (await a.coll.find({ mid: { $in: ['x0', 'x1', 'x2'] } }).toArray()).map((d) => d.mid);
+      expect(stored.sort()).toEqual(['x1', 'x2']);
+      expect(error.insertedCount).toBe(stored.length);
+      await a.engine.close();
+      await b.engine.close();
+    },
+  );
+
   it('through transient faults and failed writes, exactly the acknowledged measurements are stored, once', async () => {
     // Calls of either kind, in either format, with bulkWrite or one write per bucket; transient errors
     // before or after an operation (fewer than the retries: each retry meets at most one) and at most one
