@@ -86,10 +86,11 @@ function rowsAlreadyStored(stored: StoredBucket, update: BucketUpdateDocument): 
 /**
  * Whether a bucket inserted by this writer is the stored one: exactly, or with other writers' measurements
  * added since (one reopened the bucket and appended to it, and may have closed it, compressing it). Then
- * it is the same series (every top-level field but `control` and `data` the same) and holds each
- * measurement the insert wrote as one of its rows, or it was rewritten by a delete since (marked closed:
- * the delete may have removed some of them). A bucket id drawn by another writer for another series, the
- * one real duplicate, fails the first.
+ * it holds each measurement the insert wrote as one of its rows, or, of the same series (every top-level
+ * field but `control` and `data` the same), it was rewritten by a delete since (marked closed: the delete
+ * may have removed some of them). Another writer's update of the metaField may have changed the series
+ * since: a bucket of another meta is this insert when it holds its rows. A bucket id drawn by another
+ * writer for another series, the one real duplicate, holds other measurements.
  *
  * @param stored - the bucket as read back (not mutated).
  * @param inserted - the document this writer inserted.
@@ -99,12 +100,15 @@ export function insertAlreadyWritten(stored: StoredBucket, inserted: Readonly<St
   if (sameBsonDocument(stored, inserted)) return true;
   const now = decompressBucket(copyDocument(stored));
   const then = decompressBucket(copyDocument(inserted));
+  let sameSeries = true;
   for (const field of new Set([...Object.keys(now), ...Object.keys(then)])) {
     if (field === 'control' || field === 'data') continue;
-    if (!sameBsonValue(getOwnField(now, field), getOwnField(then, field))) return false;
+    if (sameBsonValue(getOwnField(now, field), getOwnField(then, field))) continue;
+    if (field !== 'meta') return false;
+    sameSeries = false;
   }
   // Rewritten by a delete since (marked closed): some of the inserted measurements may be gone for good.
-  if (isClosedBucket(now)) return true;
+  if (sameSeries && isClosedBucket(now)) return true;
   const data = getOwnField(now, 'data');
   const written = getOwnField(then, 'data');
   if (!isPlainObject(data) || !isPlainObject(written)) return false;

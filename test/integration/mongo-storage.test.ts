@@ -609,9 +609,11 @@ describe('MongoStorage errors and retries', () => {
     const id = new ObjectId();
     db.faults.push({ op: 'insertOne', when: 'before', error: network() });
     const other = new MongoStorage(db, { mode: 'buckets', retry: kInstantRetry });
+    // Another series' bucket, of other measurements, under the same _id.
+    const theirs = { ...bucket(id, 1, 'other'), data: { ts: { '0': at(7) }, v: { '0': 70 } } };
     const racing = new MongoStorage(db, {
       mode: 'buckets',
-      retry: { random: () => 0, sleep: () => other.insertOne(ns, bucket(id, 1, 'other')) },
+      retry: { random: () => 0, sleep: () => other.insertOne(ns, theirs) },
     });
     const error: unknown = await racing.insertOne(ns, bucket(id, 1)).catch((e: unknown) => e);
     expect(error).toMatchObject({ codeName: 'DuplicateKey' });
@@ -679,7 +681,7 @@ describe('MongoStorage errors and retries', () => {
     expect(updateAlreadyApplied(stored, { $set: { meta: 'b' } })).toBe(false);
   });
 
-  it('insertAlreadyWritten finds an inserted bucket that others appended to, or closed, since', () => {
+  it('insertAlreadyWritten finds an inserted bucket that others appended to, closed, or moved to another meta, since', () => {
     // A lost reply, then another writer reopened the bucket and appended (and maybe closed it): the
     // retried insert's duplicate _id is this writer's own bucket, not another's (it was once taken for
     // another writer's, and its measurements were written again to a new bucket: stored twice).
@@ -707,8 +709,14 @@ describe('MongoStorage errors and retries', () => {
       data: { ts: { '0': at(0) }, v: { '0': 0 } },
     };
     expect(insertAlreadyWritten(trimmed, inserted)).toBe(true);
-    // Another series under the same _id, or the same series without this writer's measurement: not it.
-    expect(insertAlreadyWritten({ ...appended, meta: 'b' }, inserted)).toBe(false);
+    // Another writer's update of the metaField since: the bucket holds this writer's rows, so it is it.
+    expect(insertAlreadyWritten({ ...appended, meta: 'b' }, inserted)).toBe(true);
+    // Another series under the same _id without this writer's rows (closed or not), or the same series
+    // without this writer's measurement: not it.
+    expect(insertAlreadyWritten({ ...trimmed, meta: 'b' }, inserted)).toBe(false);
+    expect(
+      insertAlreadyWritten({ ...appended, meta: 'b', data: { ts: { '0': at(1) }, v: { '0': 9 } } }, inserted),
+    ).toBe(false);
     expect(insertAlreadyWritten({ ...appended, data: { ts: { '1': at(0) }, v: { '1': 0 } } }, inserted)).toBe(
       false,
     );
@@ -926,6 +934,43 @@ describe('BucketEngine over MongoStorage with injected faults', () => {
       expect(stored.sort()).toEqual(['x1', 'x2']);
       expect(error.insertedCount).toBe(stored.length);
       await a.engine.close();
+      await b.engine.close();
+    },
+  );
+
+  it.each([true, false])(
+    "an insert whose reply was lost is found again after another writer's meta update (bulkWrite: %s)",
+    async (bulkWrite) => {
+      // Arrange: A's insert of a new bucket is applied, its reply lost; during A's backoff, B moves the
+      // series to another meta.
+      const db = new FakeDb('metrics');
+      db.bulkWrite = bulkWrite;
+      let during: (() => Promise<unknown>) | undefined;
+      const storage = new MongoStorage(db, {
+        mode: 'timeseries',
+        retry: {
+          ...kInstantRetry,
+          sleep: async () => {
+            const run = during;
+            during = undefined;
+            await run?.();
+          },
+        },
+      });
+      const a = new BucketEngine({ storage, parameters: kParameters });
+      const collA = await a.createCollection('weather', {
+        timeseries: { timeField: 'ts', metaField: 'sensor' },
+      });
+      const b = await engineOn(db, 5, {});
+      db.faults.push({ op: bulkWrite ? 'bulkWrite' : 'insertOne', when: 'after', error: network() });
+      during = () => b.coll.updateMany({ sensor: 's' }, { $set: { sensor: 't' } });
+      // Act
+      const result = await collA.insertMany([{ ts: at(0), sensor: 's', mid: 'only-one' }]);
+      // Assert: stored once, under the new meta; the retry's duplicate _id was this insert.
+      expect(result.insertedCount).toBe(1);
+      const rows = await collA.find({}, { projection: { _id: 0, mid: 1, sensor: 1 } }).toArray();
+      expect(rows).toEqual([{ sensor: 't', mid: 'only-one' }]);
+      await a.close();
       await b.engine.close();
     },
   );
