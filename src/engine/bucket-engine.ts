@@ -179,7 +179,8 @@ export class BucketEngine {
       if (sameCollectionOptions(existing.options, resolved)) return existing;
       throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
     }
-    resolved = await this.#withKeptOptions(ns, name, resolved);
+    const kept = await this.#withKeptOptions(ns, name, resolved);
+    resolved = kept.options;
     // Another create of the name may have registered it while the storage was read.
     const registered = this.#collections.get(name);
     if (registered !== undefined) {
@@ -220,9 +221,11 @@ export class BucketEngine {
         ...(stored.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: stored.expireAfterSeconds }),
       });
       const { metaField, timeField } = resolved;
-      if (metaField !== undefined) {
+      if (metaField !== undefined && !kept.existed) {
         // MongoDB 6.3+ creates this index with every collection that has a metaField; query-based
-        // reopening and lookups by series and time use it.
+        // reopening and lookups by series and time use it. Not again for a collection the storage holds
+        // already (an engine started again): creating it is a no-op there, and an index its user dropped
+        // stays dropped.
         await this.storage.createIndex(coll.bucketsNamespace, {
           name: `${metaField}_1_${timeField}_1`,
           key: { meta: 1, [`control.min.${timeField}`]: 1, [`control.max.${timeField}`]: 1 },
@@ -242,16 +245,19 @@ export class BucketEngine {
    * `resolved` checked against the options the storage keeps for the collection (this engine, or another
    * before it, created it in that storage): other options are `NamespaceExists`, as the server refuses
    * them; and flagged when a `collMod` changed its bucketing before, or when the storage keeps no options
-   * and so cannot say (fixed-bucket bounds would then miss measurements of a bucket opened before).
+   * and so cannot say (fixed-bucket bounds would then miss measurements of a bucket opened before). With
+   * whether the storage holds the collection already (`false` when it cannot say).
    */
   async #withKeptOptions(
     ns: string,
     name: string,
     resolved: ResolvedCollectionOptions,
-  ): Promise<ResolvedCollectionOptions> {
-    if (this.storage.namespaceOptions === undefined) return withBucketingParametersChanged(resolved);
+  ): Promise<{ readonly options: ResolvedCollectionOptions; readonly existed: boolean }> {
+    if (this.storage.namespaceOptions === undefined) {
+      return { options: withBucketingParametersChanged(resolved), existed: false };
+    }
     const kept = await this.storage.namespaceOptions(bucketsNamespaceOf(this.dbName, name));
-    if (kept === undefined) return resolved;
+    if (kept === undefined) return { options: resolved, existed: false };
     const { timeseries, expireAfterSeconds } = kept;
     const stored = resolveCollectionOptions(
       ns,
@@ -261,7 +267,9 @@ export class BucketEngine {
     if (!sameCollectionOptions(stored, resolved)) {
       throw new TimeseriesError('NamespaceExists', `Collection ${ns} already exists.`);
     }
-    return kept.bucketingParametersHaveChanged === true ? withBucketingParametersChanged(resolved) : resolved;
+    const options =
+      kept.bucketingParametersHaveChanged === true ? withBucketingParametersChanged(resolved) : resolved;
+    return { options, existed: true };
   }
 
   /**

@@ -111,6 +111,22 @@ describe('options kept by the storage (an engine started again over it)', () => 
     expect(found).toEqual([{ v: 2 }]);
   });
 
+  it('an engine started again does not create the {meta, time} index a user dropped', async () => {
+    // Arrange
+    const storage = new MemoryStorage();
+    const first = new BucketEngine({ storage, ttlMonitor: 'disabled' });
+    const coll = await first.createCollection('w', { timeseries: ts });
+    expect((await coll.listIndexes()).map((i) => i.name)).toEqual(['m_1_t_1']);
+    await coll.dropIndex('m_1_t_1');
+    await first.close();
+    // Act
+    const again = await new BucketEngine({ storage, ttlMonitor: 'disabled' }).createCollection('w', {
+      timeseries: ts,
+    });
+    // Assert: creating an existing collection is a no-op.
+    expect(await again.listIndexes()).toEqual([]);
+  });
+
   it('never assumes fixed buckets over a storage that keeps no options', async () => {
     const storage = new MemoryStorage();
     Object.defineProperty(storage, 'namespaceOptions', { value: undefined });
